@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/ebpf"
+)
+
+// streamFlags are the flags watch and trace share (SPEC.md "Common flags").
+type streamFlags struct {
+	backend     string
+	events      string
+	signals     string
+	format      string
+	output      string
+	metricsAddr string
+	metricsComm bool
+
+	// audit
+	arch        string
+	auidSet     bool
+	enableAudit bool
+	// ebpf
+	probes    string
+	ringBytes int
+	bpfStats  bool
+}
+
+func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "", "audit or ebpf (required)")
+	fl.StringVar(&f.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
+	fl.StringVar(&f.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
+	fl.StringVar(&f.format, "format", formatDefault, formatHelp)
+	fl.StringVarP(&f.output, "output", "o", "", "write output to FILE instead of stdout")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
+	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
+	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
+	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
+	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: turn audit on if it is off, and off again on exit")
+	fl.StringVar(&f.probes, "probes", "default", "ebpf: default (cheapest hooks) or syscalls (syscall tracepoints like the audit rules)")
+	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
+	fl.BoolVar(&f.bpfStats, "bpf-stats", false, "ebpf: turn on the kernel's BPF run-time accounting (costs a little per event)")
+}
+
+// config validates the flags into a backend Config.
+func (f *streamFlags) config() (tracer.Config, error) {
+	cfg := tracer.DefaultConfig()
+	var err error
+	if cfg.Types, err = tracer.ParseTypes(f.events); err != nil {
+		return cfg, tracer.Usagef("%v", err)
+	}
+	if cfg.Signals, err = tracer.ParseSignals(f.signals); err != nil {
+		return cfg, tracer.Usagef("%v", err)
+	}
+	switch f.arch {
+	case "auto", "b64", "b32", "both":
+	default:
+		return cfg, tracer.Usagef("unknown --arch %q: use auto, b64, b32 or both", f.arch)
+	}
+	switch f.probes {
+	case "default", "syscalls":
+	default:
+		return cfg, tracer.Usagef("unknown --probes %q: use default or syscalls", f.probes)
+	}
+	cfg.Arch, cfg.AuidSet, cfg.EnableAudit = f.arch, f.auidSet, f.enableAudit
+	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
+	return cfg, nil
+}
+
+// newBackend returns the backend a --backend value names.
+func newBackend(name string) (tracer.Backend, error) {
+	switch name {
+	case "audit":
+		return audit.New(), nil
+	case "ebpf":
+		return ebpf.New(), nil
+	case "":
+		return nil, tracer.Usagef("--backend is required: use --backend audit or --backend ebpf")
+	}
+	return nil, tracer.Usagef("unknown backend %q: use --backend audit or --backend ebpf", name)
+}
+
+// needRoot fails early, before anything is installed, when not root.
+func needRoot(what string) error {
+	if os.Geteuid() != 0 {
+		return tracer.Usagef("%s needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ for audit, CAP_BPF and CAP_PERFMON for ebpf): run it with sudo", what)
+	}
+	return nil
+}
+
+// openOutput opens --output, or returns stdout.
+func openOutput(path string) (*os.File, error) {
+	if path == "" || path == "-" {
+		return os.Stdout, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, tracer.Usagef("cannot write --output %s: %v", path, err)
+	}
+	return f, nil
+}
+
+func parsePID(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+	if err != nil || n == 0 {
+		return 0, tracer.Usagef("bad --pid %q: give a process id", s)
+	}
+	return uint32(n), nil
+}

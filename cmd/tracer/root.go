@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// version is set by the Makefile through -ldflags.
+var version = "dev"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tracer",
+		Short: "Who forks, execs and signals what on this node, and what watching it costs",
+		Long: "tracer watches process events (exec, fork, signal, exit) with the Linux audit\n" +
+			"subsystem or with eBPF, and measures what each way of watching costs.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		lvl, _ := cmd.Flags().GetString("log-level")
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(lvl)); err != nil {
+			return tracer.Usagef("unknown --log-level %q: use debug, info, warn or error", lvl)
+		}
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+		return nil
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &tracer.UsageError{Msg: err.Error() + " (see --help)"}
+	})
+	root.AddCommand(
+		newWatchCmd(),
+		newTraceCmd(),
+		newRulesCmd(),
+		newCleanupCmd(),
+		newBenchCmd(),
+		newReportCmd(),
+		newDoctorCmd(),
+	)
+	return root
+}
+
+// run executes the CLI and maps errors to exit statuses: 2 for what the user
+// can fix (bad input, not root, audit locked), 1 for everything else.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(os.Stderr, "tracer: %s\n", msg)
+	if errors.Is(err, tracer.ErrUsage) || isCobraUsage(err) {
+		return 2
+	}
+	return 1
+}
+
+// exitError carries an exit status without a message (trace returns its command's).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// isCobraUsage recognises cobra's own argument errors, which it does not route through SetFlagErrorFunc.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.Contains(s, "arg(s)") ||
+		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "required flag")
+}

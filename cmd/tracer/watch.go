@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+type watchOptions struct {
+	streamFlags
+	duration time.Duration
+	comm     string
+	pid      string
+}
+
+func newWatchCmd() *cobra.Command {
+	var o watchOptions
+	cmd := &cobra.Command{
+		Use:   "watch --backend audit|ebpf",
+		Short: "Stream exec, fork, signal and exit events until Ctrl-C, SIGTERM or --duration",
+		Example: `  tracer watch --backend ebpf
+  tracer watch --backend audit --events signal --signal USR1 --format json
+  tracer watch --backend ebpf --pid 4242 --duration 30s -o events.jsonl --format json`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWatch(cmd.Context(), &o)
+		},
+	}
+	o.register(cmd, "text", "output format: text or json")
+	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
+	cmd.Flags().StringVar(&o.comm, "comm", "", "only events of processes with this comm")
+	cmd.Flags().StringVar(&o.pid, "pid", "", "only events of this process and its descendants")
+	return cmd
+}
+
+func runWatch(parent context.Context, o *watchOptions) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	cfg.Comm = o.comm
+	if cfg.PID, err = parsePID(o.pid); err != nil {
+		return err
+	}
+	if o.duration < 0 {
+		return tracer.Usagef("--duration must be positive")
+	}
+	b, err := newBackend(o.backend)
+	if err != nil {
+		return err
+	}
+	if err := needRoot("tracer watch"); err != nil {
+		return err
+	}
+	out, err := openOutput(o.output)
+	if err != nil {
+		return err
+	}
+	sink, err := tracer.NewSink(o.format, out)
+	if err != nil {
+		return err
+	}
+	p := tracer.NewPipeline(cfg, sink)
+	defer p.Close()
+
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+
+	ready, err := startMetrics(ctx, o.metricsAddr, p, b)
+	if err != nil {
+		return err
+	}
+	backendCfg := cfg
+	backendCfg.Types = tracer.BackendTypes(cfg)
+	if err := b.Start(backendCfg); err != nil {
+		_ = b.Close()
+		return err
+	}
+	defer b.Close()
+	ready()
+	fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
+
+	go p.FlushEvery(ctx, 200*time.Millisecond)
+	runErr := b.Run(ctx, p.Emit)
+	closeErr := b.Close()
+	flushErr := p.Flush()
+
+	st := p.Stats(b)
+	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %d lost (kernel %d, ringbuf %d, reassembly %d, output %d)\n",
+		p.TotalEmitted(), st.TotalLost(), st.Lost[tracer.LostKernel], st.Lost[tracer.LostRingbuf],
+		st.Lost[tracer.LostReassembly], st.Lost[tracer.LostOutput])
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	if closeErr != nil {
+		slog.Warn("removing rules or probes", "err", closeErr)
+		return closeErr
+	}
+	return flushErr
+}
