@@ -1,0 +1,144 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Backend is a source of Events: the audit subsystem or eBPF. Both implement
+// it so that watch, trace, bench and the metrics do not care which one runs.
+//
+// The life of a backend is Start (install rules or probes; on error nothing
+// stays installed), Run (deliver events until ctx ends), Close (remove all
+// that Start installed and restore what it changed). Close is safe to call
+// more than once and after a failed Start.
+type Backend interface {
+	// Name is "audit" or "ebpf"; it fills Event.Backend.
+	Name() string
+	// Start installs the rules or probes for cfg. When it returns nil the
+	// backend is watching: events from then on are delivered by Run.
+	Start(cfg Config) error
+	// Run calls emit for each event until ctx is done, then drains what the
+	// kernel already queued and returns. emit must not keep the *Event.
+	Run(ctx context.Context, emit func(*Event)) error
+	// Stats is safe to call at any time, from any goroutine.
+	Stats() Stats
+	// Close removes everything Start installed.
+	Close() error
+}
+
+// Config says what a backend should watch. Filters that a backend can apply
+// in the kernel it applies there; the Pipeline applies all of them again in
+// user space, so a backend may deliver more than asked but never less.
+type Config struct {
+	Types   TypeSet
+	Signals SignalSet
+	// Comm, when set, keeps only events whose comm equals it.
+	Comm string
+	// PID, when non-zero, keeps only events of that process and its
+	// descendants (followed at fork).
+	PID uint32
+
+	// Audit specific.
+	Arch    string // auto, b64, b32, both
+	AuidSet bool   // add -F auid!=unset to every rule
+	// ScopeAUID, when not UnsetID, limits the rules to processes with that
+	// login uid (how `trace` scopes audit to one command's tree).
+	ScopeAUID uint32
+	// EnableAudit turns audit on when it is off (and back off at Close).
+	EnableAudit bool
+
+	// eBPF specific.
+	Probes string // "" or "default": cheapest hooks; "syscalls": sys_enter/sys_exit tracepoints
+	// CountOnly keeps per-key counts in kernel maps instead of streaming
+	// events (see Counter); Run then delivers nothing.
+	CountOnly bool
+	// RingBytes sizes the eBPF ring buffer (0: backend default).
+	RingBytes int
+	// BPFStats turns on the kernel's per-program run time accounting.
+	BPFStats bool
+}
+
+// DefaultConfig is what watch uses without flags.
+func DefaultConfig() Config {
+	return Config{Types: DefaultTypes, Arch: "auto", ScopeAUID: UnsetID}
+}
+
+// LossStage is where an event was lost on its way from the kernel to output.
+type LossStage uint8
+
+// Loss stages, in the order an event passes them.
+const (
+	LostKernel     LossStage = iota // the kernel dropped it (audit backlog, audit lost counter)
+	LostRingbuf                     // the transport buffer was full (BPF ring buffer, netlink socket)
+	LostReassembly                  // records that could not be joined into an event
+	LostOutput                      // the sink could not write it
+	NumLossStages
+)
+
+var lossNames = [...]string{"kernel", "ringbuf", "reassembly", "output"}
+
+func (s LossStage) String() string { return lossNames[s] }
+
+// Stats is a snapshot of a backend's counters.
+type Stats struct {
+	// Events is how many events the backend delivered, by type.
+	Events [numTypes]uint64
+	// Lost counts events lost before delivery, by stage (LostOutput is the Pipeline's).
+	Lost [NumLossStages]uint64
+
+	// Audit: the kernel's figures, read at the last poll.
+	AuditBacklog      uint32
+	AuditBacklogLimit uint32
+	AuditKernelLost   uint32 // the kernel's own counter, not a delta
+
+	// eBPF: per-program statistics when BPFStats is on.
+	Programs []ProgramStats
+}
+
+// ProgramStats is the kernel's accounting for one BPF program.
+type ProgramStats struct {
+	Name     string
+	RunTime  float64 // seconds
+	RunCount uint64
+}
+
+// TotalEvents is the sum over types.
+func (s Stats) TotalEvents() uint64 {
+	var n uint64
+	for _, v := range s.Events {
+		n += v
+	}
+	return n
+}
+
+// TotalLost is the sum over stages.
+func (s Stats) TotalLost() uint64 {
+	var n uint64
+	for _, v := range s.Lost {
+		n += v
+	}
+	return n
+}
+
+// EventsOf returns the delivered count for one type.
+func (s Stats) EventsOf(t EventType) uint64 { return s.Events[t] }
+
+// ErrUsage marks errors caused by the user's input or the node's setup that
+// the user can fix (not root, audit locked, unknown signal). cmd/ maps it to
+// exit status 2.
+var ErrUsage = errors.New("usage")
+
+// UsageError wraps a message so that errors.Is(err, ErrUsage) holds.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *UsageError) Is(target error) bool { return target == ErrUsage }
+
+// Usagef builds a UsageError.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}

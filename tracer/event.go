@@ -1,0 +1,137 @@
+// Package tracer holds what every backend shares: the Event model that both
+// the audit and the eBPF backend produce, the Backend interface they
+// implement, the filters applied to their output, the sinks that print events
+// (text, JSON lines) and the counters behind `tracer trace` and the metrics.
+//
+// A backend knows nothing about output and a sink knows nothing about
+// backends: a Pipeline joins the two and counts what passes and what is lost.
+package tracer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// EventType is the class of a process event.
+type EventType uint8
+
+// The event classes of SPEC.md. TypeNone is the zero value and never emitted.
+const (
+	TypeNone EventType = iota
+	TypeExec
+	TypeFork
+	TypeSignal
+	TypeExit
+	numTypes
+)
+
+var typeNames = [...]string{TypeNone: "none", TypeExec: "exec", TypeFork: "fork", TypeSignal: "signal", TypeExit: "exit"}
+
+func (t EventType) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// AllTypes lists the event classes in their canonical order.
+var AllTypes = []EventType{TypeExec, TypeFork, TypeSignal, TypeExit}
+
+// UnsetID is the audit login uid and session id of a process that never logged in.
+const UnsetID = 4294967295
+
+// Event is one process event as both backends report it. Fields that do not
+// belong to an event's Type are left zero and are not printed.
+type Event struct {
+	Time    time.Time
+	Backend string
+	Type    EventType
+	PID     uint32 // thread group id of the process that made the call
+	Comm    string // its comm when it made the call (for exec: before the exec)
+	UID     uint32
+	AUID    uint32
+
+	// exec
+	PPID     uint32
+	Filename string
+	Argv     []string
+
+	// exec and signal: the syscall's return value (0 or -errno).
+	Ret int64
+
+	// fork and signal: the syscall that made the event (fork, clone3, kill, tgkill, ...).
+	Syscall string
+
+	// fork
+	ChildPID uint32
+
+	// signal
+	TargetPID int32 // the thread that was signalled (kill: the pid argument, may be <= 0)
+	Signal    int
+
+	// exit
+	ExitCode int
+}
+
+// SignalName is the event's signal as a name (SIGUSR1).
+func (e *Event) SignalName() string { return SignalName(e.Signal) }
+
+// Reset clears e for reuse; backends reuse one Event per emit to keep the hot path allocation-free.
+func (e *Event) Reset() {
+	argv := e.Argv[:0]
+	*e = Event{}
+	e.Argv = argv
+}
+
+// ParseTypes parses a comma-separated list of event classes ("exec,fork").
+func ParseTypes(s string) (TypeSet, error) {
+	var set TypeSet
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(strings.ToLower(f))
+		if f == "" {
+			continue
+		}
+		if f == "all" {
+			for _, t := range AllTypes {
+				set = set.With(t)
+			}
+			continue
+		}
+		found := false
+		for _, t := range AllTypes {
+			if t.String() == f {
+				set, found = set.With(t), true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown event class %q: use exec, fork, signal or exit", f)
+		}
+	}
+	if set == 0 {
+		return 0, fmt.Errorf("no event class given: use exec, fork, signal or exit")
+	}
+	return set, nil
+}
+
+// TypeSet is a set of event classes.
+type TypeSet uint8
+
+// DefaultTypes is SPEC.md's default for --events.
+const DefaultTypes = TypeSet(1<<TypeExec | 1<<TypeFork | 1<<TypeSignal)
+
+// With returns s with t added.
+func (s TypeSet) With(t EventType) TypeSet { return s | 1<<t }
+
+// Has reports whether t is in s.
+func (s TypeSet) Has(t EventType) bool { return s&(1<<t) != 0 }
+
+func (s TypeSet) String() string {
+	var parts []string
+	for _, t := range AllTypes {
+		if s.Has(t) {
+			parts = append(parts, t.String())
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,55 @@
+package tracer
+
+// Filter keeps the events a user asked for. Backends filter in the kernel
+// where they can; the Filter is the single place where the user-space
+// meaning of --events, --signal, --comm and --pid is defined, so both
+// backends print exactly the same set.
+type Filter struct {
+	Types   TypeSet
+	Signals SignalSet
+	Comm    string
+	// tree holds the --pid root and every descendant seen forking from it.
+	tree map[uint32]struct{}
+}
+
+// NewFilter builds the user-space filter for cfg.
+func NewFilter(cfg Config) *Filter {
+	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm}
+	if cfg.PID != 0 {
+		f.tree = map[uint32]struct{}{cfg.PID: {}}
+	}
+	return f
+}
+
+// Match reports whether e passes. It must see every fork event the backend
+// delivers, even of classes not asked for, to follow the --pid tree.
+func (f *Filter) Match(e *Event) bool {
+	if f.tree != nil {
+		if _, ok := f.tree[e.PID]; !ok {
+			return false
+		}
+		if e.Type == TypeFork && e.ChildPID != 0 {
+			f.tree[e.ChildPID] = struct{}{}
+		}
+	}
+	if !f.Types.Has(e.Type) {
+		return false
+	}
+	if e.Type == TypeSignal && !f.Signals.Has(e.Signal) {
+		return false
+	}
+	if f.Comm != "" && e.Comm != f.Comm {
+		return false
+	}
+	return true
+}
+
+// BackendTypes is the set of classes a backend must deliver for cfg: the
+// asked-for ones, plus fork when a --pid tree has to be followed.
+func BackendTypes(cfg Config) TypeSet {
+	t := cfg.Types
+	if cfg.PID != 0 {
+		t = t.With(TypeFork)
+	}
+	return t
+}

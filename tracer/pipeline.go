@@ -1,0 +1,95 @@
+package tracer
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Pipeline joins a backend to its sinks: it filters, counts what it emits by
+// type, and counts what a sink failed to write as lost at the output stage.
+// Its counters are what the metrics export, so they agree with the output.
+type Pipeline struct {
+	Filter *Filter
+	Sinks  []Sink
+
+	emitted    [numTypes]atomic.Uint64
+	lostOutput atomic.Uint64
+}
+
+// NewPipeline filters by cfg and writes to sinks.
+func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
+	return &Pipeline{Filter: NewFilter(cfg), Sinks: sinks}
+}
+
+// Emit is the backend's emit callback.
+func (p *Pipeline) Emit(e *Event) {
+	if !p.Filter.Match(e) {
+		return
+	}
+	p.emitted[e.Type].Add(1)
+	for _, s := range p.Sinks {
+		if err := s.Write(e); err != nil {
+			p.lostOutput.Add(1)
+		}
+	}
+}
+
+// Emitted returns how many events of type t passed to the sinks.
+func (p *Pipeline) Emitted(t EventType) uint64 { return p.emitted[t].Load() }
+
+// TotalEmitted sums Emitted over all types.
+func (p *Pipeline) TotalEmitted() uint64 {
+	var n uint64
+	for _, t := range AllTypes {
+		n += p.Emitted(t)
+	}
+	return n
+}
+
+// LostOutput is how many event writes failed.
+func (p *Pipeline) LostOutput() uint64 { return p.lostOutput.Load() }
+
+// Flush flushes every sink.
+func (p *Pipeline) Flush() error {
+	var first error
+	for _, s := range p.Sinks {
+		if err := s.Flush(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// FlushEvery flushes the sinks every d until ctx is done, so that a quiet
+// stream still reaches a pipe or file promptly.
+func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = p.Flush()
+		}
+	}
+}
+
+// Close closes every sink.
+func (p *Pipeline) Close() error {
+	var first error
+	for _, s := range p.Sinks {
+		if err := s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Stats merges the backend's stats with the pipeline's output loss.
+func (p *Pipeline) Stats(b Backend) Stats {
+	st := b.Stats()
+	st.Lost[LostOutput] += p.LostOutput()
+	return st
+}

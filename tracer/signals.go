@@ -1,0 +1,134 @@
+package tracer
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Linux signal numbers (x86_64, arm64 and the generic ABI agree on these).
+var signalNames = map[int]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
+	13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD",
+	18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU",
+	23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ", 26: "SIGVTALRM", 27: "SIGPROF",
+	28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+}
+
+const (
+	sigRTMin = 34
+	sigRTMax = 64
+)
+
+// SignalName names signal n: SIGUSR1, SIGRTMIN+3, or SIG0 for the null
+// signal that kill(pid, 0) uses to probe a process.
+func SignalName(n int) string {
+	if name, ok := signalNames[n]; ok {
+		return name
+	}
+	switch {
+	case n == 0:
+		return "SIG0"
+	case n == sigRTMin:
+		return "SIGRTMIN"
+	case n == sigRTMax:
+		return "SIGRTMAX"
+	case n > sigRTMin && n < sigRTMax:
+		return "SIGRTMIN+" + strconv.Itoa(n-sigRTMin)
+	}
+	return "SIG" + strconv.Itoa(n)
+}
+
+// ParseSignal accepts a number (10), a name (USR1, SIGUSR1, usr1) or SIGRTMIN+N.
+func ParseSignal(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > sigRTMax {
+			return 0, fmt.Errorf("signal %d out of range: use 0 to %d", n, sigRTMax)
+		}
+		return n, nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	for n, v := range signalNames {
+		if v == name {
+			return n, nil
+		}
+	}
+	switch {
+	case name == "SIGRTMIN":
+		return sigRTMin, nil
+	case name == "SIGRTMAX":
+		return sigRTMax, nil
+	case strings.HasPrefix(name, "SIGRTMIN+"):
+		if k, err := strconv.Atoi(name[len("SIGRTMIN+"):]); err == nil && k >= 0 && sigRTMin+k <= sigRTMax {
+			return sigRTMin + k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown signal %q: use a number (10) or a name (USR1, SIGUSR1)", s)
+}
+
+// SignalSet is a set of signal numbers 0..64; the zero value means "all signals".
+type SignalSet struct {
+	bits uint128
+}
+
+type uint128 struct{ lo, hi uint64 }
+
+// ParseSignals parses a comma-separated list; an empty string means all signals.
+func ParseSignals(s string) (SignalSet, error) {
+	var set SignalSet
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := ParseSignal(f)
+		if err != nil {
+			return SignalSet{}, err
+		}
+		set.Add(n)
+	}
+	return set, nil
+}
+
+// Add puts signal n in the set.
+func (s *SignalSet) Add(n int) {
+	if n < 64 {
+		s.bits.lo |= 1 << uint(n)
+	} else {
+		s.bits.hi |= 1 << uint(n-64)
+	}
+}
+
+// All reports whether the set places no restriction.
+func (s SignalSet) All() bool { return s.bits == uint128{} }
+
+// Has reports whether signal n passes the set.
+func (s SignalSet) Has(n int) bool {
+	switch {
+	case s.All():
+		return true
+	case n < 0 || n > sigRTMax:
+		return false
+	case n < 64:
+		return s.bits.lo&(1<<uint(n)) != 0
+	default:
+		return s.bits.hi&(1<<uint(n-64)) != 0
+	}
+}
+
+// List returns the signals in the set in ascending order (nil for all).
+func (s SignalSet) List() []int {
+	var out []int
+	for n := 0; n <= sigRTMax; n++ {
+		if !s.All() && s.Has(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
