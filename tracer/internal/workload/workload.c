@@ -1,0 +1,94 @@
+//go:build ignore
+
+// workload makes a known number of process events, one syscall kind at a
+// time, so that tests can assert exact counts per syscall:
+//
+//   workload exec N PATH      N times: vfork + execve(PATH) (PATH should exit 0 at once)
+//   workload execfail N       N times: vfork + execve("/nonexistent/tracer-enoent") -> ENOENT
+//   workload fork N           N times: syscall(SYS_fork), child _exit(0)
+//   workload vfork N          N times: vfork(), child _exit(0)
+//   workload clone N          N times: syscall(SYS_clone, SIGCHLD, 0), child _exit(0)
+//   workload clone3 N         N times: posix_spawn(/bin/true) (glibc uses clone3 for it)
+//   workload kill N SIG       N times: kill(getpid(), SIG)   (SIG is ignored first)
+//   workload tkill N SIG      N times: tkill(gettid(), SIG)
+//   workload tgkill N SIG     N times: tgkill(getpid(), gettid(), SIG)
+//   workload exit CODE        exit_group(CODE)
+//
+// Several commands may follow each other on one command line.
+#define _GNU_SOURCE
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void reap(pid_t pid) {
+	int st;
+	if (pid < 0) { perror("fork"); exit(3); }
+	while (waitpid(pid, &st, __WALL) < 0) {}
+}
+
+int main(int argc, char **argv) {
+	signal(SIGCHLD, SIG_DFL);
+	for (int i = 1; i < argc;) {
+		const char *cmd = argv[i++];
+		if (!strcmp(cmd, "exit")) {
+			syscall(SYS_exit_group, atoi(argv[i]));
+		}
+		long n = atol(argv[i++]);
+		if (!strcmp(cmd, "exec") || !strcmp(cmd, "execfail")) {
+			const char *path = !strcmp(cmd, "exec") ? argv[i++] : "/nonexistent/tracer-enoent";
+			for (long k = 0; k < n; k++) {
+				pid_t p = vfork();
+				if (p == 0) {
+					char *args[] = {(char *)path, "arg1", NULL};
+					execve(path, args, environ);
+					_exit(127);
+				}
+				reap(p);
+			}
+		} else if (!strcmp(cmd, "fork")) {
+			for (long k = 0; k < n; k++) {
+				pid_t p = syscall(SYS_fork);
+				if (p == 0) syscall(SYS_exit_group, 0);
+				reap(p);
+			}
+		} else if (!strcmp(cmd, "vfork")) {
+			for (long k = 0; k < n; k++) {
+				pid_t p = vfork();
+				if (p == 0) _exit(0);
+				reap(p);
+			}
+		} else if (!strcmp(cmd, "clone")) {
+			for (long k = 0; k < n; k++) {
+				pid_t p = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+				if (p == 0) syscall(SYS_exit_group, 0);
+				reap(p);
+			}
+		} else if (!strcmp(cmd, "clone3")) {
+			for (long k = 0; k < n; k++) {
+				pid_t p;
+				char *args[] = {"true", NULL};
+				if (posix_spawn(&p, "/bin/true", NULL, NULL, args, environ) != 0) { perror("posix_spawn"); return 3; }
+				reap(p);
+			}
+		} else if (!strcmp(cmd, "kill") || !strcmp(cmd, "tkill") || !strcmp(cmd, "tgkill")) {
+			int sig = atoi(argv[i++]);
+			signal(sig, SIG_IGN);
+			for (long k = 0; k < n; k++) {
+				if (!strcmp(cmd, "kill")) kill(getpid(), sig);
+				else if (!strcmp(cmd, "tkill")) syscall(SYS_tkill, gettid(), sig);
+				else syscall(SYS_tgkill, getpid(), gettid(), sig);
+			}
+		} else {
+			fprintf(stderr, "workload: unknown command %s\n", cmd);
+			return 2;
+		}
+	}
+	return 0;
+}
