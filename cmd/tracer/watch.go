@@ -84,7 +84,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		defer cancel()
 	}
 
-	ready, err := startMetrics(ctx, o.metricsAddr, p, b)
+	ready, err := startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,125 @@
+// Package metrics exports a running tracer to Prometheus.
+//
+// Collector reads the Pipeline's counters and the Backend's Stats at scrape
+// time, so /metrics always agrees with what the tracer printed: there is no
+// second set of counters to drift. CommSink is the optional per-comm counter
+// (--metrics-comm), a tracer.Sink with a cap on distinct comms. Server puts
+// both on a private registry with the Go and process collectors and serves
+// /metrics and /healthz.
+package metrics
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Namespace prefixes every metric the tracer exports.
+const Namespace = "tracer"
+
+// Collector is a prometheus.Collector over one Pipeline and its Backend.
+type Collector struct {
+	p       *tracer.Pipeline
+	b       tracer.Backend
+	backend string
+	version string
+
+	events, backendEvents, lost                *prometheus.Desc
+	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
+	progSeconds, progRuns                      *prometheus.Desc
+	buildInfo                                  *prometheus.Desc
+}
+
+// NewCollector returns the collector for p fed by b. version is the
+// tracer's version for tracer_build_info.
+func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collector {
+	fq := func(sub, name string) string { return prometheus.BuildFQName(Namespace, sub, name) }
+	return &Collector{
+		p: p, b: b, backend: b.Name(), version: version,
+		events: prometheus.NewDesc(fq("", "events_total"),
+			"Events the tracer emitted (after filtering), by type.",
+			[]string{"backend", "type"}, nil),
+		backendEvents: prometheus.NewDesc(fq("backend", "events_total"),
+			"Events the backend delivered before user-space filtering, by type.",
+			[]string{"backend", "type"}, nil),
+		lost: prometheus.NewDesc(fq("events", "lost_total"),
+			"Events lost on their way from the kernel to the output, by stage (kernel, ringbuf, reassembly, output).",
+			[]string{"backend", "stage"}, nil),
+		auditBacklog: prometheus.NewDesc(fq("audit", "backlog"),
+			"Audit records queued in the kernel, waiting for the reader (at the backend's last poll).",
+			nil, nil),
+		auditBacklogLimit: prometheus.NewDesc(fq("audit", "backlog_limit"),
+			"The kernel's audit backlog limit (auditctl -b).",
+			nil, nil),
+		auditLost: prometheus.NewDesc(fq("audit", "kernel_lost"),
+			"The kernel's own audit lost counter (auditctl -s lost); it counts for every audit consumer and is not reset by the tracer.",
+			nil, nil),
+		progSeconds: prometheus.NewDesc(fq("bpf_program", "run_seconds_total"),
+			"Time the kernel spent running the BPF program (only with --bpf-stats).",
+			[]string{"program"}, nil),
+		progRuns: prometheus.NewDesc(fq("bpf_program", "runs_total"),
+			"Times the kernel ran the BPF program (only with --bpf-stats).",
+			[]string{"program"}, nil),
+		buildInfo: prometheus.NewDesc(fq("", "build_info"),
+			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
+			[]string{"version", "goversion", "backend"}, nil),
+	}
+}
+
+// Describe sends every descriptor the collector may send.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost,
+		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.progSeconds, c.progRuns, c.buildInfo} {
+		ch <- d
+	}
+}
+
+// Collect reads the counters now.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	// Pipeline.Stats adds the pipeline's output loss to the backend's: the
+	// same figures watch prints in its summary line.
+	st := c.p.Stats(c.b)
+	for _, t := range tracer.AllTypes {
+		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue,
+			float64(c.p.Emitted(t)), c.backend, t.String())
+		ch <- prometheus.MustNewConstMetric(c.backendEvents, prometheus.CounterValue,
+			float64(st.EventsOf(t)), c.backend, t.String())
+	}
+	for s := tracer.LossStage(0); s < tracer.NumLossStages; s++ {
+		ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue,
+			float64(st.Lost[s]), c.backend, s.String())
+	}
+	if c.backend == "audit" {
+		ch <- prometheus.MustNewConstMetric(c.auditBacklog, prometheus.GaugeValue, float64(st.AuditBacklog))
+		ch <- prometheus.MustNewConstMetric(c.auditBacklogLimit, prometheus.GaugeValue, float64(st.AuditBacklogLimit))
+		ch <- prometheus.MustNewConstMetric(c.auditLost, prometheus.GaugeValue, float64(st.AuditKernelLost))
+	}
+	for _, ps := range mergePrograms(st.Programs) {
+		ch <- prometheus.MustNewConstMetric(c.progSeconds, prometheus.CounterValue, ps.RunTime, ps.Name)
+		ch <- prometheus.MustNewConstMetric(c.progRuns, prometheus.CounterValue, float64(ps.RunCount), ps.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1,
+		c.version, runtime.Version(), c.backend)
+}
+
+// mergePrograms sums programs that share a name (the same hook attached
+// twice, e.g. per arch), since a series may appear only once per scrape.
+func mergePrograms(in []tracer.ProgramStats) []tracer.ProgramStats {
+	out := make([]tracer.ProgramStats, 0, len(in))
+	idx := make(map[string]int, len(in))
+	for _, ps := range in {
+		if ps.Name == "" {
+			ps.Name = "unnamed"
+		}
+		if i, ok := idx[ps.Name]; ok {
+			out[i].RunTime += ps.RunTime
+			out[i].RunCount += ps.RunCount
+			continue
+		}
+		idx[ps.Name] = len(out)
+		out = append(out, ps)
+	}
+	return out
+}

@@ -1,0 +1,372 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// fakeBackend is a tracer.Backend whose Stats the test sets.
+type fakeBackend struct {
+	name string
+	mu   sync.Mutex
+	st   tracer.Stats
+}
+
+func (f *fakeBackend) Name() string              { return f.name }
+func (f *fakeBackend) Start(tracer.Config) error { return nil }
+func (f *fakeBackend) Run(ctx context.Context, emit func(*tracer.Event)) error {
+	<-ctx.Done()
+	return nil
+}
+func (f *fakeBackend) Close() error { return nil }
+func (f *fakeBackend) Stats() tracer.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st
+	st.Programs = slices.Clone(f.st.Programs)
+	return st
+}
+
+// failSink fails every write, so that the pipeline counts output loss.
+type failSink struct{}
+
+func (failSink) Write(*tracer.Event) error { return errors.New("disk full") }
+func (failSink) Flush() error              { return nil }
+func (failSink) Close() error              { return nil }
+
+// values gathers reg into "name{label="value",...}" -> value, labels sorted
+// by name as the registry sorts them.
+func values(t *testing.T, reg prometheus.Gatherer, prefix string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gathering: %v", err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), prefix) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, lp := range m.GetLabel() {
+				ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+			}
+			key := mf.GetName() + "{" + strings.Join(ls, ",") + "}"
+			if _, dup := out[key]; dup {
+				t.Errorf("series %s appears twice", key)
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			default:
+				t.Errorf("%s: unexpected metric kind", key)
+			}
+		}
+	}
+	return out
+}
+
+func diffValues(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			t.Errorf("missing %s (want %v)", k, want[k])
+		} else if g != want[k] {
+			t.Errorf("%s = %v, want %v", k, g, want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected %s = %v", k, got[k])
+		}
+	}
+}
+
+// emitN sends n events of type typ and comm through p.
+func emitN(p *tracer.Pipeline, n int, typ tracer.EventType, comm string, sig int) {
+	for range n {
+		e := tracer.Event{Backend: "audit", Type: typ, Comm: comm, Signal: sig, PID: 42}
+		p.Emit(&e)
+	}
+}
+
+func TestCollectorAudit(t *testing.T) {
+	var out bytes.Buffer
+	cfg := tracer.DefaultConfig()
+	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	p := tracer.NewPipeline(cfg, tracer.NewJSONSink(&out))
+	b := &fakeBackend{name: "audit"}
+	b.st.Events[tracer.TypeExec] = 7
+	b.st.Events[tracer.TypeFork] = 3
+	b.st.Events[tracer.TypeSignal] = 9
+	b.st.Lost[tracer.LostKernel] = 11
+	b.st.Lost[tracer.LostRingbuf] = 12
+	b.st.Lost[tracer.LostReassembly] = 13
+	b.st.AuditBacklog, b.st.AuditBacklogLimit, b.st.AuditKernelLost = 5, 8192, 1234
+	s, err := New(p, b, Options{Version: "1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	emitN(p, 7, tracer.TypeExec, "sh", 0)
+	emitN(p, 3, tracer.TypeFork, "sh", 0)
+	emitN(p, 4, tracer.TypeSignal, "kill", 10) // SIGUSR1: kept
+	emitN(p, 5, tracer.TypeSignal, "kill", 12) // SIGUSR2: filtered out
+	emitN(p, 2, tracer.TypeExit, "sh", 0)      // exit is not in the default --events
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The exported counters must agree with the lines the sink wrote.
+	lines := map[string]float64{}
+	for l := range strings.Lines(out.String()) {
+		for _, typ := range tracer.AllTypes {
+			if strings.Contains(l, `"type":"`+typ.String()+`"`) {
+				lines[typ.String()]++
+			}
+		}
+	}
+	if lines["exec"] != 7 || lines["fork"] != 3 || lines["signal"] != 4 || lines["exit"] != 0 {
+		t.Fatalf("sink wrote %v, want exec 7 fork 3 signal 4", lines)
+	}
+
+	want := map[string]float64{
+		`tracer_events_total{backend="audit",type="exec"}`:                                         lines["exec"],
+		`tracer_events_total{backend="audit",type="fork"}`:                                         lines["fork"],
+		`tracer_events_total{backend="audit",type="signal"}`:                                       lines["signal"],
+		`tracer_events_total{backend="audit",type="exit"}`:                                         lines["exit"],
+		`tracer_backend_events_total{backend="audit",type="exec"}`:                                 7,
+		`tracer_backend_events_total{backend="audit",type="fork"}`:                                 3,
+		`tracer_backend_events_total{backend="audit",type="signal"}`:                               9,
+		`tracer_backend_events_total{backend="audit",type="exit"}`:                                 0,
+		`tracer_events_lost_total{backend="audit",stage="kernel"}`:                                 11,
+		`tracer_events_lost_total{backend="audit",stage="ringbuf"}`:                                12,
+		`tracer_events_lost_total{backend="audit",stage="reassembly"}`:                             13,
+		`tracer_events_lost_total{backend="audit",stage="output"}`:                                 0,
+		`tracer_audit_backlog{}`:                                                                   5,
+		`tracer_audit_backlog_limit{}`:                                                             8192,
+		`tracer_audit_kernel_lost{}`:                                                               1234,
+		`tracer_build_info{backend="audit",goversion="` + runtime.Version() + `",version="1.2.3"}`: 1,
+	}
+	diffValues(t, values(t, s.Registry(), "tracer_"), want)
+
+	// Scrape time reads: later changes show on the next scrape.
+	b.mu.Lock()
+	b.st.AuditBacklog = 77
+	b.st.Lost[tracer.LostKernel] = 20
+	b.mu.Unlock()
+	emitN(p, 1, tracer.TypeExec, "sh", 0)
+	want[`tracer_audit_backlog{}`] = 77
+	want[`tracer_events_lost_total{backend="audit",stage="kernel"}`] = 20
+	want[`tracer_events_total{backend="audit",type="exec"}`] = 8
+	diffValues(t, values(t, s.Registry(), "tracer_"), want)
+}
+
+func TestCollectorEBPFAndOutputLoss(t *testing.T) {
+	cfg := tracer.DefaultConfig()
+	p := tracer.NewPipeline(cfg, failSink{}, tracer.NewJSONSink(io.Discard))
+	b := &fakeBackend{name: "ebpf"}
+	b.st.Lost[tracer.LostRingbuf] = 3
+	s, err := New(p, b, Options{Version: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitN(p, 6, tracer.TypeFork, "make", 0)
+
+	got := values(t, s.Registry(), "tracer_")
+	// failSink fails each of the 6 writes: output loss is the pipeline's count.
+	if v := got[`tracer_events_lost_total{backend="ebpf",stage="output"}`]; v != float64(p.LostOutput()) || v != 6 {
+		t.Errorf("output loss %v, want pipeline's %d (6)", v, p.LostOutput())
+	}
+	if v := got[`tracer_events_lost_total{backend="ebpf",stage="ringbuf"}`]; v != 3 {
+		t.Errorf("ringbuf loss %v, want 3", v)
+	}
+	if v := got[`tracer_events_total{backend="ebpf",type="fork"}`]; v != 6 {
+		t.Errorf("fork events %v, want 6", v)
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "tracer_audit_") {
+			t.Errorf("ebpf backend exports audit gauge %s", k)
+		}
+		if strings.HasPrefix(k, "tracer_bpf_program_") {
+			t.Errorf("program stats exported without --bpf-stats: %s", k)
+		}
+	}
+
+	// With --bpf-stats the backend reports programs; two of one name are summed.
+	b.mu.Lock()
+	b.st.Programs = []tracer.ProgramStats{
+		{Name: "sched_process_exec", RunTime: 0.25, RunCount: 1000},
+		{Name: "sys_enter_kill", RunTime: 0.5, RunCount: 10},
+		{Name: "sys_enter_kill", RunTime: 0.125, RunCount: 5},
+	}
+	b.mu.Unlock()
+	got = values(t, s.Registry(), "tracer_bpf_")
+	diffValues(t, got, map[string]float64{
+		`tracer_bpf_program_run_seconds_total{program="sched_process_exec"}`: 0.25,
+		`tracer_bpf_program_runs_total{program="sched_process_exec"}`:        1000,
+		`tracer_bpf_program_run_seconds_total{program="sys_enter_kill"}`:     0.625,
+		`tracer_bpf_program_runs_total{program="sys_enter_kill"}`:            15,
+	})
+}
+
+func TestCommSinkCap(t *testing.T) {
+	cfg := tracer.DefaultConfig()
+	p := tracer.NewPipeline(cfg)
+	b := &fakeBackend{name: "ebpf"}
+	s, err := New(p, b, Options{ByComm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Sinks) != 1 {
+		t.Fatalf("New added %d sinks, want the one CommSink", len(p.Sinks))
+	}
+	want := map[string]float64{}
+	key := func(comm, typ string) string {
+		return fmt.Sprintf(`tracer_events_by_comm_total{backend="ebpf",comm=%q,type=%q}`, comm, typ)
+	}
+	// 150 comms, comm i execs i+1 times; the first 100 get their own label.
+	for i := range 150 {
+		comm := fmt.Sprintf("c%03d", i)
+		emitN(p, i+1, tracer.TypeExec, comm, 0)
+		label := comm
+		if i >= MaxComms {
+			label = OtherComm
+		}
+		want[key(label, "exec")] += float64(i + 1)
+	}
+	// A known comm keeps its label after the cap is reached.
+	emitN(p, 4, tracer.TypeFork, "c000", 0)
+	want[key("c000", "fork")] = 4
+	// A late comm goes to other for every type.
+	emitN(p, 2, tracer.TypeSignal, "late", 9)
+	want[key(OtherComm, "signal")] = 2
+	diffValues(t, values(t, s.Registry(), "tracer_events_by_comm_total"), want)
+
+	// 100 exec series, c000 fork, other exec, other signal.
+	if n := len(values(t, s.Registry(), "tracer_events_by_comm_total")); n != MaxComms+3 {
+		t.Errorf("%d by-comm series, want %d", n, MaxComms+3)
+	}
+}
+
+func TestCommSinkInvalidUTF8(t *testing.T) {
+	c := NewCommSink("audit")
+	for _, comm := range []string{"a\xffb", "a\xfeb", "ok"} {
+		if err := c.Write(&tracer.Event{Type: tracer.TypeExec, Comm: comm}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	diffValues(t, values(t, reg, "tracer_"), map[string]float64{
+		`tracer_events_by_comm_total{backend="audit",comm="a` + "\uFFFD" + `b",type="exec"}`: 2,
+		`tracer_events_by_comm_total{backend="audit",comm="ok",type="exec"}`:                 1,
+	})
+}
+
+func TestCollectorPedantic(t *testing.T) {
+	// The pedantic registry checks that Collect sends only described
+	// metrics, with consistent labels and help.
+	p := tracer.NewPipeline(tracer.DefaultConfig())
+	for _, name := range []string{"audit", "ebpf"} {
+		b := &fakeBackend{name: name}
+		b.st.Programs = []tracer.ProgramStats{{Name: "p", RunTime: 1, RunCount: 1}}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(NewCollector(p, b, "dev"), NewCommSink(name))
+		if _, err := reg.Gather(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	p := tracer.NewPipeline(tracer.DefaultConfig())
+	s, err := New(p, &fakeBackend{name: "ebpf"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz before ready: %d, want 503", code)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "tracer_events_total") {
+		t.Errorf("/metrics before ready: %d, want 200 with tracer_events_total", code)
+	}
+	s.SetReady()
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz after ready: %d %q, want 200 \"ok\"", code, body)
+	}
+	if code, _ := get("/nothing"); code != http.StatusNotFound {
+		t.Errorf("/nothing: %d, want 404", code)
+	}
+}
+
+// TestPromtoolCheckMetrics scrapes /metrics over HTTP, as Prometheus does,
+// for each backend with every optional metric present, and runs promtool's
+// linter on it.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian package prometheus): cannot lint the exposition")
+	}
+	for _, name := range []string{"audit", "ebpf"} {
+		t.Run(name, func(t *testing.T) {
+			p := tracer.NewPipeline(tracer.DefaultConfig())
+			b := &fakeBackend{name: name}
+			b.st.Programs = []tracer.ProgramStats{{Name: "handle_exec", RunTime: 0.5, RunCount: 3}}
+			s, err := New(p, b, Options{Version: "dev", ByComm: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			emitN(p, 3, tracer.TypeExec, "sh", 0)
+			ts := httptest.NewServer(s.Handler())
+			defer ts.Close()
+			resp, err := http.Get(ts.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, want := range []string{"tracer_events_by_comm_total", "tracer_bpf_program_runs_total", "go_goroutines", "process_cpu_seconds_total"} {
+				if !bytes.Contains(body, []byte(want)) {
+					t.Errorf("scrape lacks %s", want)
+				}
+			}
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = bytes.NewReader(body)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("promtool check metrics: %v\n%s", err, out)
+			}
+		})
+	}
+}
