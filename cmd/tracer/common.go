@@ -43,7 +43,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
-	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: turn audit on if it is off, and off again on exit")
+	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: default (cheapest hooks) or syscalls (syscall tracepoints like the audit rules)")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
 	fl.BoolVar(&f.bpfStats, "bpf-stats", false, "ebpf: turn on the kernel's BPF run-time accounting (costs a little per event)")

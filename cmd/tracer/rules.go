@@ -1,6 +1,83 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
 
-func newRulesCmd() *cobra.Command   { return notYet("rules", "print the minimal audit rules") }
-func newCleanupCmd() *cobra.Command { return notYet("cleanup", "remove rules a killed tracer left") }
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
+)
+
+type rulesOptions struct {
+	arch    string
+	events  string
+	signals string
+	auidSet bool
+	machine string
+}
+
+func newRulesCmd() *cobra.Command {
+	var o rulesOptions
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "Print the minimal audit rules for the chosen events, in auditctl syntax",
+		Example: `  tracer rules
+  tracer rules --events signal --signal USR1 --arch both
+  tracer rules > /etc/audit/rules.d/tracer.rules`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			types, err := tracer.ParseTypes(o.events)
+			if err != nil {
+				return tracer.Usagef("%v", err)
+			}
+			sigs, err := tracer.ParseSignals(o.signals)
+			if err != nil {
+				return tracer.Usagef("%v", err)
+			}
+			set, err := auditrules.Build(auditrules.Options{
+				Arch: o.arch, Types: types, Signals: sigs, AuidSet: o.auidSet,
+				ScopeAUID: tracer.UnsetID, Machine: o.machine,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), set.Text())
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.arch, "arch", "auto", "auto (b32 only when a 32-bit process runs), b64, b32 or both")
+	fl.StringVar(&o.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
+	fl.StringVar(&o.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
+	fl.BoolVar(&o.auidSet, "auid-set", false, "only processes with a login uid (-F auid!=unset)")
+	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
+	return cmd
+}
+
+func newCleanupCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:          "cleanup",
+		Short:        "Remove audit rules that a killed tracer left behind (only rules with tracer's key)",
+		Example:      `  tracer cleanup`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needRoot("tracer cleanup"); err != nil {
+				return err
+			}
+			removed, err := audit.Cleanup()
+			for _, r := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed: %s\n", r)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "tracer: %d rules with key %q removed\n", len(removed), auditrules.Key)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,279 @@
+// Package auditrules builds the minimal audit rule set that yields tracer's
+// events: the syscalls of each event class, per architecture, with signal
+// filters in the argument register each syscall really uses, and the
+// tracer's key on every rule so that its rules are always told from the
+// node's own. It renders rules in auditctl syntax and in the kernel's wire
+// format (through go-libaudit), and names syscalls by number for decoding.
+package auditrules
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/elastic/go-libaudit/v2/auparse"
+	"github.com/elastic/go-libaudit/v2/rule"
+	"github.com/elastic/go-libaudit/v2/rule/flags"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Key is carried by every rule tracer installs (`-k tracer`); cleanup removes
+// rules with this key and no others.
+const Key = "tracer"
+
+// Syscalls per event class, in the order rules list them.
+var classSyscalls = map[tracer.EventType][]string{
+	tracer.TypeExec:   {"execve", "execveat"},
+	tracer.TypeFork:   {"fork", "vfork", "clone", "clone3"},
+	tracer.TypeSignal: {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"},
+	tracer.TypeExit:   {"exit", "exit_group"},
+}
+
+// SignalArg is the argument register that holds the signal number for each
+// signal syscall: kill(pid, sig) has it in a1 but tgkill(tgid, tid, sig) in
+// a2, which is why the seed's `-S kill -S tkill -S tgkill -F a1=10` misses
+// every raise(3) and pthread_kill(3).
+var SignalArg = map[string]int{
+	"kill": 1, "tkill": 1, "rt_sigqueueinfo": 1, "pidfd_send_signal": 1,
+	"tgkill": 2, "rt_tgsigqueueinfo": 2,
+}
+
+// TargetArg is the argument that names the signalled process or thread.
+// pidfd_send_signal names it by a pidfd, so its target comes from the
+// OBJ_PID record instead (-1 here).
+var TargetArg = map[string]int{
+	"kill": 0, "tkill": 0, "rt_sigqueueinfo": 0, "pidfd_send_signal": -1,
+	"tgkill": 1, "rt_tgsigqueueinfo": 1,
+}
+
+// ClassOf returns the event class of a syscall name, or TypeNone.
+func ClassOf(syscall string) tracer.EventType {
+	for t, names := range classSyscalls {
+		for _, n := range names {
+			if n == syscall {
+				return t
+			}
+		}
+	}
+	return tracer.TypeNone
+}
+
+// Options selects a rule set.
+type Options struct {
+	// Arch is auto, b64, b32 or both. auto adds b32 only when a 32-bit
+	// process runs (Has32Bit).
+	Arch    string
+	Types   tracer.TypeSet
+	Signals tracer.SignalSet
+	// AuidSet adds -F auid!=unset (the seed's filter): off by default since
+	// services, CI agents and containers have no login uid.
+	AuidSet bool
+	// ScopeAUID, when not tracer.UnsetID, adds -F auid=N (trace scoping).
+	ScopeAUID uint32
+	// Machine is the kernel's machine name (uname -m: x86_64, aarch64);
+	// empty means this program's architecture.
+	Machine string
+	// Has32Bit reports a running 32-bit process for Arch auto (pid, comm).
+	// Nil means Detect32Bit on /proc.
+	Has32Bit func() (pid int, comm string, found bool)
+}
+
+// Rule is one audit rule.
+type Rule struct {
+	Arch     string   // b64 or b32
+	Syscalls []string // names, as the arch's table has them
+	Filters  []string // -F filters after the arch, e.g. "a1=10", "auid!=unset"
+}
+
+// Text renders the rule in auditctl syntax.
+func (r Rule) Text() string {
+	var b strings.Builder
+	b.WriteString("-a always,exit -F arch=")
+	b.WriteString(r.Arch)
+	for _, s := range r.Syscalls {
+		b.WriteString(" -S ")
+		b.WriteString(s)
+	}
+	for _, f := range r.Filters {
+		b.WriteString(" -F ")
+		b.WriteString(f)
+	}
+	b.WriteString(" -k ")
+	b.WriteString(Key)
+	return b.String()
+}
+
+// Wire builds the kernel's wire format through go-libaudit. Syscall names
+// resolve against this program's architecture, so Wire is only meaningful
+// for rule sets built for the running machine.
+func (r Rule) Wire() (rule.WireFormat, error) {
+	parsed, err := flags.Parse(r.Text())
+	if err != nil {
+		return nil, fmt.Errorf("parsing rule %q: %w", r.Text(), err)
+	}
+	wf, err := rule.Build(parsed)
+	if err != nil {
+		return nil, fmt.Errorf("building rule %q: %w", r.Text(), err)
+	}
+	return wf, nil
+}
+
+// Set is a rule set and the reasons behind its arch choice.
+type Set struct {
+	Rules []Rule
+	Notes []string
+}
+
+// Text renders the set as an auditctl rules file, notes as comments.
+func (s *Set) Text() string {
+	var b strings.Builder
+	for _, n := range s.Notes {
+		b.WriteString("# ")
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	for _, r := range s.Rules {
+		b.WriteString(r.Text())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// archTables maps a machine to the go-libaudit syscall table of its 64-bit
+// and 32-bit ABI.
+var archTables = map[string][2]string{
+	"x86_64":  {"x86_64", "i386"},
+	"aarch64": {"aarch64", "arm"},
+	"ppc64le": {"ppc64le", "ppc"},
+	"s390x":   {"s390x", "s390"},
+}
+
+// RuntimeMachine is the uname -m of this program's architecture.
+func RuntimeMachine() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "ppc64le":
+		return "ppc64le"
+	case "s390x":
+		return "s390x"
+	}
+	return runtime.GOARCH
+}
+
+// Build returns the minimal rule set for o.
+func Build(o Options) (*Set, error) {
+	machine := o.Machine
+	if machine == "" {
+		machine = RuntimeMachine()
+	}
+	tables, ok := archTables[machine]
+	if !ok {
+		return nil, tracer.Usagef("no audit syscall table for machine %q: use x86_64, aarch64, ppc64le or s390x", machine)
+	}
+	if o.Types == 0 {
+		return nil, tracer.Usagef("no event class selected: use --events exec,fork,signal,exit")
+	}
+	set := &Set{}
+	arches := []string{}
+	switch o.Arch {
+	case "b64":
+		arches = []string{"b64"}
+	case "b32":
+		arches = []string{"b32"}
+	case "both":
+		arches = []string{"b64", "b32"}
+	case "auto", "":
+		arches = []string{"b64"}
+		detect := o.Has32Bit
+		if detect == nil {
+			detect = func() (int, string, bool) { return Detect32Bit("/proc") }
+		}
+		if pid, comm, found := detect(); found {
+			arches = append(arches, "b32")
+			set.Notes = append(set.Notes, fmt.Sprintf("b32 rules included: 32-bit process %d (%s) is running", pid, comm))
+		} else {
+			set.Notes = append(set.Notes, "b32 rules left out: no 32-bit process is running (use --arch both to include them)")
+		}
+	default:
+		return nil, tracer.Usagef("unknown --arch %q: use auto, b64, b32 or both", o.Arch)
+	}
+
+	var common []string
+	if o.AuidSet {
+		common = append(common, "auid!=unset")
+	}
+	if o.ScopeAUID != tracer.UnsetID {
+		common = append(common, "auid="+strconv.FormatUint(uint64(o.ScopeAUID), 10))
+	}
+	for _, arch := range arches {
+		table := tables[0]
+		if arch == "b32" {
+			table = tables[1]
+		}
+		have := syscallNames(table)
+		var plain []string
+		var missing []string
+		byReg := map[int][]string{}
+		for _, t := range tracer.AllTypes {
+			if !o.Types.Has(t) {
+				continue
+			}
+			for _, name := range classSyscalls[t] {
+				if !have[name] {
+					missing = append(missing, name)
+					continue
+				}
+				if t == tracer.TypeSignal && !o.Signals.All() {
+					byReg[SignalArg[name]] = append(byReg[SignalArg[name]], name)
+					continue
+				}
+				plain = append(plain, name)
+			}
+		}
+		if len(missing) > 0 {
+			set.Notes = append(set.Notes, fmt.Sprintf("%s (%s) has no %s: left out", arch, table, strings.Join(missing, ", ")))
+		}
+		filters := append([]string(nil), common...)
+		if len(plain) > 0 {
+			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: plain, Filters: filters})
+		}
+		regs := make([]int, 0, len(byReg))
+		for r := range byReg {
+			regs = append(regs, r)
+		}
+		sort.Ints(regs)
+		// Filters in one rule are ANDed, so each signal needs a rule of its own.
+		for _, reg := range regs {
+			for _, sig := range o.Signals.List() {
+				f := append([]string{fmt.Sprintf("a%d=%d", reg, sig)}, common...)
+				set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: byReg[reg], Filters: f})
+			}
+		}
+	}
+	return set, nil
+}
+
+func syscallNames(table string) map[string]bool {
+	out := map[string]bool{}
+	for _, name := range auparse.AuditSyscalls[table] {
+		out[name] = true
+	}
+	return out
+}
+
+// SyscallName returns the name of syscall nr in the table of a 64-bit (b32
+// false) or 32-bit ABI of this program's machine.
+func SyscallName(nr int, b32 bool) string {
+	tables := archTables[RuntimeMachine()]
+	t := tables[0]
+	if b32 {
+		t = tables[1]
+	}
+	return auparse.AuditSyscalls[t][nr]
+}

@@ -1,0 +1,121 @@
+//go:build linux
+
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+	"unsafe"
+
+	libaudit "github.com/elastic/go-libaudit/v2"
+)
+
+// conn is a netlink audit socket that go-libaudit drives for control
+// messages (it implements libaudit.NetlinkSendReceiver) and that the
+// backend reads records from directly: owning the fd lets us size the
+// receive buffer and bound blocking reads so shutdown is prompt.
+type conn struct {
+	fd   int
+	port uint32
+	seq  uint32
+	buf  []byte
+}
+
+// netlinkGroupReadLog is AUDIT_NLGRP_READLOG, the multicast group that
+// receives a copy of every record while auditd keeps the audit PID.
+const netlinkGroupReadLog = 1
+
+func newConn(groups uint32) (*conn, error) {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
+	if err != nil {
+		return nil, fmt.Errorf("opening audit netlink socket: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: groups}); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("binding audit netlink socket: %w", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("reading netlink port id: %w", err)
+	}
+	c := &conn{fd: fd, port: sa.(*syscall.SockaddrNetlink).Pid, buf: make([]byte, 1<<16)}
+	return c, nil
+}
+
+// setRecvBuffer asks for a large receive buffer; SO_RCVBUFFORCE (root)
+// passes net.core.rmem_max, which matters in multicast mode where a full
+// buffer drops records.
+func (c *conn) setRecvBuffer(bytes int) {
+	if err := syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, bytes); err != nil {
+		_ = syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, bytes)
+	}
+}
+
+// setRecvTimeout bounds blocking reads so that the reader notices shutdown.
+func (c *conn) setRecvTimeout(d time.Duration) error {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+}
+
+func (c *conn) Send(msg syscall.NetlinkMessage) (uint32, error) { return c.send(msg, 0) }
+
+func (c *conn) SendNoWait(msg syscall.NetlinkMessage) (uint32, error) {
+	return c.send(msg, syscall.MSG_DONTWAIT)
+}
+
+func (c *conn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
+	if msg.Header.Pid == 0 {
+		msg.Header.Pid = c.port
+	}
+	c.seq++
+	msg.Header.Seq = c.seq
+	msg.Header.Len = uint32(syscall.SizeofNlMsghdr + len(msg.Data))
+	b := make([]byte, msg.Header.Len)
+	*(*syscall.NlMsghdr)(unsafe.Pointer(&b[0])) = msg.Header
+	copy(b[syscall.SizeofNlMsghdr:], msg.Data)
+	return msg.Header.Seq, syscall.Sendto(c.fd, b, flags, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK})
+}
+
+// Receive serves go-libaudit's control calls (status, acks).
+func (c *conn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.NetlinkMessage, error) {
+	n, err := c.read(nonBlocking)
+	if err != nil {
+		return nil, err
+	}
+	return p(c.buf[:n])
+}
+
+// read reads one datagram into c.buf. The kernel sends each audit record
+// as a datagram of its own.
+func (c *conn) read(nonBlocking bool) (int, error) {
+	flags := 0
+	if nonBlocking {
+		flags = syscall.MSG_DONTWAIT
+	}
+	for {
+		n, _, err := syscall.Recvfrom(c.fd, c.buf, flags)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n < syscall.NLMSG_HDRLEN {
+			return 0, fmt.Errorf("short netlink message (%d bytes)", n)
+		}
+		return n, nil
+	}
+}
+
+func (c *conn) Close() error { return syscall.Close(c.fd) }
+
+// message splits the datagram in c.buf[:n] into its type and payload. The
+// datagram's size is used, not nlmsg_len: the kernel's audit records set
+// nlmsg_len without the header (go-libaudit works around it the same way).
+func (c *conn) message(n int) (typ uint16, data []byte) {
+	h := (*syscall.NlMsghdr)(unsafe.Pointer(&c.buf[0]))
+	return h.Type, c.buf[syscall.NLMSG_HDRLEN:n]
+}

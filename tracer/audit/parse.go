@@ -1,0 +1,260 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Audit record types this backend reads (linux/audit.h).
+const (
+	typeSyscall   = 1300
+	typePath      = 1302
+	typeCwd       = 1307
+	typeExecve    = 1309
+	typeObjPID    = 1318
+	typeEOE       = 1320
+	typeProctitle = 1327
+)
+
+var errHeader = errors.New("malformed audit record header")
+
+// parseHeader splits "audit(1796011828.799:16): body" into time, serial and body.
+func parseHeader(msg []byte) (t time.Time, serial uint64, body []byte, err error) {
+	if !bytes.HasPrefix(msg, []byte("audit(")) {
+		return t, 0, nil, errHeader
+	}
+	end := bytes.IndexByte(msg, ')')
+	if end < 0 {
+		return t, 0, nil, errHeader
+	}
+	inner := msg[len("audit("):end]
+	colon := bytes.IndexByte(inner, ':')
+	dot := bytes.IndexByte(inner, '.')
+	if colon < 0 || dot < 0 || dot > colon {
+		return t, 0, nil, errHeader
+	}
+	sec, ok1 := atou(inner[:dot])
+	msec, ok2 := atou(inner[dot+1 : colon])
+	serial, ok3 := atou(inner[colon+1:])
+	if !ok1 || !ok2 || !ok3 {
+		return t, 0, nil, errHeader
+	}
+	body = msg[end+1:]
+	body = bytes.TrimPrefix(body, []byte(":"))
+	body = bytes.TrimLeft(body, " ")
+	body = bytes.TrimRight(body, "\x00\n")
+	return time.Unix(int64(sec), int64(msec)*int64(time.Millisecond)), serial, body, nil
+}
+
+func atou(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// fields iterates over "key=value" pairs of a record body without
+// allocating. Quoted values keep their quotes; see value().
+type fields struct{ rest []byte }
+
+func (f *fields) next() (key, val []byte, ok bool) {
+	for len(f.rest) > 0 && f.rest[0] == ' ' {
+		f.rest = f.rest[1:]
+	}
+	if len(f.rest) == 0 {
+		return nil, nil, false
+	}
+	eq := bytes.IndexByte(f.rest, '=')
+	if eq < 0 {
+		f.rest = nil
+		return nil, nil, false
+	}
+	key = f.rest[:eq]
+	f.rest = f.rest[eq+1:]
+	var end int
+	if len(f.rest) > 0 && f.rest[0] == '"' {
+		// Quoted values never contain a quote: the kernel hex-encodes those.
+		q := bytes.IndexByte(f.rest[1:], '"')
+		if q < 0 {
+			end = len(f.rest)
+		} else {
+			end = q + 2
+		}
+	} else {
+		end = bytes.IndexByte(f.rest, ' ')
+		if end < 0 {
+			end = len(f.rest)
+		}
+	}
+	val = f.rest[:end]
+	f.rest = f.rest[end:]
+	return key, val, true
+}
+
+// untrusted decodes a value the kernel logged with audit_log_untrustedstring:
+// quoted when plain, hex when it holds spaces, quotes or control bytes.
+func untrusted(v []byte) string {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return string(v[1 : len(v)-1])
+	}
+	if string(v) == "(null)" {
+		return ""
+	}
+	out := make([]byte, hex.DecodedLen(len(v)))
+	if _, err := hex.Decode(out, v); err != nil {
+		return string(v)
+	}
+	return string(out)
+}
+
+// hexArg parses a syscall argument the kernel prints as unsigned hex (a0=23ae).
+func hexArg(v []byte) uint64 {
+	n, _ := strconv.ParseUint(string(v), 16, 64)
+	return n
+}
+
+func decInt(v []byte) int64 {
+	n, _ := strconv.ParseInt(string(v), 10, 64)
+	return n
+}
+
+// syscallRecord holds the SYSCALL record fields the events need.
+type syscallRecord struct {
+	arch     uint32
+	nr       int
+	hasExit  bool
+	exit     int64
+	args     [4]uint64
+	ppid     uint32
+	pid      uint32
+	auid     uint32
+	uid      uint32
+	comm     string
+	commRaw  []byte // undecoded, to avoid an allocation when it repeats
+	haveComm bool
+}
+
+// parseSyscall reads a SYSCALL record body. It stops at the first field it
+// does not need after comm, since exe, key and the LSM fields follow.
+func parseSyscall(body []byte, r *syscallRecord) {
+	f := fields{rest: body}
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return
+		}
+		switch string(k) {
+		case "arch":
+			r.arch = uint32(hexArg(v))
+		case "syscall":
+			r.nr = int(decInt(v))
+		case "exit":
+			r.hasExit, r.exit = true, decInt(v)
+		case "a0":
+			r.args[0] = hexArg(v)
+		case "a1":
+			r.args[1] = hexArg(v)
+		case "a2":
+			r.args[2] = hexArg(v)
+		case "a3":
+			r.args[3] = hexArg(v)
+		case "ppid":
+			r.ppid = uint32(decInt(v))
+		case "pid":
+			r.pid = uint32(decInt(v))
+		case "auid":
+			r.auid = uint32(decInt(v))
+		case "uid":
+			r.uid = uint32(decInt(v))
+		case "comm":
+			r.commRaw, r.haveComm = v, true
+			return
+		}
+	}
+}
+
+// parseExecve appends the argv of an EXECVE record to argv. Long arguments
+// come split as a1_len=N a1[0]=... a1[1]=...; they are joined again.
+func parseExecve(body []byte, argv []string, maxArgs int) []string {
+	f := fields{rest: body}
+	var long []byte
+	inLong := false
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			break
+		}
+		if len(k) == 0 || k[0] != 'a' || string(k) == "argc" {
+			continue
+		}
+		if bytes.HasSuffix(k, []byte("_len")) {
+			if inLong {
+				argv = appendArg(argv, string(long), maxArgs)
+			}
+			inLong, long = true, long[:0]
+			continue
+		}
+		if bytes.IndexByte(k, '[') >= 0 {
+			long = append(long, untrusted(v)...)
+			continue
+		}
+		if inLong {
+			argv = appendArg(argv, string(long), maxArgs)
+			inLong = false
+		}
+		argv = appendArg(argv, untrusted(v), maxArgs)
+	}
+	if inLong {
+		argv = appendArg(argv, string(long), maxArgs)
+	}
+	return argv
+}
+
+func appendArg(argv []string, a string, maxArgs int) []string {
+	if len(argv) >= maxArgs {
+		return argv
+	}
+	return append(argv, a)
+}
+
+// parsePath returns item number and name of a PATH record.
+func parsePath(body []byte) (item int, name string) {
+	f := fields{rest: body}
+	item = -1
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return item, name
+		}
+		switch string(k) {
+		case "item":
+			item = int(decInt(v))
+		case "name":
+			return item, untrusted(v)
+		}
+	}
+}
+
+// parseObjPID returns the target pid of an OBJ_PID record.
+func parseObjPID(body []byte) int32 {
+	f := fields{rest: body}
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return 0
+		}
+		if string(k) == "opid" {
+			return int32(decInt(v))
+		}
+	}
+}

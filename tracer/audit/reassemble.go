@@ -1,0 +1,272 @@
+package audit
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/elastic/go-libaudit/v2/auparse"
+
+	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// maxArgv caps the argv kept per exec event, like the eBPF backend's cap.
+const maxArgv = 64
+
+type syscallInfo struct {
+	name  string
+	class tracer.EventType
+}
+
+type pending struct {
+	serial   uint64
+	time     time.Time
+	info     syscallInfo
+	sc       syscallRecord
+	filename string
+	havePath bool
+	argv     []string
+	objPID   int32
+}
+
+// reassembler joins the records of one audit event (SYSCALL, EXECVE, PATH,
+// OBJ_PID, ..., EOE share a serial number) into a tracer.Event. Records of
+// concurrent events interleave, so partial events wait in a map until
+// their EOE arrives; only events of syscalls it was asked for are kept.
+type reassembler struct {
+	backend string
+	types   tracer.TypeSet
+	// scopeAUID drops events of other login uids (trace's scope).
+	scopeAUID uint32
+	byArch    map[uint32]map[int]syscallInfo
+	pending   map[uint64]*pending
+	free      []*pending
+	maxSerial uint64
+	records   uint64
+
+	comms  map[uint32]string // pid -> comm, to name the caller of an exec as it was before the exec
+	intern map[string]string
+	// procComm reads a live process's comm (replaced in tests on recordings).
+	procComm func(pid uint32) (string, bool)
+
+	ev        tracer.Event
+	delivered [5]uint64
+	lost      uint64 // events evicted without their EOE
+	bad       uint64 // records that failed to parse
+}
+
+func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
+	r := &reassembler{
+		backend: "audit", types: types, scopeAUID: scopeAUID,
+		byArch:  map[uint32]map[int]syscallInfo{},
+		pending: map[uint64]*pending{},
+		comms:   map[uint32]string{},
+		intern:  map[string]string{},
+		procComm: func(pid uint32) (string, bool) {
+			b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+			return strings.TrimSpace(string(b)), err == nil
+		},
+	}
+	for _, b32 := range []bool{false, true} {
+		arch := archValue(b32)
+		m := map[int]syscallInfo{}
+		for nr := 0; nr < 1024; nr++ {
+			name := auditrules.SyscallName(nr, b32)
+			if name == "" {
+				continue
+			}
+			if c := auditrules.ClassOf(name); c != tracer.TypeNone && types.Has(c) {
+				m[nr] = syscallInfo{name: name, class: c}
+			}
+		}
+		r.byArch[arch] = m
+	}
+	return r
+}
+
+// archValue is the AUDIT_ARCH_* of this machine's 64-bit or 32-bit ABI.
+func archValue(b32 bool) uint32 {
+	names := map[string][2]auparse.AuditArch{
+		"x86_64":  {auparse.AUDIT_ARCH_X86_64, auparse.AUDIT_ARCH_I386},
+		"aarch64": {auparse.AUDIT_ARCH_AARCH64, auparse.AUDIT_ARCH_ARM},
+		"ppc64le": {auparse.AUDIT_ARCH_PPC64LE, auparse.AUDIT_ARCH_PPC},
+		"s390x":   {auparse.AUDIT_ARCH_S390X, auparse.AUDIT_ARCH_S390},
+	}[auditrules.RuntimeMachine()]
+	if b32 {
+		return uint32(names[1])
+	}
+	return uint32(names[0])
+}
+
+// feed takes one record; emit receives each completed event.
+func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
+	r.records++
+	switch typ {
+	case typeSyscall, typeExecve, typePath, typeObjPID, typeEOE:
+	default:
+		return
+	}
+	t, serial, body, err := parseHeader(msg)
+	if err != nil {
+		r.bad++
+		return
+	}
+	if typ == typeSyscall {
+		r.startEvent(t, serial, body)
+		if r.records&0xfff == 0 {
+			r.evict()
+		}
+		return
+	}
+	p := r.pending[serial]
+	if p == nil {
+		return
+	}
+	switch typ {
+	case typeExecve:
+		p.argv = parseExecve(body, p.argv, maxArgv)
+	case typePath:
+		if item, name := parsePath(body); item == 0 && !p.havePath {
+			p.filename, p.havePath = name, true
+		}
+	case typeObjPID:
+		if p.objPID == 0 {
+			p.objPID = parseObjPID(body)
+		}
+	case typeEOE:
+		delete(r.pending, serial)
+		r.finish(p, emit)
+		r.release(p)
+	}
+}
+
+func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
+	var sc syscallRecord
+	parseSyscall(body, &sc)
+	info, ok := r.byArch[sc.arch][sc.nr]
+	if !ok {
+		return
+	}
+	if r.scopeAUID != tracer.UnsetID && sc.auid != r.scopeAUID {
+		return
+	}
+	var p *pending
+	if n := len(r.free); n > 0 {
+		p, r.free = r.free[n-1], r.free[:n-1]
+	} else {
+		p = &pending{}
+	}
+	p.serial, p.time, p.info, p.sc = serial, t, info, sc
+	r.pending[serial] = p
+	if serial > r.maxSerial {
+		r.maxSerial = serial
+	}
+}
+
+func (r *reassembler) release(p *pending) {
+	argv := p.argv[:0]
+	*p = pending{argv: argv}
+	r.free = append(r.free, p)
+}
+
+// evict drops events that never got their EOE: the kernel writes an event's
+// records back to back, so one still open 65,536 serials later lost records.
+func (r *reassembler) evict() {
+	for s, p := range r.pending {
+		if s+65536 < r.maxSerial {
+			delete(r.pending, s)
+			r.lost++
+			r.release(p)
+		}
+	}
+}
+
+// flush counts every still-open event as lost (at shutdown).
+func (r *reassembler) flush() {
+	for s, p := range r.pending {
+		delete(r.pending, s)
+		r.lost++
+		r.release(p)
+	}
+}
+
+func (r *reassembler) str(b []byte) string {
+	if s, ok := r.intern[string(b)]; ok {
+		return s
+	}
+	s := untrusted(b)
+	if len(r.intern) > 4096 {
+		clear(r.intern)
+	}
+	r.intern[string(b)] = s
+	return s
+}
+
+func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
+	e := &r.ev
+	e.Reset()
+	sc := &p.sc
+	e.Time, e.Backend, e.Type = p.time, r.backend, p.info.class
+	e.PID, e.UID, e.AUID = sc.pid, sc.uid, sc.auid
+	comm := r.str(sc.commRaw)
+	e.Comm = comm
+	switch p.info.class {
+	case tracer.TypeExec:
+		e.PPID, e.Ret = sc.ppid, sc.exit
+		e.Comm = r.commBefore(sc.pid, sc.ppid, comm)
+		e.Argv = append(e.Argv, p.argv...)
+		e.Filename = p.filename
+		if !p.havePath && len(p.argv) > 0 {
+			e.Filename = p.argv[0]
+		}
+		if sc.exit == 0 {
+			r.setComm(sc.pid, comm)
+		}
+	case tracer.TypeFork:
+		if !sc.hasExit || sc.exit <= 0 {
+			return // a failed fork made no process
+		}
+		e.ChildPID, e.Syscall = uint32(sc.exit), p.info.name
+		r.setComm(e.ChildPID, comm)
+	case tracer.TypeSignal:
+		e.Syscall, e.Ret = p.info.name, sc.exit
+		e.Signal = int(int32(sc.args[auditrules.SignalArg[p.info.name]]))
+		if idx := auditrules.TargetArg[p.info.name]; idx >= 0 {
+			e.TargetPID = int32(sc.args[idx])
+		} else {
+			e.TargetPID = p.objPID
+		}
+	case tracer.TypeExit:
+		e.ExitCode = int(int32(sc.args[0]))
+		delete(r.comms, sc.pid)
+	}
+	r.delivered[e.Type]++
+	emit(e)
+}
+
+func (r *reassembler) setComm(pid uint32, comm string) {
+	if len(r.comms) > 1<<16 {
+		clear(r.comms) // bounded: exits we never saw would grow it forever
+	}
+	r.comms[pid] = comm
+}
+
+// commBefore names the caller of an exec as it was before the exec, which
+// is what the eBPF backend and bpftrace's sys_enter_execve see; the SYSCALL
+// record only has the comm after it. A process that has not exec'd yet has
+// its parent's comm, and the parent of a vfork or posix_spawn child is
+// still blocked in that call, so /proc has it.
+func (r *reassembler) commBefore(pid, ppid uint32, after string) string {
+	if c, ok := r.comms[pid]; ok {
+		return c
+	}
+	if c, ok := r.comms[ppid]; ok {
+		return c
+	}
+	if c, ok := r.procComm(ppid); ok {
+		return c
+	}
+	return after
+}

@@ -1,0 +1,79 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// replay feeds a recorded file of "TYPE audit(...): body" lines, as read from
+// the netlink socket on this machine, through the reassembler.
+func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := newReassembler(types, tracer.UnsetID)
+	// The recording's processes are gone: comm lookups through /proc must not leak in.
+	r.procComm = func(uint32) (string, bool) { return "", false }
+	var out []tracer.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		sp := bytes.IndexByte(line, ' ')
+		typ, err := strconv.Atoi(string(line[:sp]))
+		if err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		r.feed(uint16(typ), append([]byte(nil), line[sp+1:]...), func(e *tracer.Event) {
+			c := *e
+			c.Argv = append([]string(nil), e.Argv...)
+			out = append(out, c)
+		})
+	}
+	if r.bad != 0 {
+		t.Errorf("%d records failed to parse", r.bad)
+	}
+	return out
+}
+
+func TestReassembleGolden(t *testing.T) {
+	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	events := replay(t, "testdata/workload.raw", all)
+	var buf bytes.Buffer
+	for i := range events {
+		buf.Write(tracer.AppendJSON(nil, &events[i]))
+		buf.WriteByte('\n')
+	}
+	golden := filepath.Join("testdata", "workload.json.golden")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("reassembled events differ from %s:\n%s", golden, buf.String())
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Errorf("invalid JSON %s: %v", line, err)
+		}
+	}
+}
