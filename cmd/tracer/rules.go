@@ -71,12 +71,12 @@ func newCleanupCmd() *cobra.Command {
 			}
 			removed, err := audit.Cleanup()
 			for _, r := range removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "removed: %s\n", r)
+				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "tracer: %d rules with key %q removed\n", len(removed), auditrules.Key)
+			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with key %q are removed)\n", len(removed), auditrules.Key)
 			return nil
 		},
 	}

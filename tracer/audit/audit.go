@@ -55,6 +55,8 @@ type Backend struct {
 	enabledNow bool
 	Notes      []string // what Start changed or found, for the user
 
+	state savedState // what Close must restore, also on disk for cleanup
+
 	startLost uint32
 	status    atomic.Pointer[libaudit.AuditStatus]
 	pollStop  chan struct{}
@@ -153,11 +155,17 @@ func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
 		return tracer.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
+	b.state.PID = os.Getpid()
+	if err := b.state.write(); err != nil {
+		return err
+	}
 	if err := b.ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
 		return tracer.Usagef("audit is disabled and could not be enabled (%v): run auditctl -e 1, or use --backend ebpf", err)
 	}
 	b.enabledNow = true
-	b.Notes = append(b.Notes, "audit was disabled: enabled it for this session (it is disabled again on exit)")
+	zero := uint32(0)
+	b.state.Enabled = &zero
+	b.Notes = append(b.Notes, "audit was disabled: enabled it for this session (disabled again on exit); processes started before audit was first enabled since boot are not audited")
 	b.restore = append(b.restore, func() error {
 		return b.ctl.SetEnabled(false, libaudit.WaitForReply)
 	})
@@ -199,6 +207,10 @@ func (b *Backend) takePID(st *libaudit.AuditStatus) error {
 	b.tookPID = true
 	if st.BacklogLimit < BacklogLimit {
 		old := st.BacklogLimit
+		b.state.PID, b.state.BacklogLimit = os.Getpid(), &old
+		if err := b.state.write(); err != nil {
+			return err
+		}
 		if err := b.ctl.SetBacklogLimit(BacklogLimit, libaudit.WaitForReply); err != nil {
 			return fmt.Errorf("setting audit backlog limit: %w", err)
 		}
@@ -368,6 +380,9 @@ func (b *Backend) Close() error {
 	for i := len(b.restore) - 1; i >= 0; i-- {
 		errs = append(errs, b.restore[i]())
 	}
+	if b.state.PID != 0 {
+		removeState(b.state.PID)
+	}
 	if b.ctl != nil {
 		errs = append(errs, b.ctl.Close())
 	}
@@ -382,8 +397,8 @@ func (b *Backend) ctlStatus() (*libaudit.AuditStatus, error) {
 }
 
 // Cleanup removes the audit rules that carry tracer's key, e.g. after a
-// tracer was killed with SIGKILL, and returns them in auditctl syntax. It
-// never touches rules without the key.
+// tracer was killed with SIGKILL, restores the audit settings such a tracer
+// changed, and returns what it did. It never touches rules without the key.
 func Cleanup() ([]string, error) {
 	c, err := libaudit.NewAuditClient(nil)
 	if err != nil {
@@ -405,7 +420,8 @@ func Cleanup() ([]string, error) {
 		}
 		removed = append(removed, text)
 	}
-	return removed, nil
+	restored, err := restoreLeftSettings(c)
+	return append(removed, restored...), err
 }
 
 // HasKey reports whether a rule in auditctl syntax carries tracer's key.

@@ -140,7 +140,7 @@ type syscallRecord struct {
 	auid     uint32
 	uid      uint32
 	comm     string
-	commRaw  []byte // undecoded, to avoid an allocation when it repeats
+	commRaw  []byte // undecoded; valid only until the next record is read
 	haveComm bool
 }
 

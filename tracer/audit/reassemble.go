@@ -152,6 +152,8 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
 	if r.scopeAUID != tracer.UnsetID && sc.auid != r.scopeAUID {
 		return
 	}
+	// commRaw points into the read buffer, which the next record overwrites.
+	sc.comm, sc.commRaw = r.str(sc.commRaw), nil
 	var p *pending
 	if n := len(r.free); n > 0 {
 		p, r.free = r.free[n-1], r.free[:n-1]
@@ -210,7 +212,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	sc := &p.sc
 	e.Time, e.Backend, e.Type = p.time, r.backend, p.info.class
 	e.PID, e.UID, e.AUID = sc.pid, sc.uid, sc.auid
-	comm := r.str(sc.commRaw)
+	comm := sc.comm
 	e.Comm = comm
 	switch p.info.class {
 	case tracer.TypeExec:
