@@ -9,7 +9,9 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -368,5 +370,65 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 				t.Fatalf("promtool check metrics: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// gatheredNames is every metric name a scrape can show, with every optional
+// metric on (audit gauges, BPF program stats, by-comm counts).
+func gatheredNames(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, name := range []string{"audit", "ebpf"} {
+		p := tracer.NewPipeline(tracer.DefaultConfig())
+		b := &fakeBackend{name: name}
+		b.st.Programs = []tracer.ProgramStats{{Name: "p", RunTime: 1, RunCount: 1}}
+		s, err := New(p, b, Options{ByComm: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emitN(p, 1, tracer.TypeExec, "sh", 0)
+		mfs, err := s.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			names[mf.GetName()] = true
+		}
+	}
+	return names
+}
+
+// TestSpecMetrics checks that SPEC.md's metrics are all exported.
+func TestSpecMetrics(t *testing.T) {
+	names := gatheredNames(t)
+	for _, want := range []string{
+		"tracer_events_total", "tracer_events_lost_total", "tracer_audit_backlog",
+		"tracer_audit_backlog_limit", "tracer_audit_kernel_lost", "tracer_bpf_program_run_seconds_total",
+		"tracer_bpf_program_runs_total", "tracer_build_info", "tracer_events_by_comm_total",
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		if !names[want] {
+			t.Errorf("%s is not exported", want)
+		}
+	}
+}
+
+// TestDashboardMetricsExist checks that the Grafana dashboard in deploy/
+// queries only metrics the collectors really export (deploy/'s own test
+// checks it against SPEC.md's list).
+func TestDashboardMetricsExist(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/grafana/tracer-dashboard.json")
+	if err != nil {
+		t.Fatalf("reading the dashboard: %v", err)
+	}
+	names := gatheredNames(t)
+	used := regexp.MustCompile(`(?:^|[^$\w])((?:tracer|process|go)_\w+)`).FindAllSubmatch(data, -1)
+	if len(used) < 8 {
+		t.Fatalf("found only %d metric references in the dashboard", len(used))
+	}
+	for _, m := range used {
+		if !names[string(m[1])] {
+			t.Errorf("dashboard queries %s, which is not exported", m[1])
+		}
 	}
 }
