@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,8 @@ func newRootCmd() *cobra.Command {
 		Version:       version,
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of tracer itself to FILE")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		lvl, _ := cmd.Flags().GetString("log-level")
 		var l slog.Level
@@ -33,8 +36,18 @@ func newRootCmd() *cobra.Command {
 			return tracer.Usagef("unknown --log-level %q: use debug, info, warn or error", lvl)
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+		if path, _ := cmd.Flags().GetString("cpuprofile"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				return tracer.Usagef("cannot write --cpuprofile: %v", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
+	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &tracer.UsageError{Msg: err.Error() + " (see --help)"}
 	})

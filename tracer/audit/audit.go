@@ -12,6 +12,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -216,7 +217,7 @@ func (b *Backend) takePID(st *libaudit.AuditStatus) error {
 		}
 		b.restore = append(b.restore, func() error { return b.ctl.SetBacklogLimit(old, libaudit.WaitForReply) })
 	}
-	return c.setRecvTimeout(100 * time.Millisecond)
+	return c.setRecvTimeout(recvTimeout)
 }
 
 // joinMulticast reads records from the READLOG group while another process
@@ -232,7 +233,7 @@ func (b *Backend) joinMulticast(holder int) error {
 	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/comm")
 	b.Notes = append(b.Notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
 		strings.TrimSpace(string(comm)), holder))
-	return c.setRecvTimeout(100 * time.Millisecond)
+	return c.setRecvTimeout(recvTimeout)
 }
 
 // startPoller reads the kernel's backlog and lost counter on a client of its
@@ -263,7 +264,9 @@ func (b *Backend) startPoller() {
 }
 
 // Run reads and reassembles records until ctx is done. Then it removes the
-// rules, so no new records come, and drains what the kernel had queued.
+// rules, so no new events come, and drains what the kernel had queued: the
+// kernel logs each rule removal as a CONFIG_CHANGE record behind every
+// record queued before it, so once all removals are read, nothing is left.
 func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	if b.recv == nil {
 		return errors.New("audit backend not started")
@@ -273,51 +276,80 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		emit(e)
 	}
 	draining := false
-	var quiet int
+	fences := 0 // rule removals still to be read back
+	var quiet time.Duration
+	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
+	bt := newBatch(64, 9000)
 	for {
 		if !draining && ctx.Err() != nil {
 			draining = true
+			fences = b.ruleCount()
 			if err := b.removeRules(); err != nil {
 				return err
 			}
 		}
-		n, err := b.recv.read(false)
+		n, err := b.recv.readBatch(bt)
 		if err != nil {
 			switch {
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
 				if draining {
-					quiet++
-					if quiet >= 2 || b.backlogEmpty() {
-						b.r.flush()
-						b.lostReasm.Store(b.r.lost)
-						return nil
+					// The fences normally end the drain; this bounds it if a
+					// removal record was lost.
+					if quiet += recvTimeout; fences <= 0 || quiet >= drainTimeout {
+						return b.endDrain()
 					}
 				}
 				continue
 			case errors.Is(err, syscall.ENOBUFS):
-				// The socket overflowed: the records in it are gone. Only
-				// multicast readers see this; the PID socket gets backpressure.
-				b.lostSocket.Add(1)
+				if b.multicast {
+					// The multicast socket overflowed: the records in it are gone.
+					b.lostSocket.Add(1)
+				}
+				// The PID socket's overrun loses nothing: kauditd keeps its
+				// reference and queues the record again.
 				continue
 			default:
 				return fmt.Errorf("reading audit records: %w", err)
 			}
 		}
 		quiet = 0
-		typ, data := b.recv.message(n)
-		b.r.feed(typ, data, count)
-		if b.r.records&0x3ff == 0 {
-			b.lostReasm.Store(b.r.lost)
+		for i := 0; i < n; i++ {
+			typ, data, ok := bt.message(i)
+			if !ok {
+				continue
+			}
+			if draining && typ == typeConfigChange && isOurRemoval(data) {
+				if fences--; fences <= 0 {
+					return b.endDrain()
+				}
+				continue
+			}
+			b.r.feed(typ, data, count)
 		}
+		b.lostReasm.Store(b.r.lost)
 	}
 }
 
-func (b *Backend) backlogEmpty() bool {
-	if b.multicast {
-		return true
-	}
-	st, err := b.ctl.GetStatus()
-	return err == nil && st.Backlog == 0
+const (
+	recvTimeout  = 100 * time.Millisecond
+	drainTimeout = 5 * time.Second
+)
+
+func (b *Backend) endDrain() error {
+	b.r.flush()
+	b.lostReasm.Store(b.r.lost)
+	return nil
+}
+
+func (b *Backend) ruleCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.added)
+}
+
+// isOurRemoval matches the CONFIG_CHANGE record of removing one of our rules.
+func isOurRemoval(data []byte) bool {
+	return bytes.Contains(data, []byte("op=remove_rule")) && bytes.Contains(data, []byte(`key="`+auditrules.Key+`"`))
 }
 
 // removeRules deletes exactly the rules this backend added.

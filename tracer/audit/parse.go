@@ -10,13 +10,14 @@ import (
 
 // Audit record types this backend reads (linux/audit.h).
 const (
-	typeSyscall   = 1300
-	typePath      = 1302
-	typeCwd       = 1307
-	typeExecve    = 1309
-	typeObjPID    = 1318
-	typeEOE       = 1320
-	typeProctitle = 1327
+	typeSyscall      = 1300
+	typeConfigChange = 1305
+	typePath         = 1302
+	typeCwd          = 1307
+	typeExecve       = 1309
+	typeObjPID       = 1318
+	typeEOE          = 1320
+	typeProctitle    = 1327
 )
 
 var errHeader = errors.New("malformed audit record header")
