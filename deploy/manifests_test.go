@@ -303,14 +303,16 @@ func TestDaemonSets(t *testing.T) {
 	checkAffinity(t, m.daemonSets)
 }
 
-// checkAffinity makes sure every node runs exactly one of the two
-// DaemonSets: audit where tracer/backend=audit, ebpf everywhere else.
+// checkAffinity makes sure every node runs at most one of the two
+// DaemonSets: audit where tracer/backend=audit, none where it is off (a
+// node being benchmarked), ebpf everywhere else.
 func checkAffinity(t *testing.T, dss []appsv1.DaemonSet) {
 	t.Helper()
 	for _, node := range []map[string]string{
 		{},
 		{"tracer/backend": "audit"},
 		{"tracer/backend": "ebpf"},
+		{"tracer/backend": "off"},
 		{"kubernetes.io/hostname": "n1"},
 	} {
 		var runs []string
@@ -319,12 +321,15 @@ func checkAffinity(t *testing.T, dss []appsv1.DaemonSet) {
 				runs = append(runs, flagValue(ds.Spec.Template.Spec.Containers[0].Args, "--backend"))
 			}
 		}
-		want := "ebpf"
-		if node["tracer/backend"] == "audit" {
-			want = "audit"
+		want := []string{"ebpf"}
+		switch node["tracer/backend"] {
+		case "audit":
+			want = []string{"audit"}
+		case "off":
+			want = nil
 		}
-		if len(runs) != 1 || runs[0] != want {
-			t.Errorf("node labelled %v runs %v, want [%s]", node, runs, want)
+		if !slices.Equal(runs, want) {
+			t.Errorf("node labelled %v runs %v, want %v", node, runs, want)
 		}
 	}
 }
@@ -662,5 +667,55 @@ func TestDockerfile(t *testing.T) {
 	goLine := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
 	if goLine == nil || !strings.Contains(s, "GO_VERSION="+string(goLine[1])) {
 		t.Errorf("Dockerfile's GO_VERSION does not match the module's go %s", goLine[1])
+	}
+}
+
+// TestBenchDaemonSet checks bench/daemonset-bench.yaml, the idle pods that
+// docs/fleet.md runs `tracer bench` in: both backends' capabilities and
+// nothing more, only on nodes picked for benchmarking.
+func TestBenchDaemonSet(t *testing.T) {
+	data, err := os.ReadFile("bench/daemonset-bench.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(data, &ds); err != nil {
+		t.Fatalf("bench/daemonset-bench.yaml: %v", err)
+	}
+	m := load(t)
+	if ds.Namespace != m.namespaces[0].Name {
+		t.Errorf("namespace %q, want %q", ds.Namespace, m.namespaces[0].Name)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Errorf("selector %v does not match the template's labels %v (%v)", ds.Spec.Selector, ds.Spec.Template.Labels, err)
+	}
+	// The metrics Service must not select the bench pods.
+	if labels.SelectorFromSet(m.services[0].Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Error("the metrics Service selects the bench pods")
+	}
+	spec := ds.Spec.Template.Spec
+	if !spec.HostPID || !spec.HostNetwork {
+		t.Error("bench needs hostPID and hostNetwork (audit multicast, the node's hostname)")
+	}
+	if spec.NodeSelector["tracer/bench"] != "true" {
+		t.Errorf("nodeSelector %v: want tracer/bench=true", spec.NodeSelector)
+	}
+	c := spec.Containers[0]
+	if c.Image != m.daemonSets[0].Spec.Template.Spec.Containers[0].Image {
+		t.Errorf("image %s differs from the DaemonSets'", c.Image)
+	}
+	if !c.Resources.Limits.Cpu().IsZero() {
+		t.Error("a CPU limit would distort bench's timings")
+	}
+	checkSecurity(t, c.Name, c.SecurityContext, append(slices.Clone(capsFor["ebpf"]), capsFor["audit"]...))
+	vols := map[string]bool{}
+	for _, v := range spec.Volumes {
+		vols[v.Name] = true
+	}
+	for _, vm := range c.VolumeMounts {
+		if !vols[vm.Name] {
+			t.Errorf("mount %s has no volume", vm.Name)
+		}
 	}
 }
