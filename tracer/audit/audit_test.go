@@ -17,8 +17,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule"
 
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/internal/testutil"
-	"github.com/tracer-dev/tracer/tracer/internal/workload"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // loadedRules returns the kernel's audit rules in auditctl syntax.
@@ -118,7 +117,7 @@ func countKey(e tracer.Event) string {
 // the events of its process tree.
 func runWorkload(t *testing.T, b tracer.Backend, cfg tracer.Config, args ...string) ([]tracer.Event, uint32) {
 	t.Helper()
-	bin := workload.Build(t)
+	bin := tracertest.BuildWorkload(t)
 	if err := b.Start(cfg); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -187,7 +186,7 @@ func countEvents(events []tracer.Event, cfg tracer.Config) map[string]int {
 }
 
 func TestKnownWorkloadExactCounts(t *testing.T) {
-	testutil.LockAudit(t)
+	tracertest.LockAudit(t)
 	before := loadedRules(t)
 	stBefore := auditStatus(t)
 
@@ -244,7 +243,7 @@ func mapsEqual(a, b map[string]int) bool {
 }
 
 func TestRuleRefusedLeavesNothing(t *testing.T) {
-	testutil.LockAudit(t)
+	tracertest.LockAudit(t)
 	before := loadedRules(t)
 	stBefore := auditStatus(t)
 	cfg := tracer.DefaultConfig()

@@ -14,7 +14,7 @@ import (
 	libaudit "github.com/elastic/go-libaudit/v2"
 
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/internal/testutil"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // startAuditd runs the node's auditd in the foreground with a private
@@ -78,7 +78,7 @@ func startAuditd(t *testing.T, dir string) (pid int, logFile string) {
 // With auditd running, the backend reads the multicast copy: auditd keeps
 // its PID and its log keeps receiving records, ours included.
 func TestAlongsideAuditd(t *testing.T) {
-	testutil.LockAudit(t)
+	tracertest.LockAudit(t)
 	before := loadedRules(t)
 	auditdPID, logFile := startAuditd(t, t.TempDir())
 

@@ -1,0 +1,58 @@
+// Package tracertest holds what the privileged tests of every package share:
+// the root check, the machine-wide lock that keeps tests which touch audit
+// state from running at the same time (go test runs packages in parallel
+// processes, and the kernel has one audit PID), and the C workload that
+// makes a known number of events per syscall (workload.c).
+package tracertest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+)
+
+// NeedRoot skips t, loudly, when not running as root.
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loads audit rules or BPF programs (run the tests as root, e.g. sudo make test)")
+	}
+}
+
+// LockFile is the lock every test that changes audit state holds.
+const LockFile = "/run/tracer-test-audit.lock"
+
+// LockAudit takes the machine-wide audit test lock until the test ends.
+func LockAudit(t testing.TB) {
+	t.Helper()
+	NeedRoot(t)
+	f, err := os.OpenFile(LockFile, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("opening audit test lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking audit test lock: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	})
+}
+
+// BuildWorkload compiles workload.c with the system C compiler into a
+// temporary directory and returns the binary's path.
+func BuildWorkload(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "workload.c")
+	out := filepath.Join(t.TempDir(), "workload")
+	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", src)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("building workload.c with cc: %v", err)
+	}
+	return out
+}
