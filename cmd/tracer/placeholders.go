@@ -14,7 +14,4 @@ func notYet(use, short string) *cobra.Command {
 	}}
 }
 
-func newTraceCmd() *cobra.Command  { return notYet("trace", "run CMD and trace its process tree") }
-func newBenchCmd() *cobra.Command  { return notYet("bench", "measure tracing overhead") }
-func newReportCmd() *cobra.Command { return notYet("report", "render bench results") }
-func newDoctorCmd() *cobra.Command { return notYet("doctor", "what this node supports") }
+func newBenchCmd() *cobra.Command { return notYet("bench", "measure tracing overhead") }

@@ -59,6 +59,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newReportCmd(),
 		newDoctorCmd(),
+		newHeldCmd(),
 	)
 	return root
 }

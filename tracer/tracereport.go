@@ -1,0 +1,133 @@
+package tracer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Rusage is the resource use of a command's process tree, as /usr/bin/time
+// reports it.
+type Rusage struct {
+	Elapsed time.Duration
+	User    time.Duration
+	Sys     time.Duration
+}
+
+// CPUPct is (user+sys)/elapsed in percent, like /usr/bin/time's %P.
+func (r Rusage) CPUPct() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return 100 * float64(r.User+r.Sys) / float64(r.Elapsed)
+}
+
+// TraceReport is what `tracer trace` prints: counts of one command's tree,
+// loss, the tree's resource use and the command's exit status.
+type TraceReport struct {
+	Backend  string
+	Counts   *Counts
+	Lost     uint64
+	Rusage   Rusage
+	ExitCode int
+}
+
+// WriteTable prints the report as bpftrace-style maps (SPEC.md "trace output").
+func (r *TraceReport) WriteTable(w io.Writer) error {
+	c := r.Counts
+	var b []byte
+	for _, k := range c.ExecKeys() {
+		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", k.Comm, k.Filename, c.Exec[k])
+	}
+	for _, k := range c.ForkKeys() {
+		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", k, c.Fork[k])
+	}
+	for _, k := range c.SignalKeys() {
+		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", k.Comm, k.Target, SignalName(k.Signal), c.Signals[k])
+	}
+	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal))
+	if n := c.Total(TypeExit); n > 0 {
+		b = fmt.Appendf(b, "  exit %d", n)
+	}
+	b = fmt.Appendf(b, "  lost %d\n", r.Lost)
+	ru := r.Rusage
+	b = fmt.Appendf(b, "elapsed %.2fs  user %.2fs  sys %.2fs  cpu %.0f%%\n",
+		ru.Elapsed.Seconds(), ru.User.Seconds(), ru.Sys.Seconds(), ru.CPUPct())
+	_, err := w.Write(b)
+	return err
+}
+
+type jsonExec struct {
+	Comm     string `json:"comm"`
+	Filename string `json:"filename"`
+	Count    uint64 `json:"count"`
+}
+
+type jsonFork struct {
+	Comm  string `json:"comm"`
+	Count uint64 `json:"count"`
+}
+
+type jsonSignal struct {
+	Comm       string `json:"comm"`
+	TargetPID  int32  `json:"target_pid"`
+	Signal     int    `json:"signal"`
+	SignalName string `json:"signal_name"`
+	Count      uint64 `json:"count"`
+}
+
+type jsonTotals struct {
+	Exec   uint64 `json:"exec"`
+	Fork   uint64 `json:"fork"`
+	Signal uint64 `json:"signal"`
+	Exit   uint64 `json:"exit"`
+	Lost   uint64 `json:"lost"`
+}
+
+type jsonRusage struct {
+	ElapsedS float64 `json:"elapsed_s"`
+	UserS    float64 `json:"user_s"`
+	SysS     float64 `json:"sys_s"`
+	CPUPct   float64 `json:"cpu_pct"`
+}
+
+type jsonTrace struct {
+	Backend   string       `json:"backend"`
+	ExecCalls []jsonExec   `json:"exec_calls"`
+	ForkCalls []jsonFork   `json:"fork_calls"`
+	Signals   []jsonSignal `json:"signals"`
+	Totals    jsonTotals   `json:"totals"`
+	Rusage    jsonRusage   `json:"rusage"`
+	ExitCode  int          `json:"exit_code"`
+}
+
+// round3 keeps three decimals, enough for seconds measured by wait4.
+func round3(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
+	return v
+}
+
+// MarshalJSON renders SPEC.md's trace object.
+func (r *TraceReport) MarshalJSON() ([]byte, error) {
+	c := r.Counts
+	out := jsonTrace{
+		Backend:   r.Backend,
+		ExecCalls: []jsonExec{}, ForkCalls: []jsonFork{}, Signals: []jsonSignal{},
+		Totals: jsonTotals{c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal), c.Total(TypeExit), r.Lost},
+		Rusage: jsonRusage{round3(r.Rusage.Elapsed.Seconds()), round3(r.Rusage.User.Seconds()),
+			round3(r.Rusage.Sys.Seconds()), round3(r.Rusage.CPUPct())},
+		ExitCode: r.ExitCode,
+	}
+	for _, k := range c.ExecKeys() {
+		out.ExecCalls = append(out.ExecCalls, jsonExec{k.Comm, k.Filename, c.Exec[k]})
+	}
+	for _, k := range c.ForkKeys() {
+		out.ForkCalls = append(out.ForkCalls, jsonFork{k, c.Fork[k]})
+	}
+	for _, k := range c.SignalKeys() {
+		out.Signals = append(out.Signals, jsonSignal{k.Comm, k.Target, k.Signal, SignalName(k.Signal), c.Signals[k]})
+	}
+	return json.Marshal(out)
+}
