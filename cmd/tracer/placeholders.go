@@ -14,4 +14,3 @@ func notYet(use, short string) *cobra.Command {
 	}}
 }
 
-func newBenchCmd() *cobra.Command { return notYet("bench", "measure tracing overhead") }

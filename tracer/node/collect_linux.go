@@ -120,7 +120,11 @@ func probeBPF(f *Facts) {
 			needRoot = true
 			return nil
 		}
-		f.Notes = append(f.Notes, fmt.Sprintf("%s: %v", what, err))
+		msg := err.Error()
+		if i := strings.Index(msg, " (MEMLOCK"); i > 0 {
+			msg = msg[:i] // cilium/ebpf's hint; the memlock limit is not the cause as root on 5.11+
+		}
+		f.Notes = append(f.Notes, fmt.Sprintf("%s: the kernel refused it: %s", what, msg))
 		return Bool(false)
 	}
 

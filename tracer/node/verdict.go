@@ -79,7 +79,7 @@ func auditVerdict(f Facts) Verdict {
 	}
 	st := a.Status
 	if st == nil {
-		b.note("audit status and rules not read: run tracer doctor as root")
+		b.limit("audit state and rules unknown: collected without root (run tracer doctor as root)")
 	} else {
 		switch st.Enabled {
 		case 2:

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	_ "embed"
+	"fmt"
+	htmltemplate "html/template"
+	"io"
+	"math"
+	"strings"
+)
+
+//go:embed report.html.tmpl
+var reportHTMLTmpl string
+
+var reportHTML = func() *htmltemplate.Template {
+	funcs := htmltemplate.FuncMap{}
+	for k, v := range reportFuncs(func(s string) string { return s }) {
+		funcs[k] = v
+	}
+	funcs["svgchart"] = svgChart
+	funcs["modeColorCSS"] = func(m string) htmltemplate.CSS { return htmltemplate.CSS(modeColor(m)) }
+	funcs["chartModes"] = func(cs []ReportChart) []string {
+		var out []string
+		for _, c := range cs {
+			for _, b := range c.Bars {
+				if !reportContains(out, b.Mode) {
+					out = append(out, b.Mode)
+				}
+			}
+		}
+		return out
+	}
+	funcs["verdictClass"] = func(s string) string {
+		switch s {
+		case "works":
+			return "ok"
+		case "cannot":
+			return "bad"
+		}
+		return "warn"
+	}
+	return htmltemplate.Must(htmltemplate.New("html").Funcs(funcs).Parse(reportHTMLTmpl))
+}()
+
+// WriteHTML renders r as one self-contained HTML page: inline CSS, the bar
+// charts as inline SVG, nothing fetched.
+func WriteHTML(w io.Writer, r *Report) error {
+	if err := reportHTML.ExecuteTemplate(w, "report", r); err != nil {
+		return fmt.Errorf("rendering html report: %w", err)
+	}
+	return nil
+}
+
+// modeColors are the bar colours per mode: audit family warm, eBPF family cool.
+var modeColors = map[string]string{
+	"none":          "#9aa0a6",
+	"audit":         "#e08a2c",
+	"auditd":        "#c0392b",
+	"ebpf":          "#2f6fb0",
+	"ebpf-syscalls": "#5aa0d8",
+	"bpftrace":      "#3c9d5d",
+}
+
+func modeColor(m string) string {
+	if c, ok := modeColors[m]; ok {
+		return c
+	}
+	return "#8e7cc3"
+}
+
+// svgChart draws one node's charts: a panel per workload, a horizontal bar
+// per mode, each panel on its own scale with a dashed line at 1x.
+func svgChart(charts []ReportChart) htmltemplate.HTML {
+	const (
+		width   = 760
+		labelW  = 170
+		barW    = 470
+		rowH    = 24
+		barH    = 16
+		headH   = 26
+		axisH   = 22
+		panelGp = 14
+	)
+	height := 0
+	for _, c := range charts {
+		height += headH + len(c.Bars)*rowH + axisH + panelGp
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="ratio of elapsed time to the untraced run, per workload and mode">`,
+		width, height, width, height)
+	y := 0
+	esc := htmltemplate.HTMLEscapeString
+	for _, c := range charts {
+		fmt.Fprintf(&b, `<g class="panel" data-workload="%s">`, esc(c.Workload))
+		fmt.Fprintf(&b, `<text x="0" y="%d" class="ptitle">%s</text>`, y+17, esc(c.Workload))
+		top := y + headH
+		bottom := top + len(c.Bars)*rowH
+		x := func(v float64) float64 { return labelW + v/c.Max*barW }
+		// Grid lines and tick labels.
+		for _, t := range ticks(c.Max) {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="grid"/>`, x(t), top-4, x(t), bottom)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick">%gx</text>`, x(t), bottom+15, t)
+		}
+		for i, bar := range c.Bars {
+			by := top + i*rowH
+			fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text>`, labelW-8, by+barH-3, esc(bar.Label))
+			w := math.Max(1, bar.Ratio/c.Max*barW)
+			fmt.Fprintf(&b, `<rect class="bar" data-mode="%s" data-ratio="%.2f" x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %.2fx</title></rect>`,
+				esc(bar.Mode), bar.Ratio, labelW, by, w, barH, modeColor(bar.Mode), esc(c.Workload), esc(bar.Label), bar.Ratio)
+			val := fmt.Sprintf("%.2fx", bar.Ratio)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="value">%s`, labelW+w+6, by+barH-3, val)
+			if bar.Lost > 0 {
+				fmt.Fprintf(&b, ` <tspan class="lost">%d lost</tspan>`, bar.Lost)
+			}
+			b.WriteString(`</text>`)
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="base"/>`, x(1), top-4, x(1), bottom)
+		b.WriteString(`</g>`)
+		y = bottom + axisH + panelGp
+	}
+	b.WriteString(`</svg>`)
+	return htmltemplate.HTML(b.String())
+}
+
+// ticks returns up to 6 round grid values from 0 to max.
+func ticks(max float64) []float64 {
+	step := 0.25
+	for _, s := range []float64{0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 500, 1000} {
+		step = s
+		if max/s <= 6 {
+			break
+		}
+	}
+	var out []float64
+	for v := 0.0; v <= max+1e-9; v += step {
+		out = append(out, math.Round(v*100)/100)
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	_ "embed"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/template"
+
+	"github.com/tracer-dev/tracer/tracer/node"
+)
+
+//go:embed report.md.tmpl
+var reportMarkdownTmpl string
+
+var reportMarkdown = template.Must(template.New("md").Funcs(reportFuncs(func(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+})).Parse(reportMarkdownTmpl))
+
+// WriteMarkdown renders r as Markdown that reads well on a code forge: tables,
+// and the bar chart as a text block of Unicode bars.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	if err := reportMarkdown.ExecuteTemplate(&b, "report", r); err != nil {
+		return fmt.Errorf("rendering markdown report: %w", err)
+	}
+	// Collapse the blank lines the template's layout leaves.
+	out := b.String()
+	for strings.Contains(out, "\n\n\n") {
+		out = strings.ReplaceAll(out, "\n\n\n", "\n\n")
+	}
+	_, err := io.WriteString(w, strings.TrimLeft(out, "\n"))
+	return err
+}
+
+// reportFuncs are the template functions both formats share; cell escapes
+// a table cell for the format.
+func reportFuncs(cell func(string) string) template.FuncMap {
+	return template.FuncMap{
+		"cell":      cell,
+		"join":      strings.Join,
+		"f0":        func(v float64) string { return fmt.Sprintf("%.0f", v) },
+		"f2":        func(v float64) string { return fmt.Sprintf("%.2f", v) },
+		"ratio":     func(v float64) string { return fmt.Sprintf("%.2fx", v) },
+		"pct":       func(v float64) string { return fmt.Sprintf("%+.0f%%", v) },
+		"textchart": textChart,
+		"auditLine": factsAudit,
+		"rulesLine": factsRules,
+		"ebpfLine":  factsEBPF,
+		"bitsLine":  factsBits,
+		"diskLine":  factsDisk,
+	}
+}
+
+func factsAudit(f node.Facts) string {
+	a := f.Audit
+	if node.No(a.Supported) {
+		return "not compiled in"
+	}
+	st := a.Status
+	if st == nil {
+		return "state not read (collected without root)"
+	}
+	pid := "no audit PID"
+	if st.PID != 0 {
+		pid = fmt.Sprintf("PID %d (%s)", st.PID, st.PIDComm)
+	}
+	return fmt.Sprintf("%s, %s, backlog limit %d, wait time %d, lost %d", st.State(), pid, st.BacklogLimit, st.BacklogWaitTime, st.Lost)
+}
+
+func factsRules(f node.Facts) string {
+	if !f.Audit.RulesRead {
+		return "not read"
+	}
+	return fmt.Sprintf("%d loaded, %d with the tracer's key", len(f.Audit.Rules), f.Audit.TracerRules)
+}
+
+func factsEBPF(f node.Facts) string {
+	e := f.EBPF
+	yn := func(b *bool) string {
+		switch {
+		case b == nil:
+			return "?"
+		case *b:
+			return "yes"
+		}
+		return "no"
+	}
+	lock := e.Lockdown
+	if lock == "" {
+		lock = "-"
+	}
+	tracefs := e.Tracefs
+	if tracefs == "" {
+		tracefs = "not mounted"
+	}
+	return fmt.Sprintf("BTF %s, ring buffer %s, BTF tracepoints %s, fentry %s, syscall tracepoints %s, kprobes %s, tracefs %s, lockdown %s",
+		yn(e.BTF), yn(e.RingBuf), yn(e.BTFTracepoints), yn(e.Fentry), yn(e.SyscallTracepoints), yn(e.Kprobes), tracefs, lock)
+}
+
+func factsBits(f node.Facts) string {
+	p := f.Procs
+	if len(p.Bits32) == 0 {
+		if p.Scanned == 0 {
+			return "not scanned"
+		}
+		return fmt.Sprintf("none of %d (b64 rules suffice)", p.Scanned)
+	}
+	var names []string
+	for i, pr := range p.Bits32 {
+		if i == 3 {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, pr.Comm)
+	}
+	return fmt.Sprintf("%d (%s): rules need b32 copies", len(p.Bits32), strings.Join(names, ", "))
+}
+
+func factsDisk(f node.Facts) string {
+	d := f.LogDisk
+	disks := strings.Join(d.Disks, ", ")
+	if disks == "" {
+		disks = d.Source
+	}
+	return fmt.Sprintf("%s on %s: %s", d.Path, disks, strings.ToUpper(d.Kind()))
+}
+
+// textChart draws one workload's bars with Unicode blocks, 1/8 of a cell
+// per step, on the chart's own scale.
+func textChart(c ReportChart) string {
+	const width = 40
+	labelW := len(c.Workload)
+	for _, b := range c.Bars {
+		labelW = max(labelW, len(b.Label)+2)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s (scale 0 to %gx)\n", c.Workload, c.Max)
+	for _, b := range c.Bars {
+		fmt.Fprintf(&sb, "  %-*s %s %6.2fx", labelW-2, b.Label, unicodeBar(b.Ratio/c.Max*width, width), b.Ratio)
+		if b.Lost > 0 {
+			fmt.Fprintf(&sb, "  (%d lost)", b.Lost)
+		}
+		sb.WriteByte('\n')
+	}
+	sb.WriteByte('\n')
+	return sb.String()
+}
+
+var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+
+func unicodeBar(cells float64, width int) string {
+	if cells < 0 || math.IsNaN(cells) {
+		cells = 0
+	}
+	steps := int(math.Round(cells * 8))
+	full, rest := steps/8, steps%8
+	s := strings.Repeat("█", full) + eighths[rest]
+	n := full
+	if rest > 0 {
+		n++
+	}
+	if n < width {
+		s += strings.Repeat(" ", width-n)
+	}
+	return s
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+type reportOptions struct {
+	format string
+	output string
+}
+
+func newReportCmd() *cobra.Command {
+	var o reportOptions
+	cmd := &cobra.Command{
+		Use:   "report [--format md|html] [-o FILE] RESULT.json...",
+		Short: "Render bench result files: per node, and a fleet view for many",
+		Long: "report turns result files of tracer bench (one per node) into a Markdown or a\n" +
+			"self-contained HTML report: facts, verdicts, the bench table, a bar chart of the\n" +
+			"ratios, SSD against HDD, and a recommendation per node; with several files also\n" +
+			"the fleet: nodes by OS release and kernel, the spread of overhead, the nodes that\n" +
+			"cannot run eBPF.",
+		Example: `  tracer report result.json
+  tracer report --format html -o fleet.html results/*.json`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(&o, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.format, "format", "md", "output format: md or html")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the report to FILE instead of stdout")
+	return cmd
+}
+
+func runReport(o *reportOptions, args []string) error {
+	if o.format != "md" && o.format != "html" {
+		return tracer.Usagef("unknown --format %q: use md or html", o.format)
+	}
+	if len(args) == 0 {
+		return tracer.Usagef("no result file given: tracer report RESULT.json... (files written by tracer bench --out)")
+	}
+	files := make([]*bench.File, 0, len(args))
+	for _, path := range args {
+		f, err := readResult(path)
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+	}
+	r, err := bench.NewReport(args, files)
+	if err != nil {
+		return err
+	}
+	// Render fully before opening the output, so a failure leaves no half file.
+	var buf bytes.Buffer
+	if err := bench.WriteReport(&buf, r, o.format); err != nil {
+		return err
+	}
+	out, err := openOutput(o.output)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if out != os.Stdout {
+		return out.Close()
+	}
+	return nil
+}
