@@ -14,3 +14,4 @@ func notYet(use, short string) *cobra.Command {
 	}}
 }
 
+func newBenchCmd() *cobra.Command { return notYet("bench", "measure tracing overhead") }
