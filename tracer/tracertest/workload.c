@@ -12,6 +12,8 @@
 //   workload kill N SIG       N times: kill(getpid(), SIG)   (SIG is ignored first)
 //   workload tkill N SIG      N times: tkill(gettid(), SIG)
 //   workload tgkill N SIG     N times: tgkill(getpid(), gettid(), SIG)
+//   workload doublefork N     N times: fork a child that forks a grandchild and exits at once;
+//                             the orphaned grandchild execs /bin/true; waits for it through a pipe
 //   workload exit CODE        exit_group(CODE)
 //
 // Several commands may follow each other on one command line.
@@ -76,6 +78,28 @@ int main(int argc, char **argv) {
 				char *args[] = {"true", NULL};
 				if (posix_spawn(&p, "/bin/true", NULL, NULL, args, environ) != 0) { perror("posix_spawn"); return 3; }
 				reap(p);
+			}
+		} else if (!strcmp(cmd, "doublefork")) {
+			for (long k = 0; k < n; k++) {
+				int fds[2];
+				if (pipe(fds) < 0) { perror("pipe"); return 3; }
+				pid_t p = syscall(SYS_fork);
+				if (p == 0) {
+					close(fds[0]);
+					pid_t g = syscall(SYS_fork);
+					if (g == 0) {
+						usleep(20000); /* let the parent exit: we are reparented */
+						char *args[] = {"/bin/true", NULL};
+						execve("/bin/true", args, environ); /* fds[1] stays open until true exits */
+						_exit(127);
+					}
+					syscall(SYS_exit_group, 0);
+				}
+				close(fds[1]);
+				reap(p);
+				char c;
+				while (read(fds[0], &c, 1) > 0) {}
+				close(fds[0]);
 			}
 		} else if (!strcmp(cmd, "kill") || !strcmp(cmd, "tkill") || !strcmp(cmd, "tgkill")) {
 			int sig = atoi(argv[i++]);

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+type traceJSON struct {
+	Backend   string `json:"backend"`
+	ExecCalls []struct {
+		Comm     string `json:"comm"`
+		Filename string `json:"filename"`
+		Count    int    `json:"count"`
+	} `json:"exec_calls"`
+	ForkCalls []struct {
+		Comm  string `json:"comm"`
+		Count int    `json:"count"`
+	} `json:"fork_calls"`
+	Signals []struct {
+		Comm      string `json:"comm"`
+		TargetPID int    `json:"target_pid"`
+		Signal    int    `json:"signal"`
+		Count     int    `json:"count"`
+	} `json:"signals"`
+	Totals struct {
+		Exec, Fork, Signal, Exit, Lost int
+	} `json:"totals"`
+	Rusage struct {
+		ElapsedS float64 `json:"elapsed_s"`
+		UserS    float64 `json:"user_s"`
+		SysS     float64 `json:"sys_s"`
+	} `json:"rusage"`
+	ExitCode int `json:"exit_code"`
+}
+
+// traceRun runs `tracer trace --format json -o FILE` and returns the report and exit status.
+func traceRun(t *testing.T, backend string, flags []string, cmd ...string) (traceJSON, int) {
+	t.Helper()
+	if backend == "audit" {
+		tracertest.LockAudit(t)
+	}
+	out := filepath.Join(t.TempDir(), "trace.json")
+	args := append([]string{"trace", "--backend", backend, "--format", "json", "-o", out}, flags...)
+	args = append(append(args, "--"), cmd...)
+	code, _, stderr := runTracer(t, nil, args...)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("tracer %v: exit %d, %s, no report: %v", args, code, stderr, err)
+	}
+	var r traceJSON
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("report %s: %v", data, err)
+	}
+	return r, code
+}
+
+// shape is a report with pids taken out, for comparing runs and backends.
+func shape(r traceJSON) string {
+	var b strings.Builder
+	for _, e := range r.ExecCalls {
+		fmt.Fprintf(&b, "exec[%s,%s]=%d ", e.Comm, e.Filename, e.Count)
+	}
+	for _, f := range r.ForkCalls {
+		fmt.Fprintf(&b, "fork[%s]=%d ", f.Comm, f.Count)
+	}
+	for _, s := range r.Signals {
+		fmt.Fprintf(&b, "signal[%s,%d]=%d ", s.Comm, s.Signal, s.Count)
+	}
+	fmt.Fprintf(&b, "totals=%+v exit=%d", r.Totals, r.ExitCode)
+	return b.String()
+}
+
+// A workload with known numbers: grandchildren (posix_spawn children exec),
+// an orphaned double-fork grandchild, a failed exec, signals in and out of
+// the filter; both backends count exactly the same.
+func TestTraceExactCountsBothBackends(t *testing.T) {
+	tracertest.NeedRoot(t)
+	wl := tracertest.BuildWorkload(t)
+	cmd := []string{wl, "exec", "3", "/bin/true", "execfail", "1", "fork", "2", "vfork", "1", "clone", "1", "clone3", "2",
+		"doublefork", "2", "kill", "4", "10", "tgkill", "3", "10", "tkill", "2", "12", "exit", "3"}
+	// forks: fork 2, vfork 1, clone 1, clone3 2, doublefork 2x2, and the vforks of exec 3 and execfail 1.
+	want := "exec[tracer," + wl + "]=1 exec[workload,/nonexistent/tracer-enoent]=1 exec[workload,/bin/true]=7 " +
+		"fork[workload]=14 signal[workload,10]=7 totals={Exec:9 Fork:14 Signal:7 Exit:0 Lost:0} exit=3"
+	shapes := map[string]string{}
+	for _, backend := range []string{"audit", "ebpf"} {
+		t.Run(backend, func(t *testing.T) {
+			r, code := traceRun(t, backend, []string{"--signal", "USR1"}, cmd...)
+			if code != 3 {
+				t.Errorf("exit status %d, want the command's 3", code)
+			}
+			shapes[backend] = shape(r)
+			if shapes[backend] != want {
+				t.Errorf("trace --backend %s:\n got  %s\n want %s", backend, shapes[backend], want)
+			}
+		})
+	}
+	if shapes["audit"] != "" && shapes["ebpf"] != "" && shapes["audit"] != shapes["ebpf"] {
+		t.Errorf("backends differ:\n audit %s\n ebpf  %s", shapes["audit"], shapes["ebpf"])
+	}
+}
+
+// straceTruth counts execs and successful forks of a command's tree with
+// strace -f, independently of tracer.
+func straceTruth(t *testing.T, cmd ...string) (execs, forks int) {
+	t.Helper()
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatal("strace is not installed: apt-get install -y strace (the CI script installs it)")
+	}
+	out := filepath.Join(t.TempDir(), "strace.out")
+	args := append([]string{"-f", "-qq", "-o", out, "-e", "trace=execve,execveat,fork,vfork,clone,clone3", "-e", "signal=none"}, cmd...)
+	c := exec.Command(strace, args...)
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("strace: %v\n%s", err, b)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ret := regexp.MustCompile(`= (-?\d+)`)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		isExec := strings.Contains(line, "execve(") || strings.Contains(line, "execveat(")
+		isFork := regexp.MustCompile(`\b(fork|vfork|clone|clone3)\(`).MatchString(line)
+		resumed := regexp.MustCompile(`<\.\.\. (fork|vfork|clone|clone3) resumed>`).MatchString(line)
+		switch {
+		case isExec:
+			execs++
+		case isFork && !strings.Contains(line, "<unfinished"), resumed:
+			if m := ret.FindStringSubmatch(line); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n > 0 {
+					forks++
+				}
+			}
+		}
+	}
+	return execs, forks
+}
+
+// On the seed's CIS check loop the counts equal the true numbers of execs
+// and forks, as strace counts them.
+func TestTraceCISLoopTruth(t *testing.T) {
+	tracertest.NeedRoot(t)
+	script, err := filepath.Abs("../../bench/scripts/cis-shell.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string{"/bin/sh", script, "20"}
+	execs, forks := straceTruth(t, cmd...)
+	if execs == 0 || forks == 0 {
+		t.Fatalf("strace saw execs %d forks %d", execs, forks)
+	}
+	for _, backend := range []string{"audit", "ebpf"} {
+		t.Run(backend, func(t *testing.T) {
+			r, _ := traceRun(t, backend, nil, cmd...)
+			if r.Totals.Exec != execs || r.Totals.Fork != forks || r.Totals.Lost != 0 {
+				t.Errorf("trace --backend %s: exec %d fork %d lost %d; strace: exec %d fork %d",
+					backend, r.Totals.Exec, r.Totals.Fork, r.Totals.Lost, execs, forks)
+			}
+		})
+	}
+}
+
+// The rusage figures agree with /usr/bin/time on the same command, within noise.
+func TestTraceRusageMatchesTime(t *testing.T) {
+	tracertest.NeedRoot(t)
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Fatal("/usr/bin/time is not installed: apt-get install -y time (the CI script installs it)")
+	}
+	wl := tracertest.BuildWorkload(t)
+	cmd := []string{wl, "exec", "300", "/bin/true", "kill", "100000", "10", "exit", "0"}
+	tf := filepath.Join(t.TempDir(), "time.out")
+	tc := exec.Command("/usr/bin/time", append([]string{"-o", tf, "-f", "%e %U %S"}, cmd...)...)
+	if out, err := tc.CombinedOutput(); err != nil {
+		t.Fatalf("/usr/bin/time: %v %s", err, out)
+	}
+	b, _ := os.ReadFile(tf)
+	var e, u, s float64
+	if _, err := fmt.Sscanf(string(b), "%f %f %f", &e, &u, &s); err != nil {
+		t.Fatalf("parsing %q: %v", b, err)
+	}
+	r, _ := traceRun(t, "ebpf", nil, cmd...)
+	near := func(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.15, 0.5*b) }
+	if !near(r.Rusage.UserS+r.Rusage.SysS, u+s) || !near(r.Rusage.ElapsedS, e) {
+		t.Errorf("trace rusage elapsed %.2f user %.2f sys %.2f; /usr/bin/time elapsed %.2f user %.2f sys %.2f",
+			r.Rusage.ElapsedS, r.Rusage.UserS, r.Rusage.SysS, e, u, s)
+	}
+}

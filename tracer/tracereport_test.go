@@ -1,0 +1,74 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func sampleReport() *TraceReport {
+	c := NewCounts()
+	add := func(e Event, n int) {
+		for i := 0; i < n; i++ {
+			c.Add(&e)
+		}
+	}
+	add(Event{Type: TypeExec, Comm: "sh", Filename: "/bin/grep"}, 588)
+	add(Event{Type: TypeExec, Comm: "sh", Filename: "/bin/sed"}, 102)
+	add(Event{Type: TypeFork, Comm: "sh"}, 1760)
+	add(Event{Type: TypeSignal, Comm: "sh", TargetPID: 4242, Signal: 10}, 5)
+	return &TraceReport{Backend: "ebpf", Counts: c, Rusage: Rusage{3120 * time.Millisecond, 2990 * time.Millisecond, 1050 * time.Millisecond}}
+}
+
+func TestTraceTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleReport().WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `@exec_calls[sh, /bin/sed]: 102
+@exec_calls[sh, /bin/grep]: 588
+@fork_calls[sh]: 1760
+@signals[sh -> 4242, SIGUSR1]: 5
+total: exec 690  fork 1760  signal 5  lost 0
+elapsed 3.12s  user 2.99s  sys 1.05s  cpu 129%
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestTraceJSON(t *testing.T) {
+	data, err := json.Marshal(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Backend   string `json:"backend"`
+		ExecCalls []struct {
+			Comm, Filename string
+			Count          int
+		} `json:"exec_calls"`
+		ForkCalls []struct {
+			Comm  string
+			Count int
+		} `json:"fork_calls"`
+		Signals []struct {
+			Comm      string
+			TargetPID int `json:"target_pid"`
+			Signal    int
+			Count     int
+		} `json:"signals"`
+		Totals map[string]int     `json:"totals"`
+		Rusage map[string]float64 `json:"rusage"`
+		Exit   *int               `json:"exit_code"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Backend != "ebpf" || len(got.ExecCalls) != 2 || got.ExecCalls[1].Count != 588 || got.ForkCalls[0].Count != 1760 ||
+		got.Signals[0].TargetPID != 4242 || got.Signals[0].Signal != 10 || got.Totals["exec"] != 690 || got.Totals["lost"] != 0 ||
+		got.Rusage["elapsed_s"] != 3.12 || got.Rusage["cpu_pct"] < 129 || got.Exit == nil {
+		t.Errorf("trace JSON: %s", data)
+	}
+}
