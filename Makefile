@@ -7,8 +7,9 @@ BIN := bin/tracer
 # Debian packages the tests and the demo use (auditd and bpftrace for the
 # bench comparison, prometheus for promtool and the end-to-end scrape,
 # chromium for the HTML report check, clang/llvm/libbpf-dev to check that
-# the committed BPF objects are current).
-APT_PACKAGES := auditd bpftrace prometheus chromium clang llvm libbpf-dev gcc libc6-dev
+# the committed BPF objects are current, strace and time as independent
+# witnesses in the trace tests).
+APT_PACKAGES := auditd bpftrace prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
 
 .PHONY: help deps build demo test vet fmt-check generate check-generated bench clean
 

@@ -3,15 +3,10 @@
 package audit
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
@@ -58,43 +53,6 @@ func auditStatus(t *testing.T) *libaudit.AuditStatus {
 	return st
 }
 
-// collector runs a backend and keeps copies of the events of one process tree.
-type collector struct {
-	mu     sync.Mutex
-	events []tracer.Event
-}
-
-func (c *collector) emit(e *tracer.Event) {
-	cp := *e
-	cp.Argv = slices.Clone(e.Argv)
-	c.mu.Lock()
-	c.events = append(c.events, cp)
-	c.mu.Unlock()
-}
-
-// tree returns the events of root and its descendants, following forks in order.
-func (c *collector) tree(root uint32) []tracer.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	in := map[uint32]bool{root: true}
-	var out []tracer.Event
-	// A child's events can be logged before its parent's fork returns (vfork), so iterate to a fixed point.
-	for changed := true; changed; {
-		changed = false
-		for _, e := range c.events {
-			if e.Type == tracer.TypeFork && in[e.PID] && !in[e.ChildPID] {
-				in[e.ChildPID], changed = true, true
-			}
-		}
-	}
-	for _, e := range c.events {
-		if in[e.PID] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // countKey names an event for exact counting: type and syscall or signal.
 func countKey(e tracer.Event) string {
 	switch e.Type {
@@ -113,41 +71,10 @@ func countKey(e tracer.Event) string {
 	return e.Type.String()
 }
 
-// runWorkload starts the backend, runs the workload with args and returns
-// the events of its process tree.
+// runWorkload runs the known workload binary under b and returns the events of its tree.
 func runWorkload(t *testing.T, b tracer.Backend, cfg tracer.Config, args ...string) ([]tracer.Event, uint32) {
 	t.Helper()
-	bin := tracertest.BuildWorkload(t)
-	if err := b.Start(cfg); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	var c collector
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, c.emit) }()
-
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok && err != nil || ok && ee.ExitCode() != 7 {
-		t.Fatalf("workload: %v", err)
-	}
-	root := uint32(cmd.Process.Pid)
-	// Records reach user space asynchronously: wait until the root's exit event arrived.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		got := c.tree(root)
-		if len(got) > 0 && got[len(got)-1].Type == tracer.TypeExit && got[len(got)-1].PID == root {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	return c.tree(root), root
+	return tracertest.RunWorkload(t, b, cfg, tracertest.BuildWorkload(t), args...)
 }
 
 // knownWorkload is the workload of the issue: execs (one failing), forks by

@@ -1,0 +1,70 @@
+//go:build linux
+
+package tracer_test
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// The same workload under audit and under ebpf: both backends must see the
+// same multiset of (type, comm, filename / syscall / signal). On a
+// difference the failure lists what each side saw alone.
+func TestBackendsSeeTheSame(t *testing.T) {
+	tracertest.LockAudit(t)
+	bin := tracertest.BuildWorkload(t)
+	args := []string{"exec", "4", "/bin/true", "execfail", "2", "fork", "3", "vfork", "3", "clone", "3", "clone3", "3",
+		"doublefork", "2", "kill", "5", "10", "tkill", "4", "10", "tgkill", "3", "10", "kill", "2", "12", "exit", "9"}
+	cfg := tracer.DefaultConfig()
+	cfg.Types, _ = tracer.ParseTypes("all")
+	cfg.Signals, _ = tracer.ParseSignals("USR1")
+
+	seen := map[string]map[string]int{}
+	for _, b := range []tracer.Backend{audit.New(), ebpf.New()} {
+		events, _ := tracertest.RunWorkload(t, b, cfg, bin, args...)
+		if err := b.Close(); err != nil {
+			t.Fatalf("%s Close: %v", b.Name(), err)
+		}
+		f := tracer.NewFilter(cfg)
+		m := map[string]int{}
+		for i := range events {
+			if f.Match(&events[i]) {
+				m[tracertest.Key(events[i])]++
+			}
+		}
+		if st := b.Stats(); st.TotalLost() != 0 {
+			t.Errorf("%s lost %v", b.Name(), st.Lost)
+		}
+		seen[b.Name()] = m
+	}
+	a, e := seen["audit"], seen["ebpf"]
+	var onlyAudit, onlyEBPF []string
+	for k, n := range a {
+		if d := n - e[k]; d > 0 {
+			onlyAudit = append(onlyAudit, k+" x"+itoa(d))
+		}
+	}
+	for k, n := range e {
+		if d := n - a[k]; d > 0 {
+			onlyEBPF = append(onlyEBPF, k+" x"+itoa(d))
+		}
+	}
+	sort.Strings(onlyAudit)
+	sort.Strings(onlyEBPF)
+	if len(onlyAudit)+len(onlyEBPF) > 0 {
+		t.Errorf("backends differ\n audit alone:\n  %s\n ebpf alone:\n  %s",
+			strings.Join(onlyAudit, "\n  "), strings.Join(onlyEBPF, "\n  "))
+	}
+	if a["exec workload /bin/true"] != 4+3+2 || a["signal workload kill SIGUSR1"] != 5 {
+		t.Errorf("audit counts off: %v", a)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
