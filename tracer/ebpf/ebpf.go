@@ -1,23 +1,617 @@
 //go:build linux
 
-// Package ebpf is the eBPF backend (in progress).
+// Package ebpf is the eBPF backend: BPF programs (bpf/tracer.bpf.c) on the
+// syscalls that exec, fork, signal and exit, filtered in the kernel and
+// delivered through a ring buffer as the same tracer.Events the audit
+// backend produces.
+//
+// Backend implements tracer.Backend. Its default probes are fentry/fexit on
+// the syscall functions themselves, so that no other syscall pays anything;
+// Config.Probes "syscalls" uses the syscall tracepoints audit's hook points
+// correspond to instead. In counting mode (Config.CountOnly) events are
+// only counted in kernel maps, read by Backend.Counts. A process tree
+// (Config.PID, Backend.Track) is followed at fork in the kernel.
 package ebpf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/perf"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// Backend is the eBPF backend.
-type Backend struct{}
+// DefaultRingBytes is the ring buffer size when Config.RingBytes is 0.
+const DefaultRingBytes = 8 << 20
 
-// New returns an eBPF backend.
+// pollInterval bounds how long a record the kernel queued without waking
+// the reader (see wake_flags in tracer.bpf.c) waits to be read.
+const pollInterval = 100 * time.Millisecond
+
+// Indexes of the kernel's lost map (enum lost_index).
+const (
+	lostOutput = 0 // ring buffer full
+	lostMap    = 1 // a kernel map full
+)
+
+// Backend is the eBPF backend. Create it with New.
+type Backend struct {
+	mu      sync.Mutex
+	cfg     tracer.Config
+	started bool
+	closed  bool
+
+	probes    string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
+	transport string // "ringbuf" or "perf"
+	attached  []string
+	coll      *ebpf.Collection
+	links     []link.Link
+	track     []probe // process-tree probes, attached when tracking is on
+	tracking  bool
+	roots     []uint32 // Track calls before Start
+	ring      *ringbuf.Reader
+	perf      *perf.Reader
+	bpfStats  io.Closer
+	unmount   bool // Close unmounts the tracefs Start mounted
+
+	events   [tracer.TypeExit + 1]atomic.Uint64
+	perfLost atomic.Uint64
+	badRecs  atomic.Uint64
+
+	final       *tracer.Stats  // taken at Close
+	finalCounts *tracer.Counts // taken at Close in counting mode
+
+	// Tests force the fallbacks that this machine does not need.
+	forcePerf     bool
+	forceRawTrack bool
+	forceSyscalls bool
+}
+
+// New returns an eBPF backend; Start loads and attaches its programs.
 func New() *Backend { return &Backend{} }
 
-func (b *Backend) Name() string                                            { return "ebpf" }
-func (b *Backend) Start(tracer.Config) error                               { return errors.New("ebpf backend not built yet") }
-func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error { return nil }
-func (b *Backend) Stats() tracer.Stats                                     { return tracer.Stats{} }
-func (b *Backend) Close() error                                            { return nil }
+// Name is "ebpf".
+func (b *Backend) Name() string { return "ebpf" }
+
+// Start loads the programs for cfg, fills the tracked set with cfg.PID and
+// any pid given to Track before, and attaches them. On error nothing stays
+// loaded or attached.
+func (b *Backend) Start(cfg tracer.Config) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started {
+		return errors.New("ebpf backend already started")
+	}
+	if err := normalize(&cfg); err != nil {
+		return err
+	}
+	kernel, err := preflight()
+	if err != nil {
+		return err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("removing the memlock limit for BPF maps: %w", err)
+	}
+	b.cfg = cfg
+	if cfg.PID != 0 {
+		b.roots = append([]uint32{cfg.PID}, b.roots...)
+	}
+	b.transport = "ringbuf"
+	if b.forcePerf || features.HaveMapType(ebpf.RingBuf) != nil {
+		b.transport = "perf" // Linux < 5.8, early RHEL 8
+	}
+
+	set := cfg.Probes
+	if set == ProbesDefault {
+		set = ProbesSched
+		if b.forceSyscalls {
+			set = ProbesSyscalls
+		}
+	}
+	err = b.start(cfg, kernel, set)
+	if err != nil && cfg.Probes == ProbesDefault && set == ProbesSched && unavailable(err) {
+		// A kernel without BTF tracepoints or bpf_task_pt_regs (< 5.15):
+		// the syscall tracepoints see the same events and more, at a cost.
+		firstErr := err
+		b.cleanup()
+		if err = b.start(cfg, kernel, ProbesSyscalls); err != nil {
+			err = fmt.Errorf("%w (after the sched probes failed: %v)", err, firstErr)
+		}
+	}
+	if err != nil {
+		b.cleanup()
+		return err
+	}
+	b.started = true
+	return nil
+}
+
+// unavailable reports whether a load or attach error means the kernel
+// lacks something the probe set needs.
+func unavailable(err error) bool {
+	var ve *ebpf.VerifierError
+	return errors.Is(err, errMissingTarget) || errors.Is(err, ebpf.ErrNotSupported) ||
+		(errors.As(err, &ve) && strings.Contains(fmt.Sprint(ve.Log), "unknown func"))
+}
+
+// normalize fills defaults and checks what the user gave.
+func normalize(cfg *tracer.Config) error {
+	if cfg.Types == 0 {
+		cfg.Types = tracer.DefaultTypes
+	}
+	switch cfg.Probes {
+	case "":
+		cfg.Probes = ProbesDefault
+	case ProbesDefault, ProbesSched, ProbesSyscalls, ProbesFEntry:
+	default:
+		return tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", cfg.Probes)
+	}
+	if cfg.RingBytes == 0 {
+		cfg.RingBytes = DefaultRingBytes
+	}
+	if page := os.Getpagesize(); cfg.RingBytes < page || cfg.RingBytes&(cfg.RingBytes-1) != 0 {
+		return tracer.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
+	}
+	if len(cfg.Comm) > commLen-1 {
+		return tracer.Usagef("--comm %q is longer than the kernel's %d-byte comm: give its first %d characters", cfg.Comm, commLen-1, commLen-1)
+	}
+	return nil
+}
+
+func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
+	var (
+		events []probe
+		err    error
+	)
+	// BTF tracepoints follow the process tree where the kernel has them.
+	b.track = trackProbes(hasTracepoint(kernel, "sched_process_fork") && !b.forceRawTrack)
+	switch set {
+	case ProbesSched:
+		if events, b.track, err = schedProbes(kernel, cfg.Types); err != nil {
+			return err
+		}
+	case ProbesFEntry:
+		if events, err = fentryProbes(kernel, cfg.Types); err != nil {
+			return tracer.Usagef("--probes fentry: %v: use --probes default", err)
+		}
+	default:
+		mounted, err := mountTracefs()
+		if err != nil {
+			return err
+		}
+		b.unmount = b.unmount || mounted
+		events = tracepointProbes(cfg.Types)
+	}
+	b.probes = set
+
+	spec, err := bpf.LoadTracer()
+	if err != nil {
+		return fmt.Errorf("loading the BPF object: %w", err)
+	}
+	if err := b.configure(spec, cfg, set); err != nil {
+		return err
+	}
+	if spec.Programs, err = programSpecs(spec, append(events, b.track...)); err != nil {
+		return err
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{KernelTypes: kernel},
+	})
+	if err != nil {
+		return loadError(err, set)
+	}
+	b.coll = coll
+
+	// The tracked set is filled, and its probes attached, before any event
+	// probe: nothing outside the tree slips through at start.
+	if len(b.roots) > 0 {
+		if err := b.startTracking(b.roots...); err != nil {
+			return err
+		}
+	}
+	for _, p := range events {
+		if err := b.attach(p); err != nil {
+			if p.optional && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+	}
+
+	if !cfg.CountOnly {
+		if b.transport == "ringbuf" {
+			if b.ring, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
+				return fmt.Errorf("opening the ring buffer: %w", err)
+			}
+		} else {
+			perCPU := cfg.RingBytes / runtime.NumCPU()
+			perCPU = max(1<<(bitsLen(perCPU)-1), 16*os.Getpagesize())
+			b.perf, err = perf.NewReaderWithOptions(coll.Maps["events"], perCPU, perf.ReaderOptions{Watermark: perCPU / 4})
+			if err != nil {
+				return fmt.Errorf("opening the perf buffer: %w", err)
+			}
+		}
+	}
+	if cfg.BPFStats {
+		if b.bpfStats, err = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err != nil {
+			return fmt.Errorf("enabling BPF run-time statistics: %w", err)
+		}
+	}
+	return nil
+}
+
+func bitsLen(n int) int {
+	l := 0
+	for ; n > 0; n >>= 1 {
+		l++
+	}
+	return l
+}
+
+// configure sets the programs' constants and sizes the maps for cfg.
+func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set string) error {
+	var sigLo, sigHi uint64
+	for _, n := range cfg.Signals.List() {
+		if n < 64 {
+			sigLo |= 1 << n
+		} else {
+			sigHi |= 1 << (n - 64)
+		}
+	}
+	var comm [16]byte
+	copy(comm[:], cfg.Comm)
+	consts := map[string]any{
+		"cfg_count_only": boolByte(cfg.CountOnly),
+		"cfg_types":      uint8(cfg.Types),
+		"cfg_perfbuf":    boolByte(b.transport == "perf"),
+		"cfg_sig_all":    boolByte(cfg.Signals.All()),
+		"cfg_sig_lo":     sigLo,
+		"cfg_sig_hi":     sigHi,
+		"cfg_comm_on":    boolByte(cfg.Comm != ""),
+		"cfg_comm_lo":    binary.LittleEndian.Uint64(comm[:8]),
+		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
+		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),
+	}
+	for name, v := range consts {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("BPF object has no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+
+	events := spec.Maps["events"]
+	if b.transport == "perf" {
+		events.Type, events.KeySize, events.ValueSize, events.MaxEntries = ebpf.PerfEventArray, 4, 4, 0
+	} else if cfg.CountOnly {
+		events.MaxEntries = uint32(os.Getpagesize())
+	} else {
+		events.MaxEntries = uint32(cfg.RingBytes)
+	}
+	// Maps a configuration does not use keep one entry: they must exist
+	// for the programs to load, but need not take memory.
+	unused := func(name string, used bool) {
+		if !used {
+			spec.Maps[name].MaxEntries = 1
+		}
+	}
+	stream := !cfg.CountOnly
+	unused("execs", stream && set != ProbesSched && cfg.Types.Has(tracer.TypeExec))
+	unused("exec_comm", set == ProbesSched && cfg.Types.Has(tracer.TypeExec))
+	unused("pending", set == ProbesSyscalls && cfg.Types.Has(tracer.TypeSignal))
+	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeExec))
+	unused("fork_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeFork))
+	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeSignal))
+	return nil
+}
+
+func boolByte(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// loadError turns the kernel's refusals into what the user can do.
+func loadError(err error, set string) error {
+	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EACCES) {
+		return fmt.Errorf("loading BPF programs: %w", err)
+	}
+	if mode := lockdownMode(); mode != "" && mode != "none" {
+		return tracer.Usagef("the kernel refused the BPF programs (lockdown=%s): boot with lockdown=none, or use --backend audit", mode)
+	}
+	if set == ProbesFEntry {
+		return tracer.Usagef("the kernel refused fentry programs (%v): it does not allow BPF trampolines here, use --probes default", unix.EPERM)
+	}
+	return tracer.Usagef("the kernel refused the BPF programs (%v): run as root (CAP_BPF and CAP_PERFMON), or use --backend audit", unix.EPERM)
+}
+
+// startTracking puts pids in the tracked set, attaches the process-tree
+// probes if they are not yet, and turns the filter on.
+func (b *Backend) startTracking(pids ...uint32) error {
+	tracked := b.coll.Maps["tracked"]
+	for _, pid := range pids {
+		if err := tracked.Put(pid, uint8(1)); err != nil {
+			return fmt.Errorf("adding pid %d to the tracked set: %w", pid, err)
+		}
+	}
+	if !b.tracking {
+		for _, p := range b.track {
+			if err := b.attach(p); err != nil {
+				return err
+			}
+		}
+		if err := b.setTrackOn(); err != nil {
+			return err
+		}
+		b.tracking = true
+	}
+	return nil
+}
+
+// attach attaches p unless it is attached already (the sched set's fork
+// and exit programs serve both events and the process tree).
+func (b *Backend) attach(p probe) error {
+	if slices.Contains(b.attached, p.String()) {
+		return nil
+	}
+	l, err := attach(b.coll, p)
+	if err != nil {
+		return fmt.Errorf("attaching %s: %w", p, err)
+	}
+	b.links = append(b.links, l)
+	b.attached = append(b.attached, p.String())
+	return nil
+}
+
+func (b *Backend) setTrackOn() error {
+	if err := b.coll.Maps["track_on"].Put(uint32(0), uint32(1)); err != nil {
+		return fmt.Errorf("turning the process-tree filter on: %w", err)
+	}
+	return nil
+}
+
+// Track adds pid, and from then on its descendants, to the traced process
+// tree. Before Start it adds to Config.PID; after Start it turns the
+// process-tree filter on if Config.PID did not.
+func (b *Backend) Track(pid uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pid == 0 {
+		return errors.New("tracking pid 0")
+	}
+	if b.closed {
+		return errors.New("ebpf backend closed")
+	}
+	if !b.started {
+		b.roots = append(b.roots, pid)
+		return nil
+	}
+	return b.startTracking(pid)
+}
+
+// Probes names the probe set Start attached ("sched", "syscalls" or
+// "fentry"; the default is "sched", or "syscalls" on kernels without BTF
+// tracepoints), and how events reach user space ("ringbuf" or "perf").
+func (b *Backend) Probes() (probes, transport string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.probes, b.transport
+}
+
+// Attached lists the attach points of the programs, e.g. "fexit/__x64_sys_kill".
+func (b *Backend) Attached() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.attached...)
+}
+
+// Run delivers events until ctx is done, then what the kernel queued
+// before, and returns. In counting mode it only waits for ctx.
+func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
+	b.mu.Lock()
+	started, countOnly, ring, pr := b.started, b.cfg.CountOnly, b.ring, b.perf
+	b.mu.Unlock()
+	switch {
+	case !started:
+		return errors.New("ebpf backend not started")
+	case countOnly:
+		<-ctx.Done()
+		return nil
+	case ring != nil:
+		return b.runRing(ctx, ring, emit)
+	case pr != nil:
+		return b.runPerf(ctx, pr, emit)
+	}
+	return errors.New("ebpf backend closed")
+}
+
+func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
+	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
+	defer stop()
+	d := newDecoder()
+	ev := new(tracer.Event)
+	var rec ringbuf.Record
+	rd.SetDeadline(time.Now().Add(pollInterval))
+	for {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			b.deliver(d, rec.RawSample, ev, emit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			rd.SetDeadline(time.Now().Add(pollInterval))
+		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("reading the ring buffer: %w", err)
+		}
+	}
+}
+
+func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*tracer.Event)) error {
+	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
+	defer stop()
+	d := newDecoder()
+	ev := new(tracer.Event)
+	var rec perf.Record
+	rd.SetDeadline(time.Now().Add(pollInterval))
+	for {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if rec.LostSamples > 0 {
+				b.perfLost.Add(rec.LostSamples)
+				continue
+			}
+			b.deliver(d, rec.RawSample, ev, emit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			rd.SetDeadline(time.Now().Add(pollInterval))
+		case errors.Is(err, perf.ErrFlushed), errors.Is(err, perf.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("reading the perf buffer: %w", err)
+		}
+	}
+}
+
+func (b *Backend) deliver(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
+	if err := d.decode(raw, ev); err != nil {
+		b.badRecs.Add(1)
+		return
+	}
+	b.events[ev.Type].Add(1)
+	emit(ev)
+}
+
+// Stats returns the delivered and lost counts, and per-program run time
+// when Config.BPFStats is on.
+func (b *Backend) Stats() tracer.Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var st tracer.Stats
+	if b.final != nil {
+		st = *b.final
+	} else {
+		st = b.kernelStats()
+	}
+	for t := range b.events {
+		st.Events[t] = b.events[t].Load()
+	}
+	return st
+}
+
+// kernelStats reads the kernel's counters; b.mu is held.
+func (b *Backend) kernelStats() tracer.Stats {
+	var st tracer.Stats
+	if b.coll == nil {
+		return st
+	}
+	lost := sumPerCPU(b.coll.Maps["lost"], 2)
+	st.Lost[tracer.LostRingbuf] = lost[lostOutput] + b.perfLost.Load()
+	st.Lost[tracer.LostKernel] = lost[lostMap]
+	st.Lost[tracer.LostReassembly] = b.badRecs.Load()
+	if b.bpfStats != nil {
+		for name, prog := range b.coll.Programs {
+			ps, err := prog.Stats()
+			if err != nil {
+				continue
+			}
+			st.Programs = append(st.Programs, tracer.ProgramStats{Name: name, RunTime: ps.Runtime.Seconds(), RunCount: ps.RunCount})
+		}
+		slices.SortFunc(st.Programs, func(a, b tracer.ProgramStats) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return st
+}
+
+// sumPerCPU sums the first n entries of a per-CPU array of uint64.
+func sumPerCPU(m *ebpf.Map, n uint32) []uint64 {
+	out := make([]uint64, n)
+	if m == nil {
+		return out
+	}
+	var vals []uint64
+	for i := range n {
+		if err := m.Lookup(i, &vals); err != nil {
+			continue
+		}
+		for _, v := range vals {
+			out[i] += v
+		}
+	}
+	return out
+}
+
+// Close detaches and unloads everything Start loaded, and unmounts the
+// tracefs it mounted. Stats and Counts keep answering from a snapshot.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || !b.started {
+		b.cleanup()
+		b.closed = b.closed || b.started
+		return nil
+	}
+	st := b.kernelStats()
+	b.final = &st
+	if b.cfg.CountOnly && b.coll != nil {
+		if c, err := b.readCounts(); err == nil {
+			b.finalCounts = c
+		}
+	}
+	err := b.cleanup()
+	b.closed = true
+	return err
+}
+
+// cleanup releases what start made, in reverse; b.mu is held.
+func (b *Backend) cleanup() error {
+	var errs []error
+	for i := len(b.links) - 1; i >= 0; i-- {
+		if err := b.links[i].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("detaching: %w", err))
+		}
+	}
+	b.links, b.attached, b.tracking = nil, nil, false
+	if b.ring != nil {
+		errs = append(errs, b.ring.Close())
+		b.ring = nil
+	}
+	if b.perf != nil {
+		errs = append(errs, b.perf.Close())
+		b.perf = nil
+	}
+	if b.coll != nil {
+		b.coll.Close()
+		b.coll = nil
+	}
+	if b.bpfStats != nil {
+		errs = append(errs, b.bpfStats.Close())
+		b.bpfStats = nil
+	}
+	if b.unmount {
+		errs = append(errs, unmountTracefs())
+		b.unmount = false
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,11 @@
+// Package bpf holds the tracer's BPF programs (tracer.bpf.c) and their
+// compiled objects with the Go bindings bpf2go generated for them, committed
+// so that building the tracer needs no clang. tracer/ebpf loads them.
+//
+// Rebuild after editing the C source (Debian: apt-get install clang llvm
+// libbpf-dev):
+//
+//	go generate ./bpf
+package bpf
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 -type event_hdr -type event -type exec_event -type exec_key -type comm_key -type signal_key Tracer tracer.bpf.c -- -I.

@@ -1,0 +1,1242 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
+/*
+ * The tracer's BPF programs: exec, fork, signal and exit events taken at the
+ * syscalls that make them, the same syscalls the audit rules name, so that
+ * both backends report the same happenings with the same fields.
+ *
+ * Three probe sets share one body per event class:
+ *  - sched (the default): BTF tracepoints on the scheduler and signal
+ *    events (sched_process_exec/fork/exit, signal_generate), keeping those
+ *    made inside the syscalls the audit rules name (the syscall number is
+ *    in the caller's saved registers). No other syscall pays anything. It
+ *    cannot see what generates no such event: failed execs and forks,
+ *    kill(pid, 0), signals refused (EPERM, ESRCH).
+ *  - syscalls: the syscalls:sys_enter_X / sys_exit_X tracepoints of exactly
+ *    those syscalls, the hook points audit uses: every event audit reports,
+ *    failures included, but every syscall then takes the kernel's slow
+ *    syscall path, as with audit.
+ *  - fentry: fentry/fexit on the syscall functions (__x64_sys_execve, ...):
+ *    the syscalls set's events at the sched set's cost, on kernels that
+ *    allow BPF trampolines.
+ * A process tree (Config.PID) is followed in the kernel by two scheduler
+ * tracepoints that add forked children to, and remove dead processes from,
+ * the tracked set.
+ *
+ * Events go to user space through a ring buffer (or a perf event array on
+ * kernels without one); in counting mode they are only counted in hash maps.
+ * The record layouts below are decoded by tracer/ebpf/decode.go.
+ */
+#include "headers/kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#if defined(__TARGET_ARCH_x86)
+#define SYS(name) "__x64_sys_" #name
+#define ARG0(r) ((r)->di)
+#define ARG1(r) ((r)->si)
+#define ARG2(r) ((r)->dx)
+#define ARG3(r) ((r)->r10)
+/* The ia32 syscall ABI passes arguments in bx, cx, dx, si, di, bp. */
+#define ARG0_32(r) ((__u32)(r)->bx)
+#define ARG1_32(r) ((__u32)(r)->cx)
+#define ARG2_32(r) ((__u32)(r)->dx)
+#define HAVE_IA32 1
+#elif defined(__TARGET_ARCH_arm64)
+#define SYS(name) "__arm64_sys_" #name
+#define ARG0(r) ((r)->regs[0])
+#define ARG1(r) ((r)->regs[1])
+#define ARG2(r) ((r)->regs[2])
+#define ARG3(r) ((r)->regs[3])
+#endif
+
+/* Event classes: the values of tracer.EventType. */
+enum event_type {
+	EV_EXEC = 1,
+	EV_FORK = 2,
+	EV_SIGNAL = 3,
+	EV_EXIT = 4,
+	EV_MAX = 5,
+};
+
+/* Syscalls; decode.go names them. */
+enum syscall_id {
+	SC_NONE,
+	SC_EXECVE,
+	SC_EXECVEAT,
+	SC_FORK,
+	SC_VFORK,
+	SC_CLONE,
+	SC_CLONE3,
+	SC_KILL,
+	SC_TKILL,
+	SC_TGKILL,
+	SC_RT_SIGQUEUEINFO,
+	SC_RT_TGSIGQUEUEINFO,
+	SC_PIDFD_SEND_SIGNAL,
+	SC_EXIT,
+	SC_EXIT_GROUP,
+};
+
+/* event_hdr.flags */
+#define EVF_COMPAT 1	   /* made by a 32-bit (ia32) syscall */
+#define EVF_ARGV_TRUNC 2 /* argv had more than ARGC_MAX arguments, or one could not be read */
+
+/* Where records are lost, indexes of the lost map (tracer.LossStage differs). */
+enum lost_index {
+	LOST_OUTPUT = 0, /* ring buffer full: bpf_ringbuf_output / perf output failed */
+	LOST_MAP = 1,	 /* a kernel map was full (in-flight execs, tracked set, counts) */
+	LOST_MAX = 2,
+};
+
+#define COMM_LEN 16
+#define FILENAME_MAX 256 /* bytes of the exec filename kept, NUL included */
+#define ARGC_MAX 20	 /* arguments kept per exec */
+#define ARG_MAX 128	 /* bytes kept per argument, NUL included */
+#define DATA_MAX (FILENAME_MAX + ARGC_MAX * ARG_MAX)
+
+struct event_hdr {
+	__u64 ktime; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u32 pid;   /* tgid of the caller */
+	__u32 uid;   /* real uid */
+	__u32 auid;  /* loginuid */
+	__u8 type;   /* enum event_type */
+	__u8 syscall;
+	__u8 flags;
+	__u8 _pad;
+	char comm[COMM_LEN];
+};
+
+/* fork, signal and exit records. */
+struct event {
+	struct event_hdr h;
+	__s32 a; /* fork: child pid; signal: target pid; exit: exit code */
+	__s32 b; /* signal: signal number */
+	__s64 ret;
+};
+
+/* exec records: a fixed part, then filename\0 and argv[0]\0argv[1]\0... */
+struct exec_event {
+	struct event_hdr h;
+	__u32 ppid;
+	__u16 filename_size; /* bytes of data holding the filename, NUL included */
+	__u16 argv_size;     /* bytes of data after it holding argc strings */
+	__s64 ret;
+	__u8 argc;
+	__u8 _pad[7];
+	char data[DATA_MAX];
+};
+
+_Static_assert(sizeof(struct event_hdr) == 40, "event_hdr layout");
+_Static_assert(sizeof(struct event) == 56, "event layout");
+_Static_assert(__builtin_offsetof(struct exec_event, data) == 64, "exec_event layout");
+
+/* Counting-mode keys. */
+struct exec_key {
+	char comm[COMM_LEN];
+	char filename[FILENAME_MAX];
+};
+
+struct comm_key {
+	char comm[COMM_LEN];
+};
+
+struct signal_key {
+	char comm[COMM_LEN];
+	__s32 target;
+	__s32 sig;
+};
+
+/* Set by user space before loading (frozen .rodata). */
+const volatile __u8 cfg_count_only = 0;
+const volatile __u8 cfg_types = 0xff;	    /* event classes, 1 << enum event_type */
+const volatile __u8 cfg_perfbuf = 0;	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_sig_all = 1;	    /* no signal filter */
+const volatile __u64 cfg_sig_lo = 0;	    /* signals 0..63 */
+const volatile __u64 cfg_sig_hi = 0;	    /* signal 64 */
+const volatile __u8 cfg_comm_on = 0;	    /* comm filter */
+const volatile __u64 cfg_comm_lo = 0;	    /* the comm, as two words, NUL padded */
+const volatile __u64 cfg_comm_hi = 0;
+const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much is queued */
+
+/* When the reader was last woken (ktime): see wake_flags. */
+__u64 last_wake = 0;
+
+#define WAKE_INTERVAL_NS 5000000ULL
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+/* Entry 0 turns the process-tree filter on; user space sets it (Track)
+ * while programs run, so it is a map, not a constant. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} track_on SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);  /* tgid */
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+/* Exec records between syscall entry and exit, keyed by task pointer (the
+ * task keeps its task_struct across exec, but not its pid when a non-leader
+ * thread execs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct exec_event);
+} execs SEC(".maps");
+
+/* Signal records between sys_enter and sys_exit (syscalls probe set). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct event);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_event);
+} exec_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_key);
+} key_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct exec_key);
+	__type(value, __u64);
+} exec_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct comm_key);
+	__type(value, __u64);
+} fork_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct signal_key);
+	__type(value, __u64);
+} signal_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void lost_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &idx);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void total_inc(__u32 type)
+{
+	__u64 *v = bpf_map_lookup_elem(&totals, &type);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void count_key(void *map, const void *key)
+{
+	__u64 *v = bpf_map_lookup_elem(map, key);
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		return;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(map, key, &one, BPF_NOEXIST) == 0)
+		return;
+	/* Another CPU inserted the key first, or the map is full. */
+	v = bpf_map_lookup_elem(map, key);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else
+		lost_inc(LOST_MAP);
+}
+
+/*
+ * Wake the reader at most every WAKE_INTERVAL_NS, or when much is queued.
+ * Waking it for every record (the ring buffer's default when the reader
+ * keeps up) costs the producing task an irq_work and a remote wakeup per
+ * event, more than the rest of the program; the reader also polls on a
+ * timer, so records committed without a wakeup are read soon anyway.
+ */
+static __always_inline __u64 wake_flags(__u64 now)
+{
+	if (now - last_wake > WAKE_INTERVAL_NS) {
+		last_wake = now;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > cfg_wake_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void output(void *ctx, void *data, __u64 size, __u64 now)
+{
+	long err;
+	if (cfg_perfbuf)
+		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
+	else
+		err = bpf_ringbuf_output(&events, data, size, wake_flags(now));
+	if (err)
+		lost_inc(LOST_OUTPUT);
+}
+
+static __always_inline bool tracking(void)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&track_on, &zero);
+	return on && *on;
+}
+
+static __always_inline bool pass_pid(__u32 tgid)
+{
+	if (!tracking())
+		return true;
+	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline bool pass_comm(const char *comm)
+{
+	if (!cfg_comm_on)
+		return true;
+	const __u64 *w = (const __u64 *)comm;
+	return w[0] == cfg_comm_lo && w[1] == cfg_comm_hi;
+}
+
+static __always_inline bool pass_signal(__s32 sig)
+{
+	if (cfg_sig_all)
+		return true;
+	if (sig < 0 || sig > 64)
+		return false;
+	if (sig == 64)
+		return cfg_sig_hi & 1;
+	return (cfg_sig_lo >> sig) & 1;
+}
+
+static __always_inline __u32 current_auid(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->loginuid))
+		return BPF_CORE_READ(task, loginuid.val);
+	return 0xffffffff;
+}
+
+/* Fills the header of a record whose comm is already in h->comm. */
+static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, __u64 now)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	h->ktime = now;
+	h->pid = tgid;
+	h->uid = (__u32)bpf_get_current_uid_gid();
+	h->auid = current_auid(task);
+	h->type = type;
+	h->syscall = sc;
+}
+
+/*
+ * The checks every event passes, in order of cost. On success ev->h.comm
+ * holds the caller's comm.
+ */
+static __always_inline bool pass_task(struct event_hdr *h, __u32 *tgid)
+{
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!pass_pid(*tgid))
+		return false;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	return pass_comm(h->comm);
+}
+
+/* ---- exec ---- */
+
+static __always_inline void exec_count(const char *comm, const char *filename, bool kernel)
+{
+	__u32 zero = 0;
+	struct exec_key *k = bpf_map_lookup_elem(&key_scratch, &zero);
+	if (!k)
+		return;
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(k->comm, comm, COMM_LEN);
+	if (kernel)
+		bpf_probe_read_kernel_str(k->filename, sizeof(k->filename), filename);
+	else
+		bpf_probe_read_user_str(k->filename, sizeof(k->filename), filename);
+	count_key(&exec_counts, k);
+	total_inc(EV_EXEC);
+}
+
+/* Reads argv[i] as a user pointer; compat tasks have 32-bit pointers. */
+static __always_inline const char *argv_at(const void *argv, int i, bool compat)
+{
+	if (compat) {
+		__u32 p = 0;
+		if (bpf_probe_read_user(&p, sizeof(p), (const __u32 *)argv + i))
+			return NULL;
+		return (const char *)(unsigned long)p;
+	}
+	const char *p = NULL;
+	if (bpf_probe_read_user(&p, sizeof(p), (const char *const *)argv + i))
+		return NULL;
+	return p;
+}
+
+/*
+ * At syscall entry: record comm (before the exec replaces it), filename and
+ * argv (the new image replaces the memory they are in) in the execs map; the
+ * exit probe adds the return value and sends the record.
+ */
+static __always_inline int exec_enter(const char *filename, const void *argv, bool compat, __u8 sc)
+{
+	__u32 zero = 0, tgid;
+	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!e)
+		return 0;
+	if (!pass_task(&e->h, &tgid))
+		return 0;
+	if (cfg_count_only) {
+		exec_count(e->h.comm, filename, false);
+		return 0;
+	}
+
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	fill_hdr(&e->h, EV_EXEC, sc, tgid, bpf_ktime_get_ns());
+	e->h.flags = compat ? EVF_COMPAT : 0;
+	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e->ret = 0;
+
+	long n = bpf_probe_read_user_str(e->data, FILENAME_MAX, filename);
+	if (n <= 0) {
+		e->data[0] = 0;
+		n = 1;
+	}
+	__u32 pos = n;
+	__u32 start = pos;
+	__u8 argc = 0;
+#pragma unroll
+	for (int i = 0; i < ARGC_MAX; i++) {
+		const char *arg = argv_at(argv, i, compat);
+		if (!arg)
+			goto done;
+		if (pos > DATA_MAX - ARG_MAX)
+			goto trunc;
+		n = bpf_probe_read_user_str(&e->data[pos], ARG_MAX, arg);
+		if (n <= 0)
+			goto trunc;
+		pos += n;
+		argc++;
+	}
+	if (argv_at(argv, ARGC_MAX, compat))
+		goto trunc;
+	goto done;
+trunc:
+	e->h.flags |= EVF_ARGV_TRUNC;
+done:
+	e->filename_size = start;
+	e->argv_size = pos - start;
+	e->argc = argc;
+
+	__u64 key = bpf_get_current_task();
+	if (bpf_map_update_elem(&execs, &key, e, BPF_ANY))
+		lost_inc(LOST_MAP);
+	return 0;
+}
+
+static __always_inline int exec_exit(void *ctx, long ret)
+{
+	__u64 key = bpf_get_current_task();
+	struct exec_event *e = bpf_map_lookup_elem(&execs, &key);
+	if (!e)
+		return 0;
+	e->ret = ret;
+	__u64 size = __builtin_offsetof(struct exec_event, data) + (__u64)e->filename_size + (__u64)e->argv_size;
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	output(ctx, e, size, bpf_ktime_get_ns());
+	bpf_map_delete_elem(&execs, &key);
+	return 0;
+}
+
+/* ---- fork, signal, exit ---- */
+
+static __always_inline int on_fork(void *ctx, __u8 sc, long ret)
+{
+	if (ret <= 0)
+		return 0;
+	struct event ev;
+	__u32 tgid;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	if (!pass_task(&ev.h, &tgid))
+		return 0;
+	if (cfg_count_only) {
+		count_key(&fork_counts, ev.h.comm);
+		total_inc(EV_FORK);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	fill_hdr(&ev.h, EV_FORK, sc, tgid, now);
+	ev.a = (__s32)ret;
+	output(ctx, &ev, sizeof(ev), now);
+	return 0;
+}
+
+static __always_inline void signal_count(const char *comm, __s32 target, __s32 sig)
+{
+	struct signal_key k;
+	__builtin_memcpy(k.comm, comm, COMM_LEN);
+	k.target = target;
+	k.sig = sig;
+	count_key(&signal_counts, &k);
+	total_inc(EV_SIGNAL);
+}
+
+static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat)
+{
+	if (!pass_signal(sig))
+		return 0;
+	struct event ev;
+	__u32 tgid;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	if (!pass_task(&ev.h, &tgid))
+		return 0;
+	if (cfg_count_only) {
+		signal_count(ev.h.comm, target, sig);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, now);
+	ev.h.flags = compat ? EVF_COMPAT : 0;
+	ev.a = target;
+	ev.b = sig;
+	ev.ret = ret;
+	output(ctx, &ev, sizeof(ev), now);
+	return 0;
+}
+
+static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat)
+{
+	struct event ev;
+	__u32 tgid;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	if (!pass_task(&ev.h, &tgid))
+		return 0;
+	if (cfg_count_only) {
+		total_inc(EV_EXIT);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	fill_hdr(&ev.h, EV_EXIT, sc, tgid, now);
+	ev.h.flags = compat ? EVF_COMPAT : 0;
+	ev.a = code;
+	output(ctx, &ev, sizeof(ev), now);
+	return 0;
+}
+
+#define PIDFD_SELF_THREAD -10000
+#define PIDFD_SELF_THREAD_GROUP -20000
+
+/*
+ * The pid (in the initial pid namespace) that pidfd fd refers to. Called
+ * only after pidfd_send_signal succeeded, so fd was a pidfd: its struct pid
+ * is the pidfs inode's i_private (6.9+) or the file's private_data (older
+ * anon-inode pidfds).
+ */
+static __always_inline __s32 pidfd_target(int fd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (fd == PIDFD_SELF_THREAD)
+		return (__u32)id;
+	if (fd == PIDFD_SELF_THREAD_GROUP)
+		return id >> 32;
+	if (fd < 0)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), fds + fd);
+	if (!f)
+		return 0;
+	struct pid *pid = BPF_CORE_READ(f, f_inode, i_private);
+	if (!pid)
+		pid = BPF_CORE_READ(f, private_data);
+	if (!pid)
+		return 0;
+	return BPF_CORE_READ(pid, numbers[0].nr);
+}
+
+/* ---- the default probe set: fentry/fexit on the syscall functions ---- */
+
+#define REGS(ctx) ((const struct pt_regs *)(ctx)[0])
+
+SEC("fentry/" SYS(execve))
+int fentry_execve(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return exec_enter((const char *)ARG0(r), (const void *)ARG1(r), false, SC_EXECVE);
+}
+
+SEC("fentry/" SYS(execveat))
+int fentry_execveat(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return exec_enter((const char *)ARG1(r), (const void *)ARG2(r), false, SC_EXECVEAT);
+}
+
+/* Also attached to the ia32 variants: the return value is the second context word. */
+SEC("fexit/" SYS(execve))
+int fexit_execve(__u64 *ctx)
+{
+	return exec_exit(ctx, (long)ctx[1]);
+}
+
+#define FEXIT_FORK(name, sc)                                        \
+	SEC("fexit/" SYS(name))                                     \
+	int fexit_##name(__u64 *ctx)                                \
+	{                                                           \
+		return on_fork(ctx, sc, (long)ctx[1]);              \
+	}                                                           \
+	/* For kernels whose BTF has only __do_sys_X(void). */      \
+	SEC("fexit/__do_sys_" #name)                                \
+	int fexit_##name##_0(__u64 *ctx)                            \
+	{                                                           \
+		return on_fork(ctx, sc, (long)ctx[0]);              \
+	}
+
+FEXIT_FORK(fork, SC_FORK)
+FEXIT_FORK(vfork, SC_VFORK)
+FEXIT_FORK(clone, SC_CLONE)
+FEXIT_FORK(clone3, SC_CLONE3)
+
+SEC("fexit/" SYS(kill))
+int fexit_kill(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+}
+
+SEC("fexit/" SYS(tkill))
+int fexit_tkill(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+}
+
+SEC("fexit/" SYS(tgkill))
+int fexit_tgkill(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+}
+
+SEC("fexit/" SYS(rt_sigqueueinfo))
+int fexit_rt_sigqueueinfo(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+}
+
+SEC("fexit/" SYS(rt_tgsigqueueinfo))
+int fexit_rt_tgsigqueueinfo(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+}
+
+SEC("fexit/" SYS(pidfd_send_signal))
+int fexit_pidfd_send_signal(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	long ret = (long)ctx[1];
+	__s32 sig = (__s32)ARG1(r);
+	if (!pass_signal(sig))
+		return 0;
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false);
+}
+
+SEC("fentry/" SYS(exit))
+int fentry_exit(__u64 *ctx)
+{
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0(REGS(ctx)), false);
+}
+
+SEC("fentry/" SYS(exit_group))
+int fentry_exit_group(__u64 *ctx)
+{
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0(REGS(ctx)), false);
+}
+
+#ifdef HAVE_IA32
+/* 32-bit syscalls of ia32 tasks: other entry points, other argument registers. */
+
+SEC("fentry/__ia32_compat_sys_execve")
+int fentry_execve_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return exec_enter((const char *)(unsigned long)ARG0_32(r), (const void *)(unsigned long)ARG1_32(r), true,
+			  SC_EXECVE);
+}
+
+SEC("fentry/__ia32_compat_sys_execveat")
+int fentry_execveat_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return exec_enter((const char *)(unsigned long)ARG1_32(r), (const void *)(unsigned long)ARG2_32(r), true,
+			  SC_EXECVEAT);
+}
+
+SEC("fexit/__ia32_sys_kill")
+int fexit_kill_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+}
+
+SEC("fexit/__ia32_sys_tkill")
+int fexit_tkill_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+}
+
+SEC("fexit/__ia32_sys_tgkill")
+int fexit_tgkill_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+}
+
+SEC("fexit/__ia32_compat_sys_rt_sigqueueinfo")
+int fexit_rt_sigqueueinfo_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+}
+
+SEC("fexit/__ia32_compat_sys_rt_tgsigqueueinfo")
+int fexit_rt_tgsigqueueinfo_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+}
+
+SEC("fexit/__ia32_sys_pidfd_send_signal")
+int fexit_pidfd_send_signal_32(__u64 *ctx)
+{
+	const struct pt_regs *r = REGS(ctx);
+	long ret = (long)ctx[1];
+	__s32 sig = (__s32)ARG1_32(r);
+	if (!pass_signal(sig))
+		return 0;
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true);
+}
+
+SEC("fentry/__ia32_sys_exit")
+int fentry_exit_32(__u64 *ctx)
+{
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0_32(REGS(ctx)), true);
+}
+
+SEC("fentry/__ia32_sys_exit_group")
+int fentry_exit_group_32(__u64 *ctx)
+{
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0_32(REGS(ctx)), true);
+}
+#endif /* HAVE_IA32 */
+
+/* ---- the syscalls probe set: syscalls:sys_enter_X / sys_exit_X ---- */
+
+struct sys_enter_ctx {
+	__u64 _common;
+	long id;
+	unsigned long args[6];
+};
+
+struct sys_exit_ctx {
+	__u64 _common;
+	long id;
+	long ret;
+};
+
+SEC("tracepoint/syscalls/sys_enter_execve")
+int tp_enter_execve(struct sys_enter_ctx *ctx)
+{
+	return exec_enter((const char *)ctx->args[0], (const void *)ctx->args[1], false, SC_EXECVE);
+}
+
+SEC("tracepoint/syscalls/sys_enter_execveat")
+int tp_enter_execveat(struct sys_enter_ctx *ctx)
+{
+	return exec_enter((const char *)ctx->args[1], (const void *)ctx->args[2], false, SC_EXECVEAT);
+}
+
+/* Attached to sys_exit_execve and sys_exit_execveat. */
+SEC("tracepoint/syscalls/sys_exit_execve")
+int tp_exit_exec(struct sys_exit_ctx *ctx)
+{
+	return exec_exit(ctx, ctx->ret);
+}
+
+#define TP_EXIT_FORK(name, sc)                             \
+	SEC("tracepoint/syscalls/sys_exit_" #name)         \
+	int tp_exit_##name(struct sys_exit_ctx *ctx)       \
+	{                                                  \
+		return on_fork(ctx, sc, ctx->ret);         \
+	}
+
+TP_EXIT_FORK(fork, SC_FORK)
+TP_EXIT_FORK(vfork, SC_VFORK)
+TP_EXIT_FORK(clone, SC_CLONE)
+TP_EXIT_FORK(clone3, SC_CLONE3)
+
+/* At sys_enter: keep the signal record until sys_exit adds the result. */
+static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
+{
+	if (!pass_signal(sig))
+		return 0;
+	struct event ev;
+	__u32 tgid;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	if (!pass_task(&ev.h, &tgid))
+		return 0;
+	if (cfg_count_only && sc != SC_PIDFD_SEND_SIGNAL) {
+		signal_count(ev.h.comm, target, sig);
+		return 0;
+	}
+	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, bpf_ktime_get_ns());
+	ev.a = target;
+	ev.b = sig;
+	__u64 key = bpf_get_current_task();
+	if (bpf_map_update_elem(&pending, &key, &ev, BPF_ANY))
+		lost_inc(LOST_MAP);
+	return 0;
+}
+
+#define TP_ENTER_SIGNAL(name, sc, ti, si)                                          \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                \
+	int tp_enter_##name(struct sys_enter_ctx *ctx)                             \
+	{                                                                          \
+		return signal_enter(sc, (__s32)ctx->args[ti], (__s32)ctx->args[si]); \
+	}
+
+TP_ENTER_SIGNAL(kill, SC_KILL, 0, 1)
+TP_ENTER_SIGNAL(tkill, SC_TKILL, 0, 1)
+TP_ENTER_SIGNAL(tgkill, SC_TGKILL, 1, 2)
+TP_ENTER_SIGNAL(rt_sigqueueinfo, SC_RT_SIGQUEUEINFO, 0, 1)
+TP_ENTER_SIGNAL(rt_tgsigqueueinfo, SC_RT_TGSIGQUEUEINFO, 1, 2)
+/* The pidfd, resolved to a pid at sys_exit once the call succeeded. */
+TP_ENTER_SIGNAL(pidfd_send_signal, SC_PIDFD_SEND_SIGNAL, 0, 1)
+
+/* Attached to the sys_exit of every signal syscall. */
+SEC("tracepoint/syscalls/sys_exit_kill")
+int tp_exit_signal(struct sys_exit_ctx *ctx)
+{
+	__u64 key = bpf_get_current_task();
+	struct event *ev = bpf_map_lookup_elem(&pending, &key);
+	if (!ev)
+		return 0;
+	ev->ret = ctx->ret;
+	if (ev->h.syscall == SC_PIDFD_SEND_SIGNAL)
+		ev->a = ctx->ret == 0 ? pidfd_target(ev->a) : 0;
+	if (cfg_count_only)
+		signal_count(ev->h.comm, ev->a, ev->b);
+	else
+		output(ctx, ev, sizeof(*ev), bpf_ktime_get_ns());
+	bpf_map_delete_elem(&pending, &key);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_exit")
+int tp_enter_exit(struct sys_enter_ctx *ctx)
+{
+	return on_exit(ctx, SC_EXIT, (__s32)ctx->args[0], false);
+}
+
+SEC("tracepoint/syscalls/sys_enter_exit_group")
+int tp_enter_exit_group(struct sys_enter_ctx *ctx)
+{
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ctx->args[0], false);
+}
+
+/* ---- the process tree ---- */
+
+static __always_inline int track_fork(struct task_struct *parent, struct task_struct *child)
+{
+	if (!tracking())
+		return 0;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	if (!bpf_map_lookup_elem(&tracked, &ptgid))
+		return 0;
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	if (ctgid == ptgid)
+		return 0; /* a thread: its process is tracked already */
+	__u8 one = 1;
+	if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY))
+		lost_inc(LOST_MAP);
+	return 0;
+}
+
+static __always_inline int track_exit(struct task_struct *task)
+{
+	if (!tracking())
+		return 0;
+	/* The last thread of the process is exiting. */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	bpf_map_delete_elem(&tracked, &tgid);
+	return 0;
+}
+
+/* ---- the sched probe set: scheduler and signal BTF tracepoints ---- */
+
+/* Syscall numbers, to keep the events the audit rules' syscalls make. */
+#if defined(__TARGET_ARCH_x86)
+#define SYSCALL_NR(r) ((long)(r)->orig_ax)
+static __always_inline __u8 syscall_of(long nr, bool compat)
+{
+	if (compat) {
+		switch (nr) {
+		case 11: return SC_EXECVE;
+		case 358: return SC_EXECVEAT;
+		case 2: return SC_FORK;
+		case 190: return SC_VFORK;
+		case 120: return SC_CLONE;
+		case 435: return SC_CLONE3;
+		case 37: return SC_KILL;
+		case 238: return SC_TKILL;
+		case 270: return SC_TGKILL;
+		case 178: return SC_RT_SIGQUEUEINFO;
+		case 335: return SC_RT_TGSIGQUEUEINFO;
+		case 424: return SC_PIDFD_SEND_SIGNAL;
+		case 1: return SC_EXIT;
+		case 252: return SC_EXIT_GROUP;
+		}
+		return SC_NONE;
+	}
+	switch (nr) {
+	case 59: return SC_EXECVE;
+	case 322: return SC_EXECVEAT;
+	case 57: return SC_FORK;
+	case 58: return SC_VFORK;
+	case 56: return SC_CLONE;
+	case 435: return SC_CLONE3;
+	case 62: return SC_KILL;
+	case 200: return SC_TKILL;
+	case 234: return SC_TGKILL;
+	case 129: return SC_RT_SIGQUEUEINFO;
+	case 297: return SC_RT_TGSIGQUEUEINFO;
+	case 424: return SC_PIDFD_SEND_SIGNAL;
+	case 60: return SC_EXIT;
+	case 231: return SC_EXIT_GROUP;
+	}
+	return SC_NONE;
+}
+
+static __always_inline bool task_compat(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->thread_info.status))
+		return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+	return false;
+}
+
+/* The caller's syscall argument i (0..2). */
+static __always_inline long syscall_arg(const struct pt_regs *r, int i, bool compat)
+{
+	if (compat)
+		return (__s32)(i == 0 ? ARG0_32(r) : i == 1 ? ARG1_32(r) : ARG2_32(r));
+	return i == 0 ? ARG0(r) : i == 1 ? ARG1(r) : ARG2(r);
+}
+#elif defined(__TARGET_ARCH_arm64)
+#define SYSCALL_NR(r) ((long)(r)->syscallno)
+static __always_inline __u8 syscall_of(long nr, bool compat)
+{
+	if (compat)
+		return SC_NONE;
+	switch (nr) {
+	case 221: return SC_EXECVE;
+	case 281: return SC_EXECVEAT;
+	case 220: return SC_CLONE;
+	case 435: return SC_CLONE3;
+	case 129: return SC_KILL;
+	case 130: return SC_TKILL;
+	case 131: return SC_TGKILL;
+	case 138: return SC_RT_SIGQUEUEINFO;
+	case 240: return SC_RT_TGSIGQUEUEINFO;
+	case 424: return SC_PIDFD_SEND_SIGNAL;
+	case 93: return SC_EXIT;
+	case 94: return SC_EXIT_GROUP;
+	}
+	return SC_NONE;
+}
+
+static __always_inline bool task_compat(struct task_struct *task)
+{
+	return false; /* aarch32 tasks are not traced */
+}
+
+static __always_inline long syscall_arg(const struct pt_regs *r, int i, bool compat)
+{
+	/* regs[0] is overwritten by the return value; orig_x0 keeps arg 0. */
+	return i == 0 ? r->orig_x0 : i == 1 ? ARG1(r) : ARG2(r);
+}
+#endif
+
+/* The syscall the current task is in, and its saved user registers. */
+static __always_inline __u8 current_syscall(const struct pt_regs **regs, bool *compat)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	*regs = (const struct pt_regs *)bpf_task_pt_regs(task);
+	*compat = task_compat(task);
+	return syscall_of(SYSCALL_NR(*regs), *compat);
+}
+
+/* The comm of tasks in exec, before the exec replaces it (the exec
+ * tracepoint only sees the new one), keyed by task pointer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct comm_key);
+} exec_comm SEC(".maps");
+
+static __always_inline int stash_comm(void)
+{
+	struct comm_key c;
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	__u64 key = bpf_get_current_task();
+	if (bpf_map_update_elem(&exec_comm, &key, &c, BPF_ANY))
+		lost_inc(LOST_MAP);
+	return 0;
+}
+
+/* Linux 6.10+: in the exec, before the point of no return; comm is the old one. */
+SEC("tp_btf/sched_prepare_exec")
+int sched_prepare_exec(__u64 *ctx)
+{
+	return stash_comm();
+}
+
+/* Older kernels: the exec renames the task; comm is still the old one. */
+SEC("tp_btf/task_rename")
+int sched_task_rename(__u64 *ctx)
+{
+	if ((__u64)ctx[0] != bpf_get_current_task())
+		return 0; /* a write to another task's /proc/PID/comm */
+	return stash_comm();
+}
+
+#define ARGV_BYTES (ARGC_MAX * ARG_MAX)
+
+/*
+ * A successful exec: filename from the binprm, argv from the new image's
+ * argument area (the strings as passed, copied there by the exec).
+ */
+SEC("tp_btf/sched_process_exec")
+int sched_exec(__u64 *ctx)
+{
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx[2];
+	__u32 zero = 0, tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 key = bpf_get_current_task();
+	struct comm_key *old = bpf_map_lookup_elem(&exec_comm, &key);
+	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!e)
+		goto out;
+	if (old)
+		__builtin_memcpy(e->h.comm, old->comm, COMM_LEN);
+	else
+		bpf_get_current_comm(e->h.comm, sizeof(e->h.comm));
+	if (!pass_pid(tgid) || !pass_comm(e->h.comm))
+		goto out;
+	const char *filename = BPF_CORE_READ(bprm, filename);
+	if (cfg_count_only) {
+		exec_count(e->h.comm, filename, true);
+		goto out;
+	}
+
+	const struct pt_regs *regs;
+	bool compat;
+	__u8 sc = current_syscall(&regs, &compat);
+	__u64 now = bpf_ktime_get_ns();
+	fill_hdr(&e->h, EV_EXEC, sc, tgid, now);
+	e->h.flags = compat ? EVF_COMPAT : 0;
+	struct task_struct *task = (struct task_struct *)key;
+	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e->ret = 0;
+
+	long n = bpf_probe_read_kernel_str(e->data, FILENAME_MAX, filename);
+	if (n <= 0) {
+		e->data[0] = 0;
+		n = 1;
+	}
+	__u32 pos = n & (FILENAME_MAX * 2 - 1);
+	if (pos > FILENAME_MAX)
+		pos = FILENAME_MAX;
+	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
+	__u32 len = 0;
+	if (end > start) {
+		len = end - start;
+		if (len > ARGV_BYTES) {
+			len = ARGV_BYTES;
+			e->h.flags |= EVF_ARGV_TRUNC;
+		}
+		if (bpf_probe_read_user(&e->data[pos], len, (const void *)start))
+			len = 0;
+	}
+	int argc = BPF_CORE_READ(bprm, argc);
+	e->argc = argc > 255 ? 255 : argc;
+	e->filename_size = pos;
+	e->argv_size = len;
+	output(ctx, e, __builtin_offsetof(struct exec_event, data) + pos + len, now);
+out:
+	if (old)
+		bpf_map_delete_elem(&exec_comm, &key);
+	return 0;
+}
+
+/* The pid the caller sees for child: the child's number at the caller's pid namespace level. */
+static __always_inline __s32 child_vpid(struct task_struct *child)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	unsigned int level = BPF_CORE_READ(cur, thread_pid, level);
+	if (level == 0)
+		return BPF_CORE_READ(child, pid);
+	if (level > 31)
+		return 0;
+	struct pid *pid = BPF_CORE_READ(child, thread_pid);
+	int nr = 0;
+	bpf_probe_read_kernel(&nr, sizeof(nr),
+			      (void *)pid + bpf_core_field_offset(struct pid, numbers) +
+				      level * bpf_core_type_size(struct upid) + bpf_core_field_offset(struct upid, nr));
+	return nr;
+}
+
+SEC("tp_btf/sched_process_fork")
+int sched_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx[0], *child = (struct task_struct *)ctx[1];
+	track_fork(parent, child);
+	if (!(cfg_types & (1 << EV_FORK)))
+		return 0;
+	const struct pt_regs *regs;
+	bool compat;
+	__u8 sc = current_syscall(&regs, &compat);
+	if (sc < SC_FORK || sc > SC_CLONE3)
+		return 0; /* a kernel thread, io worker or usermode helper */
+	return on_fork(ctx, sc, child_vpid(child));
+}
+
+/* Runs for every exiting thread; keeps those that called exit or exit_group. */
+SEC("tp_btf/sched_process_exit")
+int sched_exit(__u64 *ctx)
+{
+	if (cfg_types & (1 << EV_EXIT)) {
+		const struct pt_regs *regs;
+		bool compat;
+		__u8 sc = current_syscall(&regs, &compat);
+		if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
+			on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat);
+	}
+	return track_exit((struct task_struct *)ctx[0]);
+}
+
+#define TRACE_SIGNAL_OVERFLOW_FAIL 3
+#define EAGAIN 11
+
+/*
+ * A signal generated by one of the signal syscalls. The target as given is
+ * the syscall's argument (pidfd_send_signal: the target's pid). The
+ * syscall's return value is not known yet: 0, or -EAGAIN when the kernel
+ * could not queue a real-time signal.
+ */
+SEC("tp_btf/signal_generate")
+int sched_signal(__u64 *ctx)
+{
+	int sig = (int)ctx[0];
+	struct task_struct *target = (struct task_struct *)ctx[2];
+	int group = (int)ctx[3], result = (int)ctx[4];
+	if (!pass_signal(sig))
+		return 0;
+	const struct pt_regs *regs;
+	bool compat;
+	__u8 sc = current_syscall(&regs, &compat);
+	__s32 tpid;
+	switch (sc) {
+	case SC_KILL:
+	case SC_TKILL:
+	case SC_RT_SIGQUEUEINFO:
+		tpid = (__s32)syscall_arg(regs, 0, compat);
+		break;
+	case SC_TGKILL:
+	case SC_RT_TGSIGQUEUEINFO:
+		tpid = (__s32)syscall_arg(regs, 1, compat);
+		break;
+	case SC_PIDFD_SEND_SIGNAL:
+		tpid = group ? BPF_CORE_READ(target, tgid) : BPF_CORE_READ(target, pid);
+		break;
+	default:
+		return 0; /* sent by the kernel (SIGCHLD, SIGSEGV, timers, ...) */
+	}
+	return on_signal(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat);
+}
+
+SEC("tp_btf/sched_process_fork")
+int track_fork_btf(__u64 *ctx)
+{
+	return track_fork((struct task_struct *)ctx[0], (struct task_struct *)ctx[1]);
+}
+
+SEC("tp_btf/sched_process_exit")
+int track_exit_btf(__u64 *ctx)
+{
+	return track_exit((struct task_struct *)ctx[0]);
+}
+
+/* The same, for kernels without BTF tracepoints. */
+SEC("raw_tp/sched_process_fork")
+int track_fork_raw(__u64 *ctx)
+{
+	return track_fork((struct task_struct *)ctx[0], (struct task_struct *)ctx[1]);
+}
+
+SEC("raw_tp/sched_process_exit")
+int track_exit_raw(__u64 *ctx)
+{
+	return track_exit((struct task_struct *)ctx[0]);
+}

@@ -1,0 +1,200 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Record layouts written by bpf/tracer.bpf.c (struct event_hdr, struct
+// event, struct exec_event). TestLayoutMatchesGenerated checks these
+// offsets against the types bpf2go generated from the C source.
+const (
+	offKtime   = 0
+	offPID     = 8
+	offUID     = 12
+	offAUID    = 16
+	offType    = 20
+	offSyscall = 21
+	offFlags   = 22
+	offComm    = 24
+	hdrSize    = 40
+	commLen    = 16
+
+	// struct event: fork, signal, exit.
+	offA      = 40 // child pid, target pid or exit code
+	offB      = 44 // signal
+	offRet    = 48
+	eventSize = 56
+
+	// struct exec_event.
+	offPPID         = 40
+	offFilenameSize = 44
+	offArgvSize     = 46
+	offExecRet      = 48
+	offArgc         = 56
+	offData         = 64
+)
+
+// Limits of the exec record (bpf/tracer.bpf.c): the filename keeps at most
+// 255 bytes, argv at most 20 arguments of at most 127 bytes each.
+const (
+	FilenameMax = 255
+	ArgcMax     = 20
+	ArgMax      = 127
+)
+
+// Flags in event_hdr.flags.
+const (
+	flagCompat    = 1 // made by a 32-bit syscall
+	flagArgvTrunc = 2 // argv was cut at ArgcMax arguments or could not be read whole
+)
+
+// syscallNames names enum syscall_id.
+var syscallNames = [...]string{
+	"", "execve", "execveat", "fork", "vfork", "clone", "clone3",
+	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
+	"exit", "exit_group",
+}
+
+var errShortRecord = errors.New("short record")
+
+// decoder turns raw records into events. It interns comm and filename
+// strings (they repeat: sh, /usr/bin/grep), so that decoding allocates
+// nothing per event beyond the argv strings.
+type decoder struct {
+	clock   clock
+	strings map[string]string
+}
+
+const maxInterned = 4096
+
+func newDecoder() *decoder {
+	d := &decoder{strings: make(map[string]string)}
+	d.clock.sync()
+	return d
+}
+
+// intern returns b as a string, shared with earlier equal strings.
+func (d *decoder) intern(b []byte) string {
+	if s, ok := d.strings[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if len(d.strings) >= maxInterned {
+		clear(d.strings)
+	}
+	s := string(b)
+	d.strings[s] = s
+	return s
+}
+
+// cstring cuts b at its first NUL.
+func cstring(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// decode fills e from one record. e is reset first; its Argv backing
+// array is reused.
+func (d *decoder) decode(raw []byte, e *tracer.Event) error {
+	if len(raw) < hdrSize {
+		return fmt.Errorf("%w: %d bytes", errShortRecord, len(raw))
+	}
+	le := binary.LittleEndian
+	e.Reset()
+	e.Backend = "ebpf"
+	e.Time = d.clock.wall(le.Uint64(raw[offKtime:]))
+	e.PID = le.Uint32(raw[offPID:])
+	e.UID = le.Uint32(raw[offUID:])
+	e.AUID = le.Uint32(raw[offAUID:])
+	e.Type = tracer.EventType(raw[offType])
+	e.Comm = d.intern(cstring(raw[offComm : offComm+commLen]))
+	sc := raw[offSyscall]
+	if int(sc) < len(syscallNames) && e.Type != tracer.TypeExec && e.Type != tracer.TypeExit {
+		e.Syscall = syscallNames[sc]
+	}
+
+	switch e.Type {
+	case tracer.TypeExec:
+		return d.decodeExec(raw, e)
+	case tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit:
+		if len(raw) < eventSize {
+			return fmt.Errorf("%w: %s record of %d bytes", errShortRecord, e.Type, len(raw))
+		}
+		a := int32(le.Uint32(raw[offA:]))
+		switch e.Type {
+		case tracer.TypeFork:
+			e.ChildPID = uint32(a)
+		case tracer.TypeSignal:
+			e.TargetPID = a
+			e.Signal = int(int32(le.Uint32(raw[offB:])))
+			e.Ret = int64(le.Uint64(raw[offRet:]))
+		case tracer.TypeExit:
+			e.ExitCode = int(a)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown record type %d", raw[offType])
+}
+
+func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
+	le := binary.LittleEndian
+	if len(raw) < offData {
+		return fmt.Errorf("%w: exec record of %d bytes", errShortRecord, len(raw))
+	}
+	e.PPID = le.Uint32(raw[offPPID:])
+	e.Ret = int64(le.Uint64(raw[offExecRet:]))
+	fnSize := int(le.Uint16(raw[offFilenameSize:]))
+	argvSize := int(le.Uint16(raw[offArgvSize:]))
+	argc := int(raw[offArgc])
+	data := raw[offData:]
+	if fnSize+argvSize > len(data) {
+		return fmt.Errorf("%w: exec record of %d bytes holds %d", errShortRecord, len(raw), offData+fnSize+argvSize)
+	}
+	e.Filename = d.intern(cstring(data[:fnSize]))
+	args := data[fnSize : fnSize+argvSize]
+	for i := 0; i < argc && len(args) > 0; i++ {
+		arg := cstring(args)
+		e.Argv = append(e.Argv, string(arg))
+		if len(arg) == len(args) {
+			break
+		}
+		args = args[len(arg)+1:]
+	}
+	return nil
+}
+
+// clock converts the kernel's CLOCK_MONOTONIC (bpf_ktime_get_ns) to wall
+// time. The offset is taken again every second so that the wall clock's
+// steps and slews show up in event times.
+type clock struct {
+	offset   int64  // realtime - monotonic, ns
+	nextSync uint64 // monotonic ns after which to sync again
+}
+
+func (c *clock) wall(ktime uint64) time.Time {
+	if ktime >= c.nextSync {
+		c.sync()
+	}
+	return time.Unix(0, int64(ktime)+c.offset)
+}
+
+func (c *clock) sync() {
+	var real, m1, m2 unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1)
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &real)
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m2)
+	mono := (m1.Nano() + m2.Nano()) / 2
+	c.offset = real.Nano() - mono
+	c.nextSync = uint64(mono) + uint64(time.Second)
+}

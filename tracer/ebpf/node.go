@@ -1,0 +1,127 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Capabilities (linux/capability.h).
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// haveCaps reports whether the process may load and attach tracing
+// programs: CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN.
+func haveCaps() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return os.Geteuid() == 0
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(capSysAdmin) || (has(capBPF) && has(capPerfmon))
+}
+
+// lockdownMode returns the kernel lockdown mode in force ("none",
+// "integrity", "confidentiality"), or "" when the kernel has no lockdown.
+func lockdownMode() string {
+	b, err := os.ReadFile("/sys/kernel/security/lockdown")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return ""
+}
+
+// preflight fails with a usage error when the node cannot run the backend.
+func preflight() (*btf.Spec, error) {
+	if !haveCaps() {
+		return nil, tracer.Usagef("the ebpf backend needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo")
+	}
+	if lockdownMode() == "confidentiality" {
+		return nil, tracer.Usagef("kernel lockdown=confidentiality forbids the kernel reads BPF tracing needs: boot with lockdown=integrity or none, or use --backend audit")
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if errors.Is(err, btf.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return nil, tracer.Usagef("the kernel has no BTF (/sys/kernel/btf/vmlinux), which the ebpf backend needs: use a kernel built with CONFIG_DEBUG_INFO_BTF=y, or --backend audit")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading kernel BTF: %w", err)
+	}
+	return kernel, nil
+}
+
+// tracefsMount is where the backend mounts tracefs when no tracefs is mounted.
+const tracefsMount = "/sys/kernel/tracing"
+
+// tracefsMounted reports whether a tracefs (or a debugfs with its tracing
+// directory) is mounted, where cilium/ebpf's tracepoint links look for it.
+func tracefsMounted() bool {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		fields, fs := strings.Fields(pre), strings.Fields(post)
+		if len(fields) < 5 || len(fs) < 1 || fields[3] != "/" {
+			continue
+		}
+		switch fs[0] {
+		case "tracefs":
+			return true
+		case "debugfs":
+			if st, err := os.Stat(filepath.Join(fields[4], "tracing", "events")); err == nil && st.IsDir() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mountTracefs mounts tracefs when none is mounted and reports whether it
+// did (Close then unmounts it, leaving the node as found).
+func mountTracefs() (bool, error) {
+	if tracefsMounted() {
+		return false, nil
+	}
+	if err := unix.Mount("tracefs", tracefsMount, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return false, tracer.Usagef("syscall tracepoints need tracefs, which is not mounted, and mounting it at %s failed (%v): mount -t tracefs tracefs %s, or use --probes default", tracefsMount, err, tracefsMount)
+	}
+	return true, nil
+}
+
+func unmountTracefs() error {
+	err := unix.Unmount(tracefsMount, 0)
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(tracefsMount, unix.MNT_DETACH)
+	}
+	if err != nil {
+		return fmt.Errorf("unmounting the tracefs the backend mounted at %s: %w", tracefsMount, err)
+	}
+	return nil
+}
