@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -116,4 +117,14 @@ func parsePID(s string) (uint32, error) {
 		return 0, tracer.Usagef("bad --pid %q: give a process id", s)
 	}
 	return uint32(n), nil
+}
+
+// printNotes prints what a backend found or changed on the node (audit
+// enabled for the session, auditd holding the PID, probes chosen).
+func printNotes(b tracer.Backend) {
+	if n, ok := b.(interface{ Notes() []string }); ok {
+		for _, s := range n.Notes() {
+			fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s)
+		}
+	}
 }

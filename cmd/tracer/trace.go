@@ -113,6 +113,7 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 	}
 	defer b.Close()
 	ready()
+	slog.Debug("tracing", "backend", b.Name(), "pid", pid, "auid", held.auid)
 	runDone := make(chan error, 1)
 	go func() { runDone <- b.Run(ctx, p.Emit) }()
 

@@ -96,6 +96,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	defer b.Close()
 	ready()
+	printNotes(b)
 	fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
 
 	go p.FlushEvery(ctx, 200*time.Millisecond)

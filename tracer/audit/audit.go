@@ -54,7 +54,7 @@ type Backend struct {
 	tookPID    bool
 	multicast  bool
 	enabledNow bool
-	Notes      []string // what Start changed or found, for the user
+	notes      []string // what Start changed or found, for the user
 
 	state savedState // what Close must restore, also on disk for cleanup
 
@@ -72,6 +72,10 @@ type Backend struct {
 
 // New returns an audit backend.
 func New() *Backend { return &Backend{} }
+
+// Notes says what Start found or changed on the node (audit enabled for
+// the session, auditd holding the PID, b32 rules left out), for the user.
+func (b *Backend) Notes() []string { return b.notes }
 
 // Name is "audit".
 func (b *Backend) Name() string { return "audit" }
@@ -128,7 +132,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	b.Notes = append(b.Notes, set.Notes...)
+	b.notes = append(b.notes, set.Notes...)
 	for _, r := range set.Rules {
 		wf, err := r.Wire()
 		if err != nil {
@@ -137,7 +141,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		if err := b.ctl.AddRule(wf); err != nil {
 			if strings.Contains(err.Error(), "rule exists") {
 				// Left by a killed tracer: it works for us, but it is not ours to delete.
-				b.Notes = append(b.Notes, "rule already loaded (run tracer cleanup to remove leftovers): "+r.Text())
+				b.notes = append(b.notes, "rule already loaded (run tracer cleanup to remove leftovers): "+r.Text())
 				continue
 			}
 			return tracer.Usagef("the kernel refused audit rule %q: %v", r.Text(), err)
@@ -166,7 +170,7 @@ func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	b.enabledNow = true
 	zero := uint32(0)
 	b.state.Enabled = &zero
-	b.Notes = append(b.Notes, "audit was disabled: enabled it for this session (disabled again on exit); processes started before audit was first enabled since boot are not audited")
+	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again on exit); processes started before audit was first enabled since boot are not audited")
 	b.restore = append(b.restore, func() error {
 		return b.ctl.SetEnabled(false, libaudit.WaitForReply)
 	})
@@ -231,7 +235,7 @@ func (b *Backend) joinMulticast(holder int) error {
 	b.recv = c
 	b.multicast = true
 	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/comm")
-	b.Notes = append(b.Notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
+	b.notes = append(b.notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
 		strings.TrimSpace(string(comm)), holder))
 	return c.setRecvTimeout(recvTimeout)
 }
