@@ -1,0 +1,61 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// BenchmarkReassembleSignal measures the user-space cost of one signal
+// event (SYSCALL, OBJ_PID, PROCTITLE, EOE records recorded on this machine)
+// through reassembly and the JSON sink: the consumer's share of an audited
+// kill(2).
+func BenchmarkReassembleSignal(b *testing.B) {
+	f, err := os.Open("testdata/workload.raw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	type rec struct {
+		typ  uint16
+		data []byte
+	}
+	var kill []rec
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	serial := ""
+	for sc.Scan() {
+		line := sc.Bytes()
+		sp := bytes.IndexByte(line, ' ')
+		typ, _ := strconv.Atoi(string(line[:sp]))
+		body := append([]byte(nil), line[sp+1:]...)
+		if typ == typeSyscall && bytes.Contains(body, []byte(" syscall=62 ")) && serial == "" {
+			serial = string(body[:bytes.IndexByte(body, ')')])
+		}
+		if serial != "" && bytes.HasPrefix(body, []byte(serial)) {
+			kill = append(kill, rec{uint16(typ), body})
+		}
+	}
+	if len(kill) != 4 {
+		b.Fatalf("recorded kill event has %d records, want 4", len(kill))
+	}
+	r := newReassembler(tracer.DefaultTypes, tracer.UnsetID)
+	sink := tracer.NewJSONSink(io.Discard)
+	emit := func(e *tracer.Event) { _ = sink.Write(e) }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, rc := range kill {
+			r.feed(rc.typ, rc.data, emit)
+		}
+	}
+	b.StopTimer()
+	if got := r.delivered[tracer.TypeSignal]; got != uint64(b.N) {
+		b.Fatalf("delivered %d signal events, want %d", got, b.N)
+	}
+}
