@@ -109,10 +109,10 @@ func auditVerdict(f Facts) Verdict {
 		}
 	}
 	if a.TracerRules > 0 {
-		b.note("%d rules with the tracer's key are loaded: a tracer is running, or one was killed (tracer cleanup removes them)", a.TracerRules)
+		b.note("%d %s with the tracer's key loaded: a tracer is running, or one was killed (tracer cleanup removes them)", a.TracerRules, plural(a.TracerRules, "rule", "rules"))
 	}
 	if f.Has32Bit() {
-		b.note("%d 32-bit processes run (e.g. %s): rules need b32 copies (tracer rules --arch both)", len(f.Procs.Bits32), f.Procs.Bits32[0].Comm)
+		b.note("%d 32-bit %s (e.g. %s): rules need b32 copies (tracer rules --arch both)", len(f.Procs.Bits32), plural(len(f.Procs.Bits32), "process runs", "processes run"), f.Procs.Bits32[0].Comm)
 	} else if f.Procs.Scanned > 0 {
 		b.note("no 32-bit process runs: b64 rules suffice (tracer rules --arch b64)")
 	}
@@ -265,6 +265,13 @@ func WithKnowledge(f Facts) (Facts, []string) {
 		set(&e.Fentry, kge(5, 5), fmt.Sprintf("fentry assumed %s: kernel %d.%d (not probed)", presentIf(kge(5, 5)), kmaj, kmin))
 	}
 	return f, assumed
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func presentIf(b bool) string {
