@@ -159,6 +159,7 @@ scrape_configs:
 		if !ok || runs < e2eExecs || secs <= 0 {
 			t.Errorf("with --bpf-stats: BPF programs ran %v times in %v s, want at least %d runs and some time", runs, secs, e2eExecs)
 		}
+		t.Logf("ebpf: BPF programs ran %v times, %.6f s in all (node-wide, --bpf-stats)", runs, secs)
 	case "audit":
 		if limit, ok := promQuery(t, promAddr, `tracer_audit_backlog_limit{job="tracer"}`); !ok || limit <= 0 {
 			t.Errorf("tracer_audit_backlog_limit = %v (present %v), want the kernel's limit", limit, ok)
