@@ -432,3 +432,47 @@ func TestDashboardMetricsExist(t *testing.T) {
 		}
 	}
 }
+
+// TestScrapeWhileEmitting scrapes while the pipeline emits (run it with
+// -race): the final scrape has the exact totals.
+func TestScrapeWhileEmitting(t *testing.T) {
+	p := tracer.NewPipeline(tracer.DefaultConfig(), tracer.NewJSONSink(io.Discard))
+	b := &fakeBackend{name: "ebpf"}
+	s, err := New(p, b, Options{ByComm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			e := tracer.Event{Type: tracer.TypeFork, Comm: fmt.Sprintf("c%d", i%150)}
+			p.Emit(&e)
+		}
+	}()
+	scrapes := 0
+	for running := true; running; scrapes++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if _, err := s.Registry().Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := values(t, s.Registry(), "tracer_")
+	if v := got[`tracer_events_total{backend="ebpf",type="fork"}`]; v != n {
+		t.Errorf("tracer_events_total fork = %v after %d scrapes, want %d", v, scrapes, n)
+	}
+	var byComm float64
+	for k, v := range got {
+		if strings.HasPrefix(k, "tracer_events_by_comm_total") {
+			byComm += v
+		}
+	}
+	if byComm != n {
+		t.Errorf("by-comm counts sum to %v, want %d", byComm, n)
+	}
+}
