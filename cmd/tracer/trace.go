@@ -86,7 +86,9 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 	pid := uint32(held.cmd.Process.Pid)
 	switch b.Name() {
 	case "ebpf":
-		cfg.PID, cfg.CountOnly = pid, true
+		// Count in kernel maps, with no per-event transfer, unless metrics
+		// are served: they count events as the pipeline sees them.
+		cfg.PID, cfg.CountOnly = pid, o.metricsAddr == ""
 	case "audit":
 		cfg.ScopeAUID = held.auid
 	}
