@@ -53,7 +53,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 // modeColors are the bar colours per mode: audit family warm, eBPF family cool.
 var modeColors = map[string]string{
-	"none":          "#9aa0a6",
+	"none":          "#7a8ca3",
 	"audit":         "#e08a2c",
 	"auditd":        "#c0392b",
 	"ebpf":          "#2f6fb0",
