@@ -34,8 +34,9 @@ type Result struct {
 	ElapsedMaxS    float64 `json:"elapsed_max_s"`
 	RatioElapsed   float64 `json:"ratio_elapsed"`
 	TracerCPUS     float64 `json:"tracer_cpu_s"`
-	EventsExpected int64   `json:"events_expected"`
-	EventsSeen     int64   `json:"events_seen"`
+	KauditdCPUS    float64 `json:"kauditd_cpu_s,omitempty"` // the kernel's audit thread, in modes that use audit
+	EventsExpected int64   `json:"events_expected"`         // -1: unknown (a command after --)
+	EventsSeen     int64   `json:"events_seen"`             // -1: not watched (mode none) or not countable
 	EventsLost     int64   `json:"events_lost"`
 	Skipped        string  `json:"skipped,omitempty"` // why the mode did not run (tool not installed, ...)
 	Note           string  `json:"note,omitempty"`

@@ -13,5 +13,3 @@ func notYet(use, short string) *cobra.Command {
 		return errors.New(use + " is not built yet")
 	}}
 }
-
-func newBenchCmd() *cobra.Command { return notYet("bench", "measure tracing overhead") }

@@ -1,0 +1,165 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup is the cgroup (v2) the workloads run in: a fresh one, so that
+// bpftrace can filter on it the way the seed filtered on its pod's cgroup.
+type Cgroup struct {
+	Path string
+	ID   uint64
+	fd   int
+}
+
+// NewCgroup makes a cgroup for the workloads under the v2 hierarchy, or
+// returns nil when the node has none.
+func NewCgroup() (*Cgroup, error) {
+	root := cgroupV2Mount()
+	if root == "" {
+		return nil, nil
+	}
+	removeStaleCgroups(root)
+	path := filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid()))
+	if err := os.Mkdir(path, 0o755); err != nil && !os.IsExist(err) {
+		return nil, fmt.Errorf("making workload cgroup: %w", err)
+	}
+	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("opening workload cgroup: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("reading workload cgroup id: %w", err)
+	}
+	// A cgroup v2 id is the inode number of its directory.
+	return &Cgroup{Path: path, ID: st.Ino, fd: fd}, nil
+}
+
+// removeStaleCgroups removes the workload cgroups of bench runs that were
+// killed (their pid is gone).
+func removeStaleCgroups(root string) {
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		n, ok := strings.CutPrefix(e.Name(), "tracer-bench-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			_ = removeCgroup(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// Close kills what is left in the cgroup and removes it.
+func (c *Cgroup) Close() error {
+	if c == nil {
+		return nil
+	}
+	unix.Close(c.fd)
+	return removeCgroup(c.Path)
+}
+
+func removeCgroup(path string) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if b, rerr := os.ReadFile(filepath.Join(path, "cgroup.procs")); rerr == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, _ := strconv.Atoi(f); pid > 0 {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+		if err = os.Remove(path); err == nil || os.IsNotExist(err) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("removing workload cgroup: %w", err)
+}
+
+// runWorkload runs one workload and times it the way /usr/bin/time does:
+// wall time from fork to reap, and the rusage wait4 returns (the workload
+// and all descendants it waited for).
+func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg *Cgroup) (Sample, error) {
+	argv := w.Args(tidsFile)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), w.Env...)
+	cmd.Stdin = nil
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return Sample{}, err
+	}
+	defer devnull.Close()
+	cmd.Stdout = devnull
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cg != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = cg.fd
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Sample{}, fmt.Errorf("starting workload %s: %w", w.Name, err)
+	}
+	run.RootPID = cmd.Process.Pid
+	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL) })
+	werr := cmd.Wait()
+	elapsed := time.Since(t0).Seconds()
+	stop()
+	// Whatever it left running in the background goes too.
+	_ = unix.Kill(-run.RootPID, unix.SIGKILL)
+	if ctx.Err() != nil {
+		return Sample{}, ctx.Err()
+	}
+	var s Sample
+	s.Elapsed = elapsed
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.User = tv(ru.Utime)
+		s.Sys = tv(ru.Stime)
+	}
+	if werr != nil {
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			return s, fmt.Errorf("workload %s: %v: %s", w.Name, werr, stderr.String())
+		}
+		return s, fmt.Errorf("workload %s: %w", w.Name, werr)
+	}
+	return s, nil
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// tailBuffer keeps the last 4 KiB written to it, for error messages.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Mode is one way of watching a workload: none, this tool's backends, the
+// node's auditd, bpftrace. The runner calls Setup once, then Start and Stop
+// around every run of a workload (outside the timed part), and Teardown once
+// at the end, also after an error or Ctrl-C.
+type Mode interface {
+	// Name is what results show: none, audit, ebpf, auditd-sync, ...
+	Name() string
+	// WritesLog tells whether the mode writes an event log, so that the
+	// storage it writes to matters.
+	WritesLog() bool
+	// Setup checks that the mode can run on this node and prepares what it
+	// shares between runs. A *SkipError says the mode cannot run here (its
+	// tool is not installed) and how to fix that.
+	Setup(ctx context.Context) error
+	// Start begins watching and returns once watching: rules or probes in
+	// place. The workload has not started yet.
+	Start(ctx context.Context, run *Run) error
+	// Stop ends watching after the workload ended (drains what is queued,
+	// removes rules and probes) and reports what the mode saw of the run.
+	Stop(ctx context.Context, run *Run) (Observation, error)
+	// Teardown undoes Setup and anything a failed run left behind.
+	Teardown() error
+}
+
+// Run is one run of a workload under a mode.
+type Run struct {
+	Workload *Workload
+	Round    int
+	// Dir is a fresh directory on the run's storage, for the mode's event
+	// log; it is removed after Stop.
+	Dir string
+	// CgroupID is the cgroup v2 id of the cgroup the workload runs in (0
+	// when none): bpftrace filters on it like the seed did.
+	CgroupID uint64
+
+	// Set once the workload ended, before Stop.
+	RootPID int
+	// Threads are the thread ids of a GoRuntime workload's process.
+	Threads map[uint32]bool
+}
+
+// Observation is what a mode saw of one run.
+type Observation struct {
+	// Seen counts the events of the workload's process tree; -1 when the
+	// mode does not watch (none) or cannot tell.
+	Seen int64
+	// Lost is what the watcher reported lost, node-wide.
+	Lost       int64
+	TracerCPU  float64
+	KauditdCPU float64
+	Note       string
+}
+
+// SkipError says why a mode cannot run on this node and how to fix it.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// Skipf builds a SkipError.
+func Skipf(format string, args ...any) error { return &SkipError{Reason: fmt.Sprintf(format, args...)} }
+
+// IsSkip reports whether err says a mode cannot run here.
+func IsSkip(err error) bool {
+	var s *SkipError
+	return errors.As(err, &s)
+}
+
+// noneMode is the baseline: nothing watches.
+type noneMode struct{}
+
+func (noneMode) Name() string                                    { return "none" }
+func (noneMode) WritesLog() bool                                 { return false }
+func (noneMode) Setup(context.Context) error                     { return nil }
+func (noneMode) Start(context.Context, *Run) error               { return nil }
+func (noneMode) Teardown() error                                 { return nil }
+func (noneMode) Stop(context.Context, *Run) (Observation, error) { return Observation{Seen: -1}, nil }
+
+// ModeNames lists the modes bench knows, in the order it runs them.
+var ModeNames = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "auditd-sync", "auditd-data", "bpftrace"}
+
+// DefaultModes is what bench runs without --modes: every way of watching,
+// with auditd in the flush mode the node configured.
+var DefaultModes = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "bpftrace"}

@@ -1,0 +1,129 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// tracerMode is this tool watching: `tracer watch` as a child process,
+// node-wide, writing JSON lines to the run's storage, as an operator would
+// run it. Events of the workload are picked out of the log afterwards.
+type tracerMode struct {
+	name    string
+	backend string
+	probes  string // "" or "syscalls"
+	self    string
+
+	w       *watcher
+	cpu     cpuMeter
+	kauditd cpuMeter
+}
+
+// NewTracerMode returns mode audit, ebpf or ebpf-syscalls, running self
+// (this program) as the watcher.
+func NewTracerMode(name, self string) (Mode, error) {
+	m := &tracerMode{name: name, self: self}
+	switch name {
+	case "audit", "ebpf":
+		m.backend = name
+	case "ebpf-syscalls":
+		m.backend, m.probes = "ebpf", "syscalls"
+	default:
+		return nil, fmt.Errorf("not a tracer mode: %q", name)
+	}
+	return m, nil
+}
+
+func (m *tracerMode) Name() string    { return m.name }
+func (m *tracerMode) WritesLog() bool { return true }
+
+func (m *tracerMode) Setup(context.Context) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("tracer watch needs root")
+	}
+	return nil
+}
+
+func (m *tracerMode) logPath(run *Run) string { return filepath.Join(run.Dir, "events.jsonl") }
+
+func (m *tracerMode) Start(ctx context.Context, run *Run) error {
+	args := []string{"watch", "--backend", m.backend, "--format", "json",
+		"--output", m.logPath(run), "--events", "exec,fork,signal"}
+	if m.probes != "" {
+		args = append(args, "--probes", m.probes)
+	}
+	w, err := startWatcher(ctx, "tracer watch --backend "+m.backend, exec.Command(m.self, args...), false, "watching", 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	m.w = w
+	m.cpu = startCPU(w.pid())
+	if m.backend == "audit" {
+		m.kauditd = startCPU(findKthread("kauditd"))
+	}
+	return nil
+}
+
+// summaryRe matches watch's last line: "tracer: N events seen, M lost (...)".
+var summaryRe = regexp.MustCompile(`tracer: (\d+) events seen, (\d+) lost`)
+
+func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
+	obs := Observation{Seen: -1}
+	if m.w == nil {
+		return obs, fmt.Errorf("not started")
+	}
+	w := m.w
+	m.w = nil
+	total, err := w.stop(syscall.SIGTERM, 2*time.Minute)
+	if m.cpu.ok {
+		obs.TracerCPU = max(total-m.cpu.start, 0)
+	}
+	obs.KauditdCPU = m.kauditd.Since()
+	if err != nil {
+		return obs, err
+	}
+	var summary []string
+	for _, l := range w.Lines() {
+		if s := summaryRe.FindStringSubmatch(l); s != nil {
+			summary = s
+		}
+	}
+	if summary == nil {
+		return obs, fmt.Errorf("tracer watch printed no summary line: %s", w.output())
+	}
+	obs.Lost, _ = strconv.ParseInt(summary[2], 10, 64)
+	evs, err := readJSONLogFile(m.logPath(run))
+	if err != nil {
+		return obs, err
+	}
+	c := countTree(evs, uint32(run.RootPID), run.Threads)
+	obs.Seen = c.Total()
+	obs.Note = countNote(run.Workload, c.Counts)
+	return obs, nil
+}
+
+func (m *tracerMode) Teardown() error {
+	if m.w != nil {
+		_, err := m.w.stop(syscall.SIGTERM, 2*time.Minute)
+		m.w = nil
+		return err
+	}
+	return nil
+}
+
+// countNote says which classes differ from what the workload must make.
+func countNote(w *Workload, c Counts) string {
+	if !w.Known || c == w.Expected {
+		return ""
+	}
+	return fmt.Sprintf("saw %s; expected %s", c, w.Expected)
+}

@@ -1,0 +1,97 @@
+//go:build linux
+
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// A comm with a space and a parenthesis, as comms can be.
+	stat := "4242 (tracer (x) y) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 75 0 0 20 0 9 0 100 1000 300 18446744073709551615"
+	got, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got-3.25) > 1e-9 {
+		t.Errorf("parseStatCPU = %v, want 3.25 (utime 250 + stime 75 ticks)", got)
+	}
+	if _, err := parseStatCPU("4242 (x) S 1"); err == nil {
+		t.Error("short line accepted")
+	}
+}
+
+func TestParseAuditStatus(t *testing.T) {
+	s := parseAuditStatus(`enabled 1
+failure 1
+pid 9154
+rate_limit 0
+backlog_limit 8192
+lost 17
+backlog 3
+backlog_wait_time 60000
+backlog_wait_time_actual 218
+loginuid_immutable 0 unlocked
+`)
+	want := auditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
+		BacklogWaitTime: 60000, HasWaitTime: true}
+	if s != want {
+		t.Errorf("parseAuditStatus = %+v, want %+v", s, want)
+	}
+}
+
+func TestParseBpftraceMaps(t *testing.T) {
+	out := strings.Split(`Attaching 12 probes...
+tracer-bench: watching
+
+
+@clone_calls[sh]: 1800
+@exec_calls[sh, /usr/bin/grep]: 600
+@exec_calls[sh, /usr/bin/sed]: 600
+@exec_calls[sh, a file: with colons]: 1
+@thread_clones[tracer]: 4
+@total_exec_calls[sh]: 1201
+@total_exec_calls[dash]: 3
+@signal_calls[tracer]: 200000
+`, "\n")
+	m := parseBpftraceMaps(out)
+	for name, want := range map[string]int64{"clone_calls": 1800, "exec_calls": 1201, "thread_clones": 4,
+		"total_exec_calls": 1204, "signal_calls": 200000} {
+		if m[name] != want {
+			t.Errorf("@%s = %d, want %d", name, m[name], want)
+		}
+	}
+}
+
+func TestParseMountInfoLine(t *testing.T) {
+	m, ok := parseMountInfoLine(`36 35 98:0 /mnt1 /mnt\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`)
+	if !ok || m.major != 98 || m.minor != 0 || m.point != "/mnt 2" || m.fstype != "ext3" || !hasOption(m.options, "noatime") {
+		t.Errorf("parseMountInfoLine = %+v, %v", m, ok)
+	}
+	m, ok = parseMountInfoLine(`30 25 0:26 / /sys/fs/cgroup/blkio rw,relatime shared:12 - cgroup cgroup rw,blkio`)
+	if !ok || m.fstype != "cgroup" || !hasOption(m.options, "blkio") || hasOption(m.options, "blk") {
+		t.Errorf("cgroup line = %+v, %v", m, ok)
+	}
+}
+
+func TestAuditdConfig(t *testing.T) {
+	conf := strings.Split("local_events = yes\nlog_file = /var/log/audit/audit.log\n# flush = SYNC\nflush = INCREMENTAL_ASYNC\nfreq = 50\n", "\n")
+	if v := confValue(conf, "flush", ""); v != "INCREMENTAL_ASYNC" {
+		t.Errorf("flush = %q", v)
+	}
+	if v := confValue(conf, "max_log_file", "8"); v != "8" {
+		t.Errorf("default = %q", v)
+	}
+	got := withConf(conf, map[string]string{"log_file": "/x/audit.log", "flush": "SYNC", "max_log_file_action": "IGNORE"},
+		[]string{"log_file", "max_log_file_action", "flush"})
+	want := "local_events = yes\nlog_file = /x/audit.log\n# flush = SYNC\nflush = SYNC\nfreq = 50\nmax_log_file_action = IGNORE\n"
+	if got != want {
+		t.Errorf("withConf =\n%s\nwant\n%s", got, want)
+	}
+	rules := ruleSettings("## comment\n-D\n-b 8192\n--backlog_wait_time 60000\n-f 1\n-e 2\n-a always,exit -S kill\n")
+	if len(rules) != 3 || rules[0][0] != "-b" || rules[1][0] != "--backlog_wait_time" || rules[2][0] != "-f" {
+		t.Errorf("ruleSettings = %v: want -b, --backlog_wait_time, -f and never -D or -e", rules)
+	}
+}

@@ -1,0 +1,261 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Variant is a mode writing to one storage. Modes that write no log run
+// once whatever the storage (Storage nil).
+type Variant struct {
+	Mode    Mode
+	Storage *Storage
+}
+
+// StorageLabel is the storage as results show it, "" for modes without a log.
+func (v Variant) StorageLabel() string {
+	if v.Storage == nil {
+		return ""
+	}
+	return v.Storage.Label
+}
+
+func (v Variant) String() string {
+	if l := v.StorageLabel(); l != "" {
+		return v.Mode.Name() + "@" + l
+	}
+	return v.Mode.Name()
+}
+
+// Progress is reported after every run.
+type Progress struct {
+	Done, Total int
+	Workload    string
+	Variant     string
+	Round       int
+	Sample      Sample
+	Err         error
+}
+
+// Runner runs every workload under every variant, rounds interleaved: for
+// each workload, round 1 runs all variants in order, then round 2, ...,
+// so that drift on a shared machine hits all modes alike. Setup and Stop
+// of a mode are outside the timed part.
+type Runner struct {
+	Workloads []*Workload
+	// Variants in run order; the one whose mode is "none" is the baseline
+	// of the ratios.
+	Variants []Variant
+	Rounds   int
+	// WorkDir holds thread id files and the logs of modes without storage.
+	WorkDir string
+	// Cgroup, when set, is where workloads run (bpftrace filters on it).
+	Cgroup *Cgroup
+	// Progress, when set, is called after each run.
+	Progress func(Progress)
+}
+
+type variantState struct {
+	v       Variant
+	ready   bool  // Setup succeeded
+	err     error // why it stopped: *SkipError at Setup, or a failure
+	samples map[*Workload][]Sample
+}
+
+// Run runs the bench and returns one result per workload and variant. The
+// error joins the failures of modes that could not complete (skipped modes
+// are not failures: their results say why they were skipped) and ctx's
+// error when the run was interrupted; results hold what was measured.
+func (r *Runner) Run(ctx context.Context) ([]Result, error) {
+	if r.Rounds < 1 {
+		return nil, fmt.Errorf("rounds must be at least 1, not %d", r.Rounds)
+	}
+	states := make([]*variantState, len(r.Variants))
+	for i, v := range r.Variants {
+		states[i] = &variantState{v: v, samples: map[*Workload][]Sample{}}
+	}
+	defer func() {
+		for i := len(states) - 1; i >= 0; i-- {
+			if states[i].ready {
+				_ = states[i].v.Mode.Teardown()
+			}
+		}
+	}()
+	var failures []error
+	for _, st := range states {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := st.v.Mode.Setup(ctx); err != nil {
+			// Setup cleans up after itself, but Teardown is cheap and sure.
+			_ = st.v.Mode.Teardown()
+			st.err = err
+			if !IsSkip(err) {
+				failures = append(failures, fmt.Errorf("%s: %w", st.v, err))
+			}
+			continue
+		}
+		st.ready = true
+	}
+
+	active := func() int {
+		n := 0
+		for _, st := range states {
+			if st.ready && st.err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	done, total := 0, len(r.Workloads)*r.Rounds*active()
+loop:
+	for wi, w := range r.Workloads {
+		for round := 1; round <= r.Rounds; round++ {
+			for _, st := range states {
+				if !st.ready || st.err != nil {
+					continue
+				}
+				if ctx.Err() != nil {
+					break loop
+				}
+				s, err := r.runOnce(ctx, w, round, st.v)
+				done++
+				if err != nil && ctx.Err() == nil {
+					// A mode that failed once would fail again: drop it.
+					st.err = fmt.Errorf("%s round %d: %w", w.Name, round, err)
+					failures = append(failures, fmt.Errorf("%s: %w", st.v, st.err))
+					total -= (r.Rounds - round) + (len(r.Workloads)-wi-1)*r.Rounds
+				} else if err == nil {
+					st.samples[w] = append(st.samples[w], s)
+				}
+				if r.Progress != nil {
+					r.Progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
+						Round: round, Sample: s, Err: err})
+				}
+			}
+		}
+	}
+
+	var base *variantState
+	for _, st := range states {
+		if st.v.Mode.Name() == "none" {
+			base = st
+			break
+		}
+	}
+	var results []Result
+	for _, w := range r.Workloads {
+		for _, st := range states {
+			res := Result{Workload: w.Name, Mode: st.v.Mode.Name(), Storage: st.v.StorageLabel(),
+				EventsExpected: -1, EventsSeen: -1}
+			if w.Known {
+				res.EventsExpected = w.Expected.Total()
+			}
+			samples := st.samples[w]
+			if len(samples) == 0 {
+				switch {
+				case st.err != nil && IsSkip(st.err):
+					res.Skipped = st.err.Error()
+				case st.err != nil:
+					res.Skipped = "failed: " + st.err.Error()
+				case ctx.Err() != nil:
+					res.Skipped = "interrupted"
+				default:
+					continue
+				}
+				results = append(results, res)
+				continue
+			}
+			var baseSamples []Sample
+			if st != base {
+				baseSamples = []Sample{}
+				if base != nil {
+					baseSamples = base.samples[w]
+				}
+			}
+			Summarize(&res, samples, baseSamples)
+			if st == base {
+				res.EventsSeen = -1
+			}
+			res.Note = notes(samples)
+			if st.err != nil {
+				res.Note = joinNote(res.Note, "failed: "+st.err.Error())
+			}
+			results = append(results, res)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		failures = append(failures, err)
+	}
+	return results, errors.Join(failures...)
+}
+
+// notes keeps the distinct notes of the samples, in order.
+func notes(samples []Sample) string {
+	seen := map[string]bool{}
+	out := ""
+	for _, s := range samples {
+		if s.Note != "" && !seen[s.Note] {
+			seen[s.Note] = true
+			out = joinNote(out, s.Note)
+		}
+	}
+	return out
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant) (Sample, error) {
+	parent := r.WorkDir
+	if v.Storage != nil {
+		parent = v.Storage.Dir
+	}
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("%s-r%d-", v.Mode.Name(), round))
+	if err != nil {
+		return Sample{}, fmt.Errorf("making run directory: %w", err)
+	}
+	// The logs go as soon as they are counted: deleted files leave no dirty
+	// pages for the next run to wait on.
+	defer os.RemoveAll(dir)
+	run := &Run{Workload: w, Round: round, Dir: dir}
+	if r.Cgroup != nil {
+		run.CgroupID = r.Cgroup.ID
+	}
+	tids := filepath.Join(r.WorkDir, "tids")
+	_ = os.Remove(tids)
+
+	if err := v.Mode.Start(ctx, run); err != nil {
+		return Sample{}, fmt.Errorf("starting %s: %w", v.Mode.Name(), err)
+	}
+	s, werr := runWorkload(ctx, w, run, tids, r.Cgroup)
+	if werr == nil {
+		run.Threads, werr = readTids(tids)
+	}
+	// Stop must run even when interrupted: it removes rules and probes.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	obs, serr := v.Mode.Stop(stopCtx, run)
+	cancel()
+	if werr != nil {
+		return s, werr
+	}
+	if serr != nil {
+		return s, fmt.Errorf("stopping %s: %w", v.Mode.Name(), serr)
+	}
+	s.Round = round
+	s.Seen, s.Lost = obs.Seen, obs.Lost
+	s.TracerCPU, s.KauditdCPU = obs.TracerCPU, obs.KauditdCPU
+	s.Note = obs.Note
+	return s, nil
+}

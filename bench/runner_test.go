@@ -1,0 +1,196 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeMode records what the runner asks of it and reports fixed figures.
+type fakeMode struct {
+	name     string
+	setupErr error
+	failAt   int // fail Start of this run (1-based), 0: never
+	seen     int64
+	lost     int64
+
+	mu    *sync.Mutex
+	calls *[]string
+	runs  int
+}
+
+func (f *fakeMode) log(s string) {
+	f.mu.Lock()
+	*f.calls = append(*f.calls, f.name+" "+s)
+	f.mu.Unlock()
+}
+
+func (f *fakeMode) Name() string    { return f.name }
+func (f *fakeMode) WritesLog() bool { return true }
+func (f *fakeMode) Setup(context.Context) error {
+	f.log("setup")
+	return f.setupErr
+}
+func (f *fakeMode) Start(_ context.Context, r *Run) error {
+	f.runs++
+	if f.failAt == f.runs {
+		return errors.New("no probes today")
+	}
+	if r.Dir == "" || r.RootPID != 0 {
+		return fmt.Errorf("start: run dir %q, root pid %d", r.Dir, r.RootPID)
+	}
+	if _, err := os.Stat(r.Dir); err != nil {
+		return err
+	}
+	f.log(fmt.Sprintf("start %s r%d", r.Workload.Name, r.Round))
+	return nil
+}
+func (f *fakeMode) Stop(_ context.Context, r *Run) (Observation, error) {
+	if r.RootPID <= 0 {
+		return Observation{}, fmt.Errorf("stop: no root pid")
+	}
+	f.log(fmt.Sprintf("stop %s r%d", r.Workload.Name, r.Round))
+	return Observation{Seen: f.seen, Lost: f.lost, TracerCPU: 0.5}, nil
+}
+func (f *fakeMode) Teardown() error {
+	f.log("teardown")
+	return nil
+}
+
+func newFakes(modes ...*fakeMode) ([]Variant, *[]string) {
+	var mu sync.Mutex
+	calls := &[]string{}
+	var vs []Variant
+	for _, m := range modes {
+		m.mu, m.calls = &mu, calls
+		vs = append(vs, Variant{Mode: m, Storage: &Storage{Label: "ssd", Dir: os.TempDir()}})
+	}
+	return vs, calls
+}
+
+func TestRunnerInterleavesRounds(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	a := &fakeMode{name: "a", seen: 1}
+	skipped := &fakeMode{name: "skipped", setupErr: Skipf("tool x is not installed: apt-get install x")}
+	vs, calls := newFakes(none, a, skipped)
+	w1 := NewCommand([]string{"/bin/true"})
+	w1.Name, w1.Known, w1.Expected = "w1", true, Counts{Exec: 1}
+	w2 := NewCommand([]string{"/bin/sh", "-c", "exit 0"})
+	w2.Name = "w2"
+	var progress []Progress
+	r := &Runner{Workloads: []*Workload{w1, w2}, Variants: vs, Rounds: 2, WorkDir: t.TempDir(),
+		Progress: func(p Progress) { progress = append(progress, p) }}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := []string{
+		"none setup", "a setup", "skipped setup", "skipped teardown",
+		"none start w1 r1", "none stop w1 r1", "a start w1 r1", "a stop w1 r1",
+		"none start w1 r2", "none stop w1 r2", "a start w1 r2", "a stop w1 r2",
+		"none start w2 r1", "none stop w2 r1", "a start w2 r1", "a stop w2 r1",
+		"none start w2 r2", "none stop w2 r2", "a start w2 r2", "a stop w2 r2",
+		"a teardown", "none teardown",
+	}
+	if strings.Join(*calls, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(*calls, "\n"), strings.Join(want, "\n"))
+	}
+	if len(progress) != 8 || progress[7].Done != 8 || progress[7].Total != 8 {
+		t.Errorf("progress: %d reports, last %+v", len(progress), progress[len(progress)-1])
+	}
+	if len(res) != 6 {
+		t.Fatalf("%d results, want 6: %+v", len(res), res)
+	}
+	byKey := map[string]Result{}
+	for _, x := range res {
+		byKey[x.Workload+"/"+x.Mode] = x
+	}
+	if x := byKey["w1/none"]; x.Rounds != 2 || x.RatioElapsed != 1 || x.EventsSeen != -1 || x.EventsExpected != 1 || x.ElapsedS <= 0 {
+		t.Errorf("w1/none: %+v", x)
+	}
+	if x := byKey["w1/a"]; x.Rounds != 2 || x.RatioElapsed <= 0 || x.EventsSeen != 1 || x.TracerCPUS != 0.5 || x.Storage != "ssd" {
+		t.Errorf("w1/a: %+v", x)
+	}
+	if x := byKey["w2/a"]; x.EventsExpected != -1 {
+		t.Errorf("a command's events are not known: %+v", x)
+	}
+	if x := byKey["w2/skipped"]; !strings.Contains(x.Skipped, "apt-get install x") || x.Rounds != 0 {
+		t.Errorf("w2/skipped: %+v", x)
+	}
+}
+
+func TestRunnerDropsFailingMode(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	bad := &fakeMode{name: "bad", failAt: 2}
+	vs, _ := newFakes(none, bad)
+	w := NewCommand([]string{"/bin/true"})
+	var last Progress
+	r := &Runner{Workloads: []*Workload{w}, Variants: vs, Rounds: 3, WorkDir: t.TempDir(),
+		Progress: func(p Progress) { last = p }}
+	res, err := r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no probes today") {
+		t.Fatalf("Run error = %v, want the failure", err)
+	}
+	if bad.runs != 2 {
+		t.Errorf("failing mode started %d times, want 2 (dropped after its failure)", bad.runs)
+	}
+	if last.Done != last.Total || last.Total != 5 {
+		t.Errorf("progress ends at %d/%d, want 5/5", last.Done, last.Total)
+	}
+	for _, x := range res {
+		if x.Mode == "bad" && (x.Rounds != 1 || !strings.Contains(x.Note, "failed")) {
+			t.Errorf("bad: %+v", x)
+		}
+	}
+}
+
+func TestRunnerWorkloadFailure(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	vs, calls := newFakes(none)
+	w := NewCommand([]string{"/bin/sh", "-c", "echo broken >&2; exit 3"})
+	r := &Runner{Workloads: []*Workload{w}, Variants: vs, Rounds: 1, WorkDir: t.TempDir()}
+	_, err := r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("err = %v, want the exit status and stderr", err)
+	}
+	// Stop runs even when the workload failed: it removes rules and probes.
+	if got := strings.Join(*calls, ","); got != "none setup,none start /bin/sh -c echo broken >&2; exit 3 r1,none stop /bin/sh -c echo broken >&2; exit 3 r1,none teardown" {
+		t.Errorf("calls = %s", got)
+	}
+}
+
+func TestRunnerInterrupted(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	vs, calls := newFakes(none)
+	w := NewCommand([]string{"/bin/sleep", "30"})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Runner{Workloads: []*Workload{w}, Variants: vs, Rounds: 3, WorkDir: t.TempDir(),
+		Progress: func(Progress) {}}
+	go func() {
+		for {
+			none.mu.Lock()
+			n := len(*none.calls)
+			none.mu.Unlock()
+			if n >= 2 { // started
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err := r.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	got := strings.Join(*calls, ",")
+	if !strings.HasSuffix(got, "none stop /bin/sleep 30 r1,none teardown") {
+		t.Errorf("calls = %s: want stop and teardown after Ctrl-C", got)
+	}
+}

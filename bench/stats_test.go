@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{7, math.NaN(), 1, 4}, 4},
+		{[]float64{2, 2, 9, 2, 9}, 2},
+	} {
+		if got := Median(c.in); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestMinMax(t *testing.T) {
+	lo, hi := MinMax([]float64{0.7, 0.65, 0.91, 0.66})
+	if lo != 0.65 || hi != 0.91 {
+		t.Errorf("MinMax = %v, %v; want 0.65, 0.91", lo, hi)
+	}
+	if lo, hi := MinMax(nil); lo != 0 || hi != 0 {
+		t.Errorf("MinMax(nil) = %v, %v", lo, hi)
+	}
+}
+
+// The ratio is taken within each round, then the median over rounds: a
+// drift that slows every mode of round 2 alike does not show.
+func TestRoundRatiosWithinRound(t *testing.T) {
+	base := []Sample{{Round: 1, Elapsed: 1}, {Round: 2, Elapsed: 2}, {Round: 3, Elapsed: 1}}
+	mode := []Sample{{Round: 1, Elapsed: 3}, {Round: 2, Elapsed: 6}, {Round: 3, Elapsed: 3.3}}
+	got := RoundRatios(mode, base)
+	want := []float64{3, 3, 3.3}
+	if len(got) != len(want) {
+		t.Fatalf("RoundRatios = %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Errorf("ratio %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	// Median of the per-round ratios is 3; the ratio of medians would be 3/1 = 3
+	// here too, so check a case where they differ.
+	base = []Sample{{Round: 1, Elapsed: 1}, {Round: 2, Elapsed: 3}, {Round: 3, Elapsed: 3}}
+	mode = []Sample{{Round: 1, Elapsed: 2}, {Round: 2, Elapsed: 3.3}, {Round: 3, Elapsed: 9}}
+	if got := Median(RoundRatios(mode, base)); math.Abs(got-2) > 1e-9 {
+		t.Errorf("median per-round ratio = %v, want 2", got)
+	}
+	// A round without a baseline (it failed, or was interrupted) gives no ratio.
+	if got := RoundRatios([]Sample{{Round: 4, Elapsed: 1}}, base); len(got) != 0 {
+		t.Errorf("ratio without baseline: %v", got)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	base := []Sample{
+		{Round: 1, Elapsed: 1.0, User: 0.5, Sys: 0.5},
+		{Round: 2, Elapsed: 1.2, User: 0.6, Sys: 0.6},
+		{Round: 3, Elapsed: 1.1, User: 0.5, Sys: 0.6},
+	}
+	mode := []Sample{
+		{Round: 1, Elapsed: 4.0, User: 0.5, Sys: 2.0, TracerCPU: 1.0, KauditdCPU: 0.2, Seen: 100, Lost: 0},
+		{Round: 2, Elapsed: 4.8, User: 0.6, Sys: 2.4, TracerCPU: 1.2, KauditdCPU: 0.3, Seen: 98, Lost: 2},
+		{Round: 3, Elapsed: 3.3, User: 0.5, Sys: 2.2, TracerCPU: 0.9, KauditdCPU: 0.1, Seen: 100, Lost: 0},
+	}
+	var r Result
+	Summarize(&r, mode, base)
+	check := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if r.Rounds != 3 {
+		t.Errorf("rounds = %d", r.Rounds)
+	}
+	check("elapsed", r.ElapsedS, 4.0)
+	check("min", r.ElapsedMinS, 3.3)
+	check("max", r.ElapsedMaxS, 4.8)
+	check("user", r.UserS, 0.5)
+	check("sys", r.SysS, 2.2)
+	check("ratio", r.RatioElapsed, 4.0) // per round: 4, 4, 3
+	check("tracer cpu", r.TracerCPUS, 1.0)
+	check("kauditd cpu", r.KauditdCPUS, 0.2)
+	check("cpu%", r.CPUPct, 100*2.5/4.0) // per round: 62.5, 62.5, 81.8
+	if r.EventsSeen != 98 || r.EventsLost != 2 {
+		t.Errorf("seen/lost = %d/%d, want the worst round: 98/2", r.EventsSeen, r.EventsLost)
+	}
+
+	var b Result
+	Summarize(&b, base, nil)
+	check("baseline ratio", b.RatioElapsed, 1)
+}
+
+func TestCPUPct(t *testing.T) {
+	s := Sample{Elapsed: 0.6, User: 0.4, Sys: 0.2}
+	if got := s.CPUPct(); math.Abs(got-100) > 1e-9 {
+		t.Errorf("CPUPct = %v, want 100", got)
+	}
+	if got := (Sample{}).CPUPct(); got != 0 {
+		t.Errorf("CPUPct of nothing = %v", got)
+	}
+}
+
+func TestTableFlagsLoss(t *testing.T) {
+	var b strings.Builder
+	err := WriteTable(&b, []Result{
+		{Workload: "signal-storm", Mode: "none", Rounds: 5, ElapsedS: 0.65, RatioElapsed: 1, EventsExpected: 200001, EventsSeen: -1},
+		{Workload: "signal-storm", Mode: "auditd", Storage: "hdd-simulated", Rounds: 5, ElapsedS: 7.8, RatioElapsed: 12,
+			EventsExpected: 200001, EventsSeen: 199000, EventsLost: 1001, Note: "flush=INCREMENTAL_ASYNC freq=50"},
+		{Workload: "signal-storm", Mode: "ebpf", Storage: "ssd", Rounds: 5, ElapsedS: 0.7, RatioElapsed: 1.08,
+			EventsExpected: 200001, EventsSeen: 200001},
+		{Workload: "signal-storm", Mode: "bpftrace", Skipped: "bpftrace is not installed: apt-get install bpftrace"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	var auditd, ebpf string
+	for _, l := range lines {
+		if strings.Contains(l, " auditd ") {
+			auditd = l
+		}
+		if strings.Contains(l, " ebpf ") {
+			ebpf = l
+		}
+	}
+	if !strings.Contains(auditd, "12.00x  LOST 1001 MISSED 1001") {
+		t.Errorf("auditd row does not flag its loss next to its ratio:\n%s", out)
+	}
+	if strings.Contains(ebpf, "LOST") || strings.Contains(ebpf, "MISSED") || !strings.Contains(ebpf, "200001/200001/0") {
+		t.Errorf("ebpf row:\n%s", out)
+	}
+	for _, want := range []string{"hdd-simulated", "bpftrace is not installed", "flush=INCREMENTAL_ASYNC", "200001/-/-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,416 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// The simulated HDD: what a 7200 rpm disk sustains for small synchronous
+// writes and for streaming.
+const (
+	hddWriteIOPS = 150
+	hddWriteBPS  = 100 << 20
+	hddImageSize = 4 << 30 // sparse: only what is written takes space
+)
+
+// Storage is where the event logs of a bench run go: our JSON log and
+// auditd's log_file. Label is what every output shows for it.
+type Storage struct {
+	Kind  string // ssd, hdd, hdd-simulated or dir
+	Label string // ssd, hdd, hdd-simulated, or the --log-dir path
+	Dir   string
+	Desc  string // the device under Dir and how it behaves
+	undo  []func() error
+}
+
+// OpenStorage prepares a log directory of the given kind: "ssd" (a
+// directory on the root disk), "hdd" (a rotational disk when the node has
+// one, else a simulated one) or "dir" (logDir as given). Close undoes it.
+func OpenStorage(kind, logDir string) (s *Storage, err error) {
+	s = &Storage{Kind: kind}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	switch kind {
+	case "dir":
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, tracer.Usagef("cannot use --log-dir %s: %v", logDir, err)
+		}
+		dir, err := os.MkdirTemp(logDir, "tracer-bench-")
+		if err != nil {
+			return nil, tracer.Usagef("cannot write in --log-dir %s: %v", logDir, err)
+		}
+		s.addDir(dir)
+		s.Label = logDir
+		s.Desc = describeDir(dir)
+		return s, nil
+	case "ssd":
+		dir, err := os.MkdirTemp("/var/tmp", "tracer-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("making log directory: %w", err)
+		}
+		s.addDir(dir)
+		s.Label = "ssd"
+		if d := diskOf(dir); d.rotational && !d.virtual {
+			// Call it what it is: the root disk of this node spins.
+			s.Label = "hdd"
+		}
+		s.Desc = describeDir(dir)
+		return s, nil
+	case "hdd":
+		if mnt, d, ok := rotationalMount(); ok {
+			dir, err := os.MkdirTemp(mnt, ".tracer-bench-")
+			if err == nil {
+				s.addDir(dir)
+				s.Kind, s.Label = "hdd", "hdd"
+				s.Desc = fmt.Sprintf("%s on %s (rotational disk)", dir, d.name)
+				return s, nil
+			}
+		}
+		s.Kind, s.Label = "hdd-simulated", "hdd-simulated"
+		if err := s.simulateHDD(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, tracer.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", kind)
+}
+
+func (s *Storage) addDir(dir string) {
+	s.Dir = dir
+	s.undo = append(s.undo, func() error { return os.RemoveAll(dir) })
+}
+
+// Close removes what OpenStorage made, last first, and reports the first error.
+func (s *Storage) Close() error {
+	var first error
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		if err := s.undo[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.undo = nil
+	return first
+}
+
+// simulateHDD makes a loop device on a sparse file, formats it ext4, mounts
+// it and throttles its writes in the root blkio cgroup (v1), so that every
+// writer -- the tracer, auditd, the page cache flusher and the ext4 journal
+// thread -- meets a disk of hddWriteIOPS and hddWriteBPS. The device is the
+// bench's own: nothing else on the node is slowed.
+func (s *Storage) simulateHDD() error {
+	blkio := cgroupV1Mount("blkio")
+	if blkio == "" {
+		return tracer.Usagef("cannot simulate an HDD: no blkio cgroup (v1) controller is mounted; give --log-dir on a real disk instead")
+	}
+	for _, tool := range []string{"losetup", "mkfs.ext4"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tracer.Usagef("cannot simulate an HDD: %s not found (install util-linux and e2fsprogs); give --log-dir on a real disk instead", tool)
+		}
+	}
+	base, err := os.MkdirTemp("/var/tmp", "tracer-bench-hdd-")
+	if err != nil {
+		return fmt.Errorf("making directory for the simulated disk: %w", err)
+	}
+	s.undo = append(s.undo, func() error { return os.RemoveAll(base) })
+	img := filepath.Join(base, "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		return fmt.Errorf("making disk image: %w", err)
+	}
+	err = f.Truncate(hddImageSize)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("sizing disk image: %w", err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		return fmt.Errorf("attaching loop device: %w", cmdErr(err))
+	}
+	loop := strings.TrimSpace(string(out))
+	s.undo = append(s.undo, func() error {
+		if out, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
+			return fmt.Errorf("detaching %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	})
+	// No lazy initialisation: it would write in the background while runs are timed.
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-N", "8192",
+		"-E", "lazy_itable_init=0,lazy_journal_init=0", loop).CombinedOutput(); err != nil {
+		return fmt.Errorf("formatting %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+	}
+	mnt := filepath.Join(base, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return fmt.Errorf("making mount point: %w", err)
+	}
+	if err := unix.Mount(loop, mnt, "ext4", 0, ""); err != nil {
+		return fmt.Errorf("mounting %s: %w", loop, err)
+	}
+	s.undo = append(s.undo, func() error {
+		var err error
+		for i := 0; i < 50; i++ { // a watcher that just exited may still hold a file for a moment
+			if err = unix.Unmount(mnt, 0); err == nil || !errors.Is(err, unix.EBUSY) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("unmounting %s: %w", mnt, err)
+		}
+		return nil
+	})
+	var st unix.Stat_t
+	if err := unix.Stat(loop, &st); err != nil {
+		return fmt.Errorf("reading device number of %s: %w", loop, err)
+	}
+	dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	limits := map[string]string{
+		"blkio.throttle.write_iops_device": strconv.Itoa(hddWriteIOPS),
+		"blkio.throttle.write_bps_device":  strconv.Itoa(hddWriteBPS),
+	}
+	for _, file := range []string{"blkio.throttle.write_iops_device", "blkio.throttle.write_bps_device"} {
+		path := filepath.Join(blkio, file)
+		if err := os.WriteFile(path, []byte(dev+" "+limits[file]), 0); err != nil {
+			return fmt.Errorf("throttling %s in %s: %w", loop, path, err)
+		}
+		s.undo = append(s.undo, func() error {
+			if err := os.WriteFile(path, []byte(dev+" 0"), 0); err != nil {
+				return fmt.Errorf("removing throttle of %s from %s: %w", loop, path, err)
+			}
+			return nil
+		})
+	}
+	dir := filepath.Join(mnt, "logs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("making log directory: %w", err)
+	}
+	s.Dir = dir
+	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) throttled to %d write IOPS and %d MB/s in the blkio cgroup",
+		loop, diskOf(base).name, hddWriteIOPS, hddWriteBPS>>20)
+	return nil
+}
+
+// disk is what bench says about the block device under a directory.
+type disk struct {
+	name       string
+	rotational bool
+	virtual    bool // virtio, Xen, loop, zram...: the rotational flag says nothing
+}
+
+// diskOf finds the disk that holds path.
+func diskOf(path string) disk {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return disk{name: "unknown disk"}
+	}
+	return diskByDev(unix.Major(st.Dev), unix.Minor(st.Dev))
+}
+
+func diskByDev(major, minor uint32) disk {
+	sys, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
+	if err != nil {
+		return disk{name: fmt.Sprintf("device %d:%d", major, minor)}
+	}
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		sys = filepath.Dir(sys)
+	}
+	d := disk{name: filepath.Base(sys)}
+	if b, err := os.ReadFile(filepath.Join(sys, "queue", "rotational")); err == nil {
+		d.rotational = strings.TrimSpace(string(b)) == "1"
+	}
+	d.virtual = isVirtualDisk(d.name)
+	if drv, err := filepath.EvalSymlinks(filepath.Join(sys, "device", "driver")); err == nil &&
+		strings.Contains(filepath.Base(drv), "virtio") {
+		d.virtual = true
+	}
+	return d
+}
+
+func isVirtualDisk(name string) bool {
+	for _, p := range []string{"vd", "xvd", "loop", "zram", "ram", "nbd", "dm-", "md"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func describeDir(dir string) string {
+	d := diskOf(dir)
+	kind := "non-rotational"
+	switch {
+	case d.virtual:
+		kind = "virtual disk"
+		if d.rotational {
+			kind += ", reports rotational"
+		}
+	case d.rotational:
+		kind = "rotational"
+	}
+	desc := fmt.Sprintf("%s on %s (%s)", dir, d.name, kind)
+	if lat, err := dsyncLatency(dir); err == nil {
+		desc += fmt.Sprintf(", 4 KiB O_DSYNC write %.2f ms", lat*1000)
+	}
+	return desc
+}
+
+// dsyncLatency is the median time of a 4 KiB synchronous write in dir: the
+// figure that tells an SSD (well under a millisecond) from a disk that
+// seeks (several milliseconds).
+func dsyncLatency(dir string) (float64, error) {
+	f, err := os.CreateTemp(dir, ".dsync-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	g, err := os.OpenFile(f.Name(), os.O_WRONLY|unix.O_DSYNC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer g.Close()
+	buf := make([]byte, 4096)
+	var ts []float64
+	for i := 0; i < 15; i++ {
+		t0 := time.Now()
+		if _, err := g.WriteAt(buf, int64(i)*4096); err != nil {
+			return 0, err
+		}
+		ts = append(ts, time.Since(t0).Seconds())
+	}
+	return Median(ts), nil
+}
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	major, minor uint32
+	point        string
+	fstype       string
+	options      string // mount options and super options
+}
+
+func mountInfo() []mountEntry {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []mountEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m, ok := parseMountInfoLine(sc.Text()); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// parseMountInfoLine parses "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
+func parseMountInfoLine(line string) (mountEntry, bool) {
+	pre, post, ok := strings.Cut(line, " - ")
+	if !ok {
+		return mountEntry{}, false
+	}
+	f, g := strings.Fields(pre), strings.Fields(post)
+	if len(f) < 6 || len(g) < 3 {
+		return mountEntry{}, false
+	}
+	maj, min, ok := strings.Cut(f[2], ":")
+	if !ok {
+		return mountEntry{}, false
+	}
+	a, _ := strconv.ParseUint(maj, 10, 32)
+	b, _ := strconv.ParseUint(min, 10, 32)
+	return mountEntry{
+		major: uint32(a), minor: uint32(b), point: unescapeMount(f[4]),
+		fstype: g[0], options: f[5] + "," + g[2],
+	}, true
+}
+
+func unescapeMount(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+// cgroupV1Mount is where the v1 hierarchy with controller is mounted, or "".
+func cgroupV1Mount(controller string) string {
+	for _, m := range mountInfo() {
+		if m.fstype == "cgroup" && hasOption(m.options, controller) {
+			return m.point
+		}
+	}
+	return ""
+}
+
+// cgroupV2Mount is where the unified (v2) hierarchy is mounted, or "".
+func cgroupV2Mount() string {
+	for _, m := range mountInfo() {
+		if m.fstype == "cgroup2" {
+			return m.point
+		}
+	}
+	return ""
+}
+
+func hasOption(opts, o string) bool {
+	for _, x := range strings.Split(opts, ",") {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// rotationalMount finds a writable filesystem on a real rotational disk,
+// the one with the most free space.
+func rotationalMount() (string, disk, bool) {
+	type cand struct {
+		point string
+		d     disk
+		free  uint64
+	}
+	var cs []cand
+	for _, m := range mountInfo() {
+		if m.major == 0 || hasOption(m.options, "ro") {
+			continue
+		}
+		d := diskByDev(m.major, m.minor)
+		if !d.rotational || d.virtual {
+			continue
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(m.point, &st) != nil || unix.Access(m.point, unix.W_OK) != nil {
+			continue
+		}
+		cs = append(cs, cand{m.point, d, st.Bavail * uint64(st.Bsize)})
+	}
+	if len(cs) == 0 {
+		return "", disk{}, false
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].free > cs[j].free })
+	return cs[0].point, cs[0].d, true
+}
+
+// cmdErr adds a command's stderr to its error.
+func cmdErr(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return err
+}

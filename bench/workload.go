@@ -1,0 +1,154 @@
+package bench
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Counts is a number of events per class.
+type Counts struct{ Exec, Fork, Signal int64 }
+
+// Total sums the classes.
+func (c Counts) Total() int64 { return c.Exec + c.Fork + c.Signal }
+
+func (c Counts) String() string {
+	return fmt.Sprintf("exec %d, fork %d, signal %d", c.Exec, c.Fork, c.Signal)
+}
+
+// Workload is what a bench run times: a command line and the exec, fork and
+// signal events its process tree must produce.
+type Workload struct {
+	Name  string
+	Desc  string
+	Count int64 // iterations or events; 0 for a command
+	// Expected holds when Known: every built-in workload knows its events
+	// exactly, a command after -- does not.
+	Expected Counts
+	Known    bool
+	// GoRuntime marks workloads that run in this Go binary: the runtime's
+	// thread creations (clone with CLONE_THREAD) are not events of the
+	// workload, so the workload writes its thread ids to a file and the
+	// counting leaves fork events that made those threads out.
+	GoRuntime bool
+	Env       []string
+	argv      func(tidsFile string) []string
+}
+
+// Args is the command line of one run; tidsFile is where a GoRuntime
+// workload writes its thread ids.
+func (w *Workload) Args(tidsFile string) []string { return w.argv(tidsFile) }
+
+//go:embed scripts/cis-shell.sh
+var cisShellScript []byte
+
+//go:embed scripts/exec-storm.sh
+var execStormScript []byte
+
+type builtin struct {
+	name, desc string
+	def, quick int64
+	script     []byte
+	expected   func(n int64) Counts
+	goRuntime  bool
+	countNoun  string
+}
+
+// The built-in workloads of SPEC.md. Each expected count includes the exec
+// of the workload's first process (sh, or this binary), which every mode
+// sees because watching starts before the workload is spawned.
+var builtins = []builtin{
+	{
+		name: "cis-shell", desc: "the seed's CIS check loop in sh (6 forks, 4 execs per iteration)",
+		def: 300, quick: 30, script: cisShellScript, countNoun: "iterations",
+		expected: func(n int64) Counts { return Counts{Exec: 1 + 4*n, Fork: 6 * n} },
+	},
+	{
+		name: "signal-storm", desc: "kill(getpid(), SIGUSR1) in a tight loop, SIGUSR1 ignored",
+		def: 200000, quick: 20000, goRuntime: true, countNoun: "kills",
+		expected: func(n int64) Counts { return Counts{Exec: 1, Signal: n} },
+	},
+	{
+		name: "syscall-tax", desc: "getppid() in a tight loop: a syscall no rule names",
+		def: 3000000, quick: 300000, goRuntime: true, countNoun: "getppid calls",
+		expected: func(n int64) Counts { return Counts{Exec: 1} },
+	},
+	{
+		name: "exec-storm", desc: "sh spawning /bin/true in a loop (1 fork, 1 exec each)",
+		def: 2000, quick: 200, script: execStormScript, countNoun: "spawns",
+		expected: func(n int64) Counts { return Counts{Exec: 1 + n, Fork: n} },
+	},
+}
+
+// Builtins lists the built-in workload names, in the order bench runs them.
+func Builtins() []string {
+	var names []string
+	for _, b := range builtins {
+		names = append(names, b.name)
+	}
+	return names
+}
+
+// DefaultCount is a built-in workload's count (iterations, kills, calls,
+// spawns) for a full or a --quick run, or 0 for an unknown name.
+func DefaultCount(name string, quick bool) int64 {
+	for _, b := range builtins {
+		if b.name == name {
+			if quick {
+				return b.quick
+			}
+			return b.def
+		}
+	}
+	return 0
+}
+
+// NewBuiltin returns the built-in workload name with count n (0: the
+// default). self is this program (for the Go loops), dir a directory to
+// write the shell scripts to.
+func NewBuiltin(name string, n int64, quick bool, self, dir string) (*Workload, error) {
+	for _, b := range builtins {
+		if b.name != name {
+			continue
+		}
+		if n <= 0 {
+			n = DefaultCount(name, quick)
+		}
+		w := &Workload{
+			Name: name, Desc: fmt.Sprintf("%s; %d %s", b.desc, n, b.countNoun),
+			Count: n, Expected: b.expected(n), Known: true, GoRuntime: b.goRuntime,
+		}
+		count := strconv.FormatInt(n, 10)
+		if b.script != nil {
+			path := filepath.Join(dir, name+".sh")
+			if err := os.WriteFile(path, b.script, 0o644); err != nil {
+				return nil, fmt.Errorf("writing workload script: %w", err)
+			}
+			// /bin/sh as the seed ran it: dash on Debian, bash on RHEL; the
+			// scripts make the same processes in both.
+			w.argv = func(string) []string { return []string{"/bin/sh", path, count} }
+		} else {
+			// Async preemption would make the runtime signal its own threads
+			// (tgkill SIGURG): events no workload asked for.
+			w.Env = []string{"GODEBUG=asyncpreemptoff=1"}
+			w.argv = func(tids string) []string {
+				return []string{self, "bench", "workload", name, "--count", count, "--tids", tids}
+			}
+		}
+		return w, nil
+	}
+	return nil, fmt.Errorf("unknown workload %q: use %s, or give a command after --", name, strings.Join(Builtins(), ", "))
+}
+
+// NewCommand returns a workload that runs argv. Its events are not known in
+// advance: bench reports what each mode saw.
+func NewCommand(argv []string) *Workload {
+	a := append([]string(nil), argv...)
+	return &Workload{
+		Name: strings.Join(a, " "), Desc: "a command given after --",
+		argv: func(string) []string { return a },
+	}
+}

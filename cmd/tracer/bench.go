@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/node"
+)
+
+type benchOptions struct {
+	workloads string
+	modes     string
+	rounds    int
+	out       string
+	quick     bool
+	storage   string
+	logDir    string
+	count     int64
+}
+
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench [--workload NAME|-- CMD [ARGS...]]",
+		Short: "Measure what watching costs: workloads untraced and under each way of tracing",
+		Long: "bench runs workloads untraced (none) and under this tool's audit and eBPF backends,\n" +
+			"the node's auditd and the seed's bpftrace program, rounds interleaved, and reports\n" +
+			"median elapsed, user, sys and CPU% of the workload, the ratio to none, the tracer's\n" +
+			"own CPU and events expected, seen and lost.\n\n" +
+			"Workloads: " + strings.Join(bench.Builtins(), ", ") + ", or a command after --.\n" +
+			"Modes: " + strings.Join(bench.ModeNames, ", ") + ".",
+		Example: `  tracer bench --quick
+  tracer bench --workload signal-storm --modes none,audit,ebpf --rounds 7 --out signal.json
+  tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd
+  tracer bench --modes none,ebpf -- make -j2`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return tracer.Usagef("unexpected argument %q: give a command to measure after --", args[0])
+			}
+			return nil
+		},
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), &o, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.workloads, "workload", "", "built-in workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default all)")
+	fl.StringVar(&o.modes, "modes", strings.Join(bench.DefaultModes, ","), "modes, comma-separated: "+strings.Join(bench.ModeNames, ", "))
+	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default %d, --quick %d)", bench.DefaultRounds, bench.QuickRounds))
+	fl.StringVar(&o.out, "out", "", "write the result file (JSON) to FILE")
+	fl.BoolVar(&o.quick, "quick", false, "a run of about a minute: fewer rounds, smaller counts")
+	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
+	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")
+	fl.Int64Var(&o.count, "count", 0, "override the workloads' count (iterations, kills, calls, spawns)")
+	cmd.AddCommand(newWorkloadCmd())
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func runBench(parent context.Context, o *benchOptions, command []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program: %w", err)
+	}
+	if parent == nil {
+		parent = context.Background()
+	}
+	// Ctrl-C cancels the runs; everything is then stopped and removed in order.
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	prog := newBenchProgress()
+	b, err := bench.Prepare(bench.Options{
+		Workloads: splitList(o.workloads), Command: command, Count: o.count,
+		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
+		Storage: splitList(o.storage), LogDir: o.logDir, Self: self,
+		Progress: prog.update,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "tracer: cleaning up: %v\n", err)
+		}
+	}()
+	for _, w := range b.Workloads {
+		exp := "events not known in advance"
+		if w.Known {
+			exp = "expects " + w.Expected.String()
+		}
+		fmt.Fprintf(os.Stderr, "tracer: workload %s: %s; %s\n", w.Name, w.Desc, exp)
+	}
+	for _, s := range b.Storages {
+		fmt.Fprintf(os.Stderr, "tracer: storage %s: %s\n", s.Label, s.Desc)
+	}
+
+	results, runErr := b.Run(ctx)
+	prog.finish()
+	if err := bench.WriteTable(os.Stdout, results); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted: rules, probes and daemons are removed; no result file written")
+	}
+	if o.out != "" {
+		facts, ferr := node.Collect()
+		if ferr != nil {
+			fmt.Fprintf(os.Stderr, "tracer: reading node facts: %v\n", ferr)
+		}
+		if err := bench.WriteFile(o.out, &bench.File{Schema: bench.Schema, Node: facts, Results: results}); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "tracer: results written to %s\n", o.out)
+	}
+	return runErr
+}
+
+// benchProgress shows a progress bar on a terminal and one line per run
+// otherwise (CI logs).
+type benchProgress struct {
+	bar *progressbar.ProgressBar
+}
+
+func newBenchProgress() *benchProgress {
+	p := &benchProgress{}
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		p.bar = progressbar.NewOptions(1,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	return p
+}
+
+func (p *benchProgress) update(u bench.Progress) {
+	line := fmt.Sprintf("%s %s round %d", u.Workload, u.Variant, u.Round)
+	if p.bar != nil {
+		p.bar.ChangeMax(u.Total)
+		p.bar.Describe(line)
+		_ = p.bar.Set(u.Done)
+		if u.Err != nil {
+			_ = p.bar.Clear()
+			fmt.Fprintf(os.Stderr, "tracer: %s: %v\n", line, u.Err)
+		}
+		return
+	}
+	if u.Err != nil {
+		fmt.Fprintf(os.Stderr, "tracer: [%d/%d] %s: %v\n", u.Done, u.Total, line, u.Err)
+		return
+	}
+	s := u.Sample
+	seen := ""
+	if s.Seen >= 0 {
+		seen = fmt.Sprintf(", seen %d, lost %d", s.Seen, s.Lost)
+	}
+	fmt.Fprintf(os.Stderr, "tracer: [%d/%d] %s: %.2fs (user %.2f sys %.2f%s)\n", u.Done, u.Total, line, s.Elapsed, s.User, s.Sys, seen)
+}
+
+func (p *benchProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

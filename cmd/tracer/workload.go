@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// newWorkloadCmd is the hidden `tracer bench workload` command that runs the
+// Go loops of bench's built-in workloads (signal-storm, syscall-tax) as a
+// process of their own. It hangs under bench, which owns it.
+func newWorkloadCmd() *cobra.Command {
+	var count int64
+	var tids string
+	cmd := &cobra.Command{
+		Use:          "workload signal-storm|syscall-tax --count N",
+		Short:        "Run a built-in bench workload loop (used by tracer bench)",
+		Hidden:       true,
+		Args:         cobra.ExactArgs(1),
+		SilenceUsage: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if count < 0 {
+				return tracer.Usagef("--count must not be negative")
+			}
+			return bench.RunLoop(args[0], count, tids)
+		},
+	}
+	cmd.Flags().Int64Var(&count, "count", 0, "how many kills or calls")
+	cmd.Flags().StringVar(&tids, "tids", "", "write the process's thread ids to FILE at the end")
+	return cmd
+}
