@@ -406,7 +406,7 @@ func recommend(n *ReportNode) ReportRecommendation {
 		}
 	}
 	for _, t := range SyscallTax(n.Source, n.File) {
-		if t.Mode == "auditd" && t.Storage == "" || t.Storage == "ssd" {
+		if t.Mode == "auditd" && (t.Storage == "" || t.Storage == "ssd") {
 			rec.Rules = append(rec.Rules, fmt.Sprintf("while audit syscall rules are loaded, every syscall that no rule names took %+.0f%% here (syscall-tax under auditd, %.2fx)", (t.Ratio-1)*100, t.Ratio))
 			break
 		}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var reportFixtures = []string{
+	"../../bench/testdata/report/web-86-12.json",
+	"../../bench/testdata/report/db-legacy-01.json",
+}
+
+func TestReportCommand(t *testing.T) {
+	code, stdout, stderr := runTracer(t, nil, append([]string{"report"}, reportFixtures[:1]...)...)
+	if code != 0 || !strings.HasPrefix(stdout, "# tracer overhead report: web-86-12\n") || stderr != "" {
+		t.Errorf("report md: exit %d, stderr %q, stdout starts %q", code, stderr, head(stdout))
+	}
+	out := filepath.Join(t.TempDir(), "fleet.html")
+	code, stdout, stderr = runTracer(t, nil, append([]string{"report", "--format", "html", "-o", out}, reportFixtures...)...)
+	if code != 0 || stdout != "" || stderr != "" {
+		t.Fatalf("report html: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.Contains(page, "<h2>Fleet</h2>") || strings.Count(page, `<svg class="chart"`) != 2 {
+		t.Errorf("html report: %q...", head(page))
+	}
+}
+
+func head(s string) string {
+	if len(s) > 120 {
+		return s[:120]
+	}
+	return s
+}
+
+// Bad input to report and doctor: one line, exit status 2, no output file.
+func TestReportDoctorBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "notjson.json")
+	oldSchema := filepath.Join(dir, "schema0.json")
+	_ = os.WriteFile(notJSON, []byte("elapsed 3.1s\n"), 0o644)
+	_ = os.WriteFile(oldSchema, []byte(`{"schema": 0, "node": {}, "results": []}`), 0o644)
+	out := filepath.Join(dir, "out.html")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report"}, "no result file given"},
+		{[]string{"report", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"report", "-o", out, notJSON}, "parsing result file"},
+		{[]string{"report", "-o", out, reportFixtures[0], oldSchema}, "schema 0"},
+		{[]string{"report", "--format", "pdf", "-o", out, reportFixtures[0]}, "unknown --format \"pdf\": use md or html"},
+		{[]string{"report", "-o", filepath.Join(dir, "no/such/dir/r.md"), reportFixtures[0]}, "cannot write --output"},
+		{[]string{"doctor", "--format", "yaml"}, "unknown --format \"yaml\": use text or json"},
+		{[]string{"doctor", "--bench", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"doctor", "extra"}, "unknown command"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runTracer(t, nil, c.args...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("tracer %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, head(stdout), stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed report left an output file")
+	}
+}
