@@ -99,7 +99,7 @@ enum lost_index {
 #define DATA_MAX (FILENAME_MAX + ARGC_MAX * ARG_MAX)
 
 struct event_hdr {
-	__u64 ktime; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u64 ktime; /* CLOCK_MONOTONIC, see now_ns */
 	__u32 pid;   /* tgid of the caller */
 	__u32 uid;   /* real uid */
 	__u32 auid;  /* loginuid */
@@ -153,7 +153,8 @@ struct signal_key {
 /* Set by user space before loading (frozen .rodata). */
 const volatile __u8 cfg_count_only = 0;
 const volatile __u8 cfg_types = 0xff;	    /* event classes, 1 << enum event_type */
-const volatile __u8 cfg_perfbuf = 0;	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_perfbuf = 0;
+const volatile __u8 cfg_coarse = 0;	    /* bpf_ktime_get_coarse_ns exists */	    /* events is a perf event array, not a ring buffer */
 const volatile __u8 cfg_sig_all = 1;	    /* no signal filter */
 const volatile __u64 cfg_sig_lo = 0;	    /* signals 0..63 */
 const volatile __u64 cfg_sig_hi = 0;	    /* signal 64 */
@@ -164,6 +165,7 @@ const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much
 
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
+__u64 last_fill_check = 0;
 
 #define WAKE_INTERVAL_NS 5000000ULL
 
@@ -288,11 +290,12 @@ static __always_inline void count_key(void *map, const void *key)
 }
 
 /*
- * Wake the reader at most every WAKE_INTERVAL_NS, or when much is queued.
- * Waking it for every record (the ring buffer's default when the reader
- * keeps up) costs the producing task an irq_work and a remote wakeup per
- * event, more than the rest of the program; the reader also polls on a
- * timer, so records committed without a wakeup are read soon anyway.
+ * Wake the reader at most every WAKE_INTERVAL_NS, or once per tick while
+ * more than cfg_wake_bytes wait. Waking it for
+ * every record (the ring buffer's default when the reader keeps up) costs
+ * the producing task an irq_work and a remote wakeup per event, more than
+ * the rest of the program; the reader also polls on a timer, so records
+ * committed without a wakeup are read soon anyway.
  */
 static __always_inline __u64 wake_flags(__u64 now)
 {
@@ -300,9 +303,78 @@ static __always_inline __u64 wake_flags(__u64 now)
 		last_wake = now;
 		return BPF_RB_FORCE_WAKEUP;
 	}
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > cfg_wake_bytes)
-		return BPF_RB_FORCE_WAKEUP;
+	/* The fill level reads the reader's position, a cache line the
+	 * reader writes: at most once per tick. */
+	if (now != last_fill_check) {
+		last_fill_check = now;
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > cfg_wake_bytes) {
+			last_wake = now;
+			return BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	return BPF_RB_NO_WAKEUP;
+}
+
+/* The time read at the first event of the current jiffy on this CPU. */
+struct tick_time {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick_time);
+} tick SEC(".maps");
+
+/*
+ * Event time, CLOCK_MONOTONIC to the scheduler tick (1 to 10 ms; audit's
+ * timestamps are no finer). Reading the clock source costs more than the
+ * rest of a record in a VM (kvm-clock), and the coarse clock is not
+ * available to tracing programs: read it once per tick and CPU.
+ */
+static __always_inline __u64 now_ns(void)
+{
+	__u32 zero = 0;
+	__u64 j = bpf_jiffies64();
+	struct tick_time *t = bpf_map_lookup_elem(&tick, &zero);
+	if (!t)
+		return bpf_ktime_get_ns();
+	if (t->jiffies != j) {
+		t->ns = bpf_ktime_get_ns();
+		t->jiffies = j;
+	}
+	return t->ns;
+}
+
+/* Per-CPU room for a record when events go through a perf event array. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct event);
+} ev_scratch SEC(".maps");
+
+/* Room for one fork, signal or exit record: in the ring buffer itself, or
+ * per-CPU scratch for the perf event array. NULL: the ring is full. */
+static __always_inline struct event *ev_reserve(void)
+{
+	if (cfg_perfbuf) {
+		__u32 zero = 0;
+		return bpf_map_lookup_elem(&ev_scratch, &zero);
+	}
+	return bpf_ringbuf_reserve(&events, sizeof(struct event), 0);
+}
+
+static __always_inline void ev_submit(void *ctx, struct event *ev, __u64 now)
+{
+	if (cfg_perfbuf) {
+		if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, ev, sizeof(*ev)))
+			lost_inc(LOST_OUTPUT);
+		return;
+	}
+	bpf_ringbuf_submit(ev, wake_flags(now));
 }
 
 static __always_inline void output(void *ctx, void *data, __u64 size, __u64 now)
@@ -349,29 +421,53 @@ static __always_inline bool pass_signal(__s32 sig)
 	return (cfg_sig_lo >> sig) & 1;
 }
 
-static __always_inline __u32 current_auid(struct task_struct *task)
+static __always_inline __u32 current_auid(bool btf)
 {
+	if (btf) {
+		/* BTF tracepoints: a direct load from the task, no helper call. */
+		struct task_struct *task = bpf_get_current_task_btf();
+		if (bpf_core_field_exists(task->loginuid))
+			return task->loginuid.val;
+		return 0xffffffff;
+	}
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (bpf_core_field_exists(task->loginuid))
 		return BPF_CORE_READ(task, loginuid.val);
 	return 0xffffffff;
 }
 
-/* Fills the header of a record whose comm is already in h->comm. */
-static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, __u64 now)
+/* Fills a record's header; comm was read by pass_current. */
+static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, const char *comm, __u64 now,
+				     bool btf)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	h->ktime = now;
 	h->pid = tgid;
 	h->uid = (__u32)bpf_get_current_uid_gid();
-	h->auid = current_auid(task);
+	h->auid = current_auid(btf);
 	h->type = type;
 	h->syscall = sc;
+	h->flags = 0;
+	h->_pad = 0;
+	__builtin_memcpy(h->comm, comm, COMM_LEN);
 }
 
-/*
- * The checks every event passes, in order of cost. On success ev->h.comm
- * holds the caller's comm.
- */
+/* The caller's comm, 8-byte aligned for pass_comm. */
+union comm {
+	char c[COMM_LEN];
+	__u64 w[2];
+};
+
+/* The process-tree and comm filters, in order of cost; fills tgid and comm. */
+static __always_inline bool pass_current(__u32 *tgid, union comm *comm)
+{
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!pass_pid(*tgid))
+		return false;
+	bpf_get_current_comm(comm->c, COMM_LEN);
+	return pass_comm(comm->c);
+}
+
+/* As pass_current, for records built in place (exec). */
 static __always_inline bool pass_task(struct event_hdr *h, __u32 *tgid)
 {
 	*tgid = bpf_get_current_pid_tgid() >> 32;
@@ -433,7 +529,9 @@ static __always_inline int exec_enter(const char *filename, const void *argv, bo
 	}
 
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	fill_hdr(&e->h, EV_EXEC, sc, tgid, bpf_ktime_get_ns());
+	union comm c;
+	__builtin_memcpy(c.c, e->h.comm, COMM_LEN);
+	fill_hdr(&e->h, EV_EXEC, sc, tgid, c.c, now_ns(), false);
 	e->h.flags = compat ? EVF_COMPAT : 0;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	e->ret = 0;
@@ -485,31 +583,41 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	__u64 size = __builtin_offsetof(struct exec_event, data) + (__u64)e->filename_size + (__u64)e->argv_size;
 	if (size > sizeof(*e))
 		size = sizeof(*e);
-	output(ctx, e, size, bpf_ktime_get_ns());
+	output(ctx, e, size, now_ns());
 	bpf_map_delete_elem(&execs, &key);
 	return 0;
 }
 
 /* ---- fork, signal, exit ---- */
 
-static __always_inline int on_fork(void *ctx, __u8 sc, long ret)
+/*
+ * The bodies of fork, signal and exit records. btf is true in programs on
+ * BTF tracepoints, where the task can be read with direct loads.
+ */
+static __always_inline int on_fork(void *ctx, __u8 sc, long ret, bool btf)
 {
+	union comm comm;
+	__u32 tgid;
 	if (ret <= 0)
 		return 0;
-	struct event ev;
-	__u32 tgid;
-	__builtin_memset(&ev, 0, sizeof(ev));
-	if (!pass_task(&ev.h, &tgid))
+	if (!pass_current(&tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
-		count_key(&fork_counts, ev.h.comm);
+		count_key(&fork_counts, comm.c);
 		total_inc(EV_FORK);
 		return 0;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	fill_hdr(&ev.h, EV_FORK, sc, tgid, now);
-	ev.a = (__s32)ret;
-	output(ctx, &ev, sizeof(ev), now);
+	__u64 now = now_ns();
+	struct event *ev = ev_reserve();
+	if (!ev) {
+		lost_inc(LOST_OUTPUT);
+		return 0;
+	}
+	fill_hdr(&ev->h, EV_FORK, sc, tgid, comm.c, now, btf);
+	ev->a = (__s32)ret;
+	ev->b = 0;
+	ev->ret = 0;
+	ev_submit(ctx, ev, now);
 	return 0;
 }
 
@@ -523,45 +631,55 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
-static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat)
+static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf)
 {
+	union comm comm;
+	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
-	struct event ev;
-	__u32 tgid;
-	__builtin_memset(&ev, 0, sizeof(ev));
-	if (!pass_task(&ev.h, &tgid))
+	if (!pass_current(&tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
-		signal_count(ev.h.comm, target, sig);
+		signal_count(comm.c, target, sig);
 		return 0;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, now);
-	ev.h.flags = compat ? EVF_COMPAT : 0;
-	ev.a = target;
-	ev.b = sig;
-	ev.ret = ret;
-	output(ctx, &ev, sizeof(ev), now);
+	__u64 now = now_ns();
+	struct event *ev = ev_reserve();
+	if (!ev) {
+		lost_inc(LOST_OUTPUT);
+		return 0;
+	}
+	fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, btf);
+	ev->h.flags = compat ? EVF_COMPAT : 0;
+	ev->a = target;
+	ev->b = sig;
+	ev->ret = ret;
+	ev_submit(ctx, ev, now);
 	return 0;
 }
 
-static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat)
+static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, bool btf)
 {
-	struct event ev;
+	union comm comm;
 	__u32 tgid;
-	__builtin_memset(&ev, 0, sizeof(ev));
-	if (!pass_task(&ev.h, &tgid))
+	if (!pass_current(&tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
 		total_inc(EV_EXIT);
 		return 0;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	fill_hdr(&ev.h, EV_EXIT, sc, tgid, now);
-	ev.h.flags = compat ? EVF_COMPAT : 0;
-	ev.a = code;
-	output(ctx, &ev, sizeof(ev), now);
+	__u64 now = now_ns();
+	struct event *ev = ev_reserve();
+	if (!ev) {
+		lost_inc(LOST_OUTPUT);
+		return 0;
+	}
+	fill_hdr(&ev->h, EV_EXIT, sc, tgid, comm.c, now, btf);
+	ev->h.flags = compat ? EVF_COMPAT : 0;
+	ev->a = code;
+	ev->b = 0;
+	ev->ret = 0;
+	ev_submit(ctx, ev, now);
 	return 0;
 }
 
@@ -629,13 +747,13 @@ int fexit_execve(__u64 *ctx)
 	SEC("fexit/" SYS(name))                                     \
 	int fexit_##name(__u64 *ctx)                                \
 	{                                                           \
-		return on_fork(ctx, sc, (long)ctx[1]);              \
+		return on_fork(ctx, sc, (long)ctx[1], false);              \
 	}                                                           \
 	/* For kernels whose BTF has only __do_sys_X(void). */      \
 	SEC("fexit/__do_sys_" #name)                                \
 	int fexit_##name##_0(__u64 *ctx)                            \
 	{                                                           \
-		return on_fork(ctx, sc, (long)ctx[0]);              \
+		return on_fork(ctx, sc, (long)ctx[0], false);              \
 	}
 
 FEXIT_FORK(fork, SC_FORK)
@@ -647,35 +765,35 @@ SEC("fexit/" SYS(kill))
 int fexit_kill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
 }
 
 SEC("fexit/" SYS(tkill))
 int fexit_tkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
 }
 
 SEC("fexit/" SYS(tgkill))
 int fexit_tgkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false, false);
 }
 
 SEC("fexit/" SYS(rt_sigqueueinfo))
 int fexit_rt_sigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
 }
 
 SEC("fexit/" SYS(rt_tgsigqueueinfo))
 int fexit_rt_tgsigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false, false);
 }
 
 SEC("fexit/" SYS(pidfd_send_signal))
@@ -686,19 +804,19 @@ int fexit_pidfd_send_signal(__u64 *ctx)
 	__s32 sig = (__s32)ARG1(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false, false);
 }
 
 SEC("fentry/" SYS(exit))
 int fentry_exit(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ARG0(REGS(ctx)), false);
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0(REGS(ctx)), false, false);
 }
 
 SEC("fentry/" SYS(exit_group))
 int fentry_exit_group(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0(REGS(ctx)), false);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0(REGS(ctx)), false, false);
 }
 
 #ifdef HAVE_IA32
@@ -724,35 +842,35 @@ SEC("fexit/__ia32_sys_kill")
 int fexit_kill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
 }
 
 SEC("fexit/__ia32_sys_tkill")
 int fexit_tkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
 }
 
 SEC("fexit/__ia32_sys_tgkill")
 int fexit_tgkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true, false);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_sigqueueinfo")
 int fexit_rt_sigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_tgsigqueueinfo")
 int fexit_rt_tgsigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true, false);
 }
 
 SEC("fexit/__ia32_sys_pidfd_send_signal")
@@ -763,19 +881,19 @@ int fexit_pidfd_send_signal_32(__u64 *ctx)
 	__s32 sig = (__s32)ARG1_32(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true, false);
 }
 
 SEC("fentry/__ia32_sys_exit")
 int fentry_exit_32(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ARG0_32(REGS(ctx)), true);
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0_32(REGS(ctx)), true, false);
 }
 
 SEC("fentry/__ia32_sys_exit_group")
 int fentry_exit_group_32(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0_32(REGS(ctx)), true);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0_32(REGS(ctx)), true, false);
 }
 #endif /* HAVE_IA32 */
 
@@ -816,7 +934,7 @@ int tp_exit_exec(struct sys_exit_ctx *ctx)
 	SEC("tracepoint/syscalls/sys_exit_" #name)         \
 	int tp_exit_##name(struct sys_exit_ctx *ctx)       \
 	{                                                  \
-		return on_fork(ctx, sc, ctx->ret);         \
+		return on_fork(ctx, sc, ctx->ret, false);         \
 	}
 
 TP_EXIT_FORK(fork, SC_FORK)
@@ -827,18 +945,19 @@ TP_EXIT_FORK(clone3, SC_CLONE3)
 /* At sys_enter: keep the signal record until sys_exit adds the result. */
 static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
 {
+	union comm comm;
+	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
-	struct event ev;
-	__u32 tgid;
-	__builtin_memset(&ev, 0, sizeof(ev));
-	if (!pass_task(&ev.h, &tgid))
+	if (!pass_current(&tgid, &comm))
 		return 0;
 	if (cfg_count_only && sc != SC_PIDFD_SEND_SIGNAL) {
-		signal_count(ev.h.comm, target, sig);
+		signal_count(comm.c, target, sig);
 		return 0;
 	}
-	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, bpf_ktime_get_ns());
+	struct event ev;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, comm.c, now_ns(), false);
 	ev.a = target;
 	ev.b = sig;
 	__u64 key = bpf_get_current_task();
@@ -876,7 +995,7 @@ int tp_exit_signal(struct sys_exit_ctx *ctx)
 	if (cfg_count_only)
 		signal_count(ev->h.comm, ev->a, ev->b);
 	else
-		output(ctx, ev, sizeof(*ev), bpf_ktime_get_ns());
+		output(ctx, ev, sizeof(*ev), now_ns());
 	bpf_map_delete_elem(&pending, &key);
 	return 0;
 }
@@ -884,13 +1003,13 @@ int tp_exit_signal(struct sys_exit_ctx *ctx)
 SEC("tracepoint/syscalls/sys_enter_exit")
 int tp_enter_exit(struct sys_enter_ctx *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ctx->args[0], false);
+	return on_exit(ctx, SC_EXIT, (__s32)ctx->args[0], false, false);
 }
 
 SEC("tracepoint/syscalls/sys_enter_exit_group")
 int tp_enter_exit_group(struct sys_enter_ctx *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ctx->args[0], false);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ctx->args[0], false, false);
 }
 
 /* ---- the process tree ---- */
@@ -968,10 +1087,11 @@ static __always_inline __u8 syscall_of(long nr, bool compat)
 	return SC_NONE;
 }
 
+/* task comes from bpf_get_current_task_btf: a direct load. */
 static __always_inline bool task_compat(struct task_struct *task)
 {
 	if (bpf_core_field_exists(task->thread_info.status))
-		return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+		return task->thread_info.status & TS_COMPAT;
 	return false;
 }
 
@@ -1075,25 +1195,26 @@ int sched_exec(__u64 *ctx)
 	__u64 key = bpf_get_current_task();
 	struct comm_key *old = bpf_map_lookup_elem(&exec_comm, &key);
 	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
+	union comm comm;
 	if (!e)
 		goto out;
 	if (old)
-		__builtin_memcpy(e->h.comm, old->comm, COMM_LEN);
+		__builtin_memcpy(comm.c, old->comm, COMM_LEN);
 	else
-		bpf_get_current_comm(e->h.comm, sizeof(e->h.comm));
-	if (!pass_pid(tgid) || !pass_comm(e->h.comm))
+		bpf_get_current_comm(comm.c, COMM_LEN);
+	if (!pass_pid(tgid) || !pass_comm(comm.c))
 		goto out;
 	const char *filename = BPF_CORE_READ(bprm, filename);
 	if (cfg_count_only) {
-		exec_count(e->h.comm, filename, true);
+		exec_count(comm.c, filename, true);
 		goto out;
 	}
 
 	const struct pt_regs *regs;
 	bool compat;
 	__u8 sc = current_syscall(&regs, &compat);
-	__u64 now = bpf_ktime_get_ns();
-	fill_hdr(&e->h, EV_EXEC, sc, tgid, now);
+	__u64 now = now_ns();
+	fill_hdr(&e->h, EV_EXEC, sc, tgid, comm.c, now, true);
 	e->h.flags = compat ? EVF_COMPAT : 0;
 	struct task_struct *task = (struct task_struct *)key;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
@@ -1159,7 +1280,7 @@ int sched_fork(__u64 *ctx)
 	__u8 sc = current_syscall(&regs, &compat);
 	if (sc < SC_FORK || sc > SC_CLONE3)
 		return 0; /* a kernel thread, io worker or usermode helper */
-	return on_fork(ctx, sc, child_vpid(child));
+	return on_fork(ctx, sc, child_vpid(child), true);
 }
 
 /* Runs for every exiting thread; keeps those that called exit or exit_group. */
@@ -1171,7 +1292,7 @@ int sched_exit(__u64 *ctx)
 		bool compat;
 		__u8 sc = current_syscall(&regs, &compat);
 		if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
-			on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat);
+			on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, true);
 	}
 	return track_exit((struct task_struct *)ctx[0]);
 }
@@ -1213,7 +1334,7 @@ int sched_signal(__u64 *ctx)
 	default:
 		return 0; /* sent by the kernel (SIGCHLD, SIGSEGV, timers, ...) */
 	}
-	return on_signal(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat);
+	return on_signal(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, true);
 }
 
 SEC("tp_btf/sched_process_fork")

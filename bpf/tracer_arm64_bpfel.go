@@ -64,10 +64,17 @@ type TracerSignalKey struct {
 	Sig    int32
 }
 
+type TracerTickTime struct {
+	_       structs.HostLayout
+	Jiffies uint64
+	Ns      uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TracerMapEvScratch                = "ev_scratch"
 	TracerMapEvents                   = "events"
 	TracerMapExecComm                 = "exec_comm"
 	TracerMapExecCounts               = "exec_counts"
@@ -78,6 +85,7 @@ const (
 	TracerMapLost                     = "lost"
 	TracerMapPending                  = "pending"
 	TracerMapSignalCounts             = "signal_counts"
+	TracerMapTick                     = "tick"
 	TracerMapTotals                   = "totals"
 	TracerMapTrackOn                  = "track_on"
 	TracerMapTracked                  = "tracked"
@@ -126,6 +134,7 @@ const (
 	TracerProgTrackExitRaw            = "track_exit_raw"
 	TracerProgTrackForkBtf            = "track_fork_btf"
 	TracerProgTrackForkRaw            = "track_fork_raw"
+	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
 	TracerVarCfgCommOn                = "cfg_comm_on"
@@ -136,6 +145,7 @@ const (
 	TracerVarCfgSigLo                 = "cfg_sig_lo"
 	TracerVarCfgTypes                 = "cfg_types"
 	TracerVarCfgWakeBytes             = "cfg_wake_bytes"
+	TracerVarLastFillCheck            = "last_fill_check"
 	TracerVarLastWake                 = "last_wake"
 )
 
@@ -232,6 +242,7 @@ type TracerProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerMapSpecs struct {
+	EvScratch    *ebpf.MapSpec `ebpf:"ev_scratch"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ExecComm     *ebpf.MapSpec `ebpf:"exec_comm"`
 	ExecCounts   *ebpf.MapSpec `ebpf:"exec_counts"`
@@ -242,6 +253,7 @@ type TracerMapSpecs struct {
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	SignalCounts *ebpf.MapSpec `ebpf:"signal_counts"`
+	Tick         *ebpf.MapSpec `ebpf:"tick"`
 	Totals       *ebpf.MapSpec `ebpf:"totals"`
 	TrackOn      *ebpf.MapSpec `ebpf:"track_on"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
@@ -251,17 +263,19 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
-	CfgCommHi    *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
-	CfgCommLo    *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
-	CfgCommOn    *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
-	CfgCountOnly *ebpf.VariableSpec `ebpf:"cfg_count_only"`
-	CfgPerfbuf   *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
-	CfgSigAll    *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
-	CfgSigHi     *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
-	CfgSigLo     *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
-	CfgTypes     *ebpf.VariableSpec `ebpf:"cfg_types"`
-	CfgWakeBytes *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
-	LastWake     *ebpf.VariableSpec `ebpf:"last_wake"`
+	CfgCoarse     *ebpf.VariableSpec `ebpf:"cfg_coarse"`
+	CfgCommHi     *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
+	CfgCommLo     *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
+	CfgCommOn     *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
+	CfgCountOnly  *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgPerfbuf    *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
+	CfgSigAll     *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
+	CfgSigHi      *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
+	CfgSigLo      *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
+	CfgTypes      *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgWakeBytes  *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
+	LastFillCheck *ebpf.VariableSpec `ebpf:"last_fill_check"`
+	LastWake      *ebpf.VariableSpec `ebpf:"last_wake"`
 }
 
 // TracerObjects contains all objects after they have been loaded into the kernel.
@@ -284,6 +298,7 @@ func (o *TracerObjects) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerMaps struct {
+	EvScratch    *ebpf.Map `ebpf:"ev_scratch"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ExecComm     *ebpf.Map `ebpf:"exec_comm"`
 	ExecCounts   *ebpf.Map `ebpf:"exec_counts"`
@@ -294,6 +309,7 @@ type TracerMaps struct {
 	Lost         *ebpf.Map `ebpf:"lost"`
 	Pending      *ebpf.Map `ebpf:"pending"`
 	SignalCounts *ebpf.Map `ebpf:"signal_counts"`
+	Tick         *ebpf.Map `ebpf:"tick"`
 	Totals       *ebpf.Map `ebpf:"totals"`
 	TrackOn      *ebpf.Map `ebpf:"track_on"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
@@ -301,6 +317,7 @@ type TracerMaps struct {
 
 func (m *TracerMaps) Close() error {
 	return _TracerClose(
+		m.EvScratch,
 		m.Events,
 		m.ExecComm,
 		m.ExecCounts,
@@ -311,6 +328,7 @@ func (m *TracerMaps) Close() error {
 		m.Lost,
 		m.Pending,
 		m.SignalCounts,
+		m.Tick,
 		m.Totals,
 		m.TrackOn,
 		m.Tracked,
@@ -321,17 +339,19 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
-	CfgCommHi    *ebpf.Variable `ebpf:"cfg_comm_hi"`
-	CfgCommLo    *ebpf.Variable `ebpf:"cfg_comm_lo"`
-	CfgCommOn    *ebpf.Variable `ebpf:"cfg_comm_on"`
-	CfgCountOnly *ebpf.Variable `ebpf:"cfg_count_only"`
-	CfgPerfbuf   *ebpf.Variable `ebpf:"cfg_perfbuf"`
-	CfgSigAll    *ebpf.Variable `ebpf:"cfg_sig_all"`
-	CfgSigHi     *ebpf.Variable `ebpf:"cfg_sig_hi"`
-	CfgSigLo     *ebpf.Variable `ebpf:"cfg_sig_lo"`
-	CfgTypes     *ebpf.Variable `ebpf:"cfg_types"`
-	CfgWakeBytes *ebpf.Variable `ebpf:"cfg_wake_bytes"`
-	LastWake     *ebpf.Variable `ebpf:"last_wake"`
+	CfgCoarse     *ebpf.Variable `ebpf:"cfg_coarse"`
+	CfgCommHi     *ebpf.Variable `ebpf:"cfg_comm_hi"`
+	CfgCommLo     *ebpf.Variable `ebpf:"cfg_comm_lo"`
+	CfgCommOn     *ebpf.Variable `ebpf:"cfg_comm_on"`
+	CfgCountOnly  *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgPerfbuf    *ebpf.Variable `ebpf:"cfg_perfbuf"`
+	CfgSigAll     *ebpf.Variable `ebpf:"cfg_sig_all"`
+	CfgSigHi      *ebpf.Variable `ebpf:"cfg_sig_hi"`
+	CfgSigLo      *ebpf.Variable `ebpf:"cfg_sig_lo"`
+	CfgTypes      *ebpf.Variable `ebpf:"cfg_types"`
+	CfgWakeBytes  *ebpf.Variable `ebpf:"cfg_wake_bytes"`
+	LastFillCheck *ebpf.Variable `ebpf:"last_fill_check"`
+	LastWake      *ebpf.Variable `ebpf:"last_wake"`
 }
 
 // TracerPrograms contains all programs after they have been loaded into the kernel.

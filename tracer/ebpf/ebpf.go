@@ -221,22 +221,8 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	}
 	b.coll = coll
 
-	// The tracked set is filled, and its probes attached, before any event
-	// probe: nothing outside the tree slips through at start.
-	if len(b.roots) > 0 {
-		if err := b.startTracking(b.roots...); err != nil {
-			return err
-		}
-	}
-	for _, p := range events {
-		if err := b.attach(p); err != nil {
-			if p.optional && errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return err
-		}
-	}
-
+	// Readers exist before the first record: perf output to a CPU
+	// without a reader fails.
 	if !cfg.CountOnly {
 		if b.transport == "ringbuf" {
 			if b.ring, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
@@ -254,6 +240,21 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	if cfg.BPFStats {
 		if b.bpfStats, err = ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err != nil {
 			return fmt.Errorf("enabling BPF run-time statistics: %w", err)
+		}
+	}
+	// The tracked set is filled, and its probes attached, before any event
+	// probe: nothing outside the tree slips through at start.
+	if len(b.roots) > 0 {
+		if err := b.startTracking(b.roots...); err != nil {
+			return err
+		}
+	}
+	for _, p := range events {
+		if err := b.attach(p); err != nil {
+			if p.optional && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return err
 		}
 	}
 	return nil

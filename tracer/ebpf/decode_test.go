@@ -1,0 +1,220 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/tracer-dev/tracer/bpf"
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// header builds an event_hdr as the BPF programs write it.
+func header(b []byte, ktime uint64, pid, uid, auid uint32, typ tracer.EventType, sc, flags uint8, comm string) {
+	le := binary.LittleEndian
+	le.PutUint64(b[offKtime:], ktime)
+	le.PutUint32(b[offPID:], pid)
+	le.PutUint32(b[offUID:], uid)
+	le.PutUint32(b[offAUID:], auid)
+	b[offType], b[offSyscall], b[offFlags] = uint8(typ), sc, flags
+	copy(b[offComm:offComm+commLen], comm)
+}
+
+func smallRecord(typ tracer.EventType, sc uint8, a, sig int32, ret int64) []byte {
+	b := make([]byte, eventSize)
+	header(b, 5_000_000_000, 4242, 1000, 1001, typ, sc, 0, "sh")
+	le := binary.LittleEndian
+	le.PutUint32(b[offA:], uint32(a))
+	le.PutUint32(b[offB:], uint32(sig))
+	le.PutUint64(b[offRet:], uint64(ret))
+	return b
+}
+
+func execRecord(filename string, argv []string, ret int64) []byte {
+	data := filename + "\x00" + strings.Join(argv, "\x00")
+	if len(argv) > 0 {
+		data += "\x00"
+	}
+	b := make([]byte, offData+len(data)+5) // trailing bytes a perf sample may pad with
+	header(b, 7_000_000_000, 4243, 0, tracer.UnsetID, tracer.TypeExec, 1, 0, "bash")
+	le := binary.LittleEndian
+	le.PutUint32(b[offPPID:], 4242)
+	le.PutUint16(b[offFilenameSize:], uint16(len(filename)+1))
+	le.PutUint16(b[offArgvSize:], uint16(len(data)-len(filename)-1))
+	le.PutUint64(b[offExecRet:], uint64(ret))
+	b[offArgc] = uint8(len(argv))
+	copy(b[offData:], data)
+	return b
+}
+
+func TestDecodeRecords(t *testing.T) {
+	d := newDecoder()
+	base := tracer.Event{Backend: "ebpf", PID: 4242, Comm: "sh", UID: 1000, AUID: 1001}
+	cases := []struct {
+		name string
+		raw  []byte
+		want tracer.Event
+	}{
+		{"fork", smallRecord(tracer.TypeFork, 6, 4300, 0, 0),
+			tracer.Event{Type: tracer.TypeFork, Syscall: "clone3", ChildPID: 4300}},
+		{"kill to a process group", smallRecord(tracer.TypeSignal, 7, -4242, 15, 0),
+			tracer.Event{Type: tracer.TypeSignal, Syscall: "kill", TargetPID: -4242, Signal: 15}},
+		{"failed tgkill", smallRecord(tracer.TypeSignal, 9, 77, 10, -3),
+			tracer.Event{Type: tracer.TypeSignal, Syscall: "tgkill", TargetPID: 77, Signal: 10, Ret: -3}},
+		{"exit with a negative code", smallRecord(tracer.TypeExit, 14, -1, 0, 0),
+			tracer.Event{Type: tracer.TypeExit, ExitCode: -1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got tracer.Event
+			if err := d.decode(c.raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := c.want
+			want.Backend, want.PID, want.Comm, want.UID, want.AUID = base.Backend, base.PID, base.Comm, base.UID, base.AUID
+			want.Time, got.Time = time.Time{}, time.Time{}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeExec(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+	e.Argv = []string{"stale", "entries", "from", "a", "previous", "event"}
+	if err := d.decode(execRecord("/usr/bin/grep", []string{"grep", "-q", "", "x y"}, 0), &e); err != nil {
+		t.Fatal(err)
+	}
+	want := tracer.Event{Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "bash", AUID: tracer.UnsetID,
+		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"}}
+	e.Time = time.Time{}
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("got  %+v\nwant %+v", e, want)
+	}
+
+	// A failed exec, and argv cut short by the kernel's cap (no final NUL).
+	raw := execRecord("/nonexistent", []string{"a", "bcdef"}, -2)
+	binary.LittleEndian.PutUint16(raw[offArgvSize:], 4) // "a\0bc"
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Ret != -2 || e.Filename != "/nonexistent" || !reflect.DeepEqual(e.Argv, []string{"a", "bc"}) {
+		t.Errorf("truncated failed exec: ret %d filename %q argv %q", e.Ret, e.Filename, e.Argv)
+	}
+}
+
+func TestDecodeTime(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+	var mono, real = monoNow(), time.Now()
+	raw := smallRecord(tracer.TypeExit, 14, 0, 0, 0)
+	binary.LittleEndian.PutUint64(raw[offKtime:], mono)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if diff := e.Time.Sub(real); diff < -time.Millisecond || diff > time.Millisecond {
+		t.Errorf("kernel time %d became %v, %v from the wall clock", mono, e.Time, diff)
+	}
+}
+
+func monoNow() uint64 {
+	var c clock
+	c.sync()
+	return uint64(time.Now().UnixNano() - c.offset)
+}
+
+func TestDecodeRejectsBadRecords(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+	bad := map[string][]byte{
+		"short header":     make([]byte, hdrSize-1),
+		"short signal":     smallRecord(tracer.TypeSignal, 7, 1, 1, 0)[:eventSize-8],
+		"exec beyond data": execRecord("/bin/true", []string{"true"}, 0)[:offData+4],
+		"unknown type":     smallRecord(9, 0, 0, 0, 0),
+	}
+	for name, raw := range bad {
+		if err := d.decode(raw, &e); err == nil {
+			t.Errorf("%s: decoded without error: %+v", name, e)
+		}
+	}
+	if err := d.decode(make([]byte, 3), &e); !errors.Is(err, errShortRecord) {
+		t.Errorf("short record: %v", err)
+	}
+}
+
+// Decoding reuses the Event and allocates nothing but argv strings.
+func TestDecodeAllocations(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+	sig := smallRecord(tracer.TypeSignal, 7, 1, 10, 0)
+	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(sig, &e) }); n != 0 {
+		t.Errorf("signal record: %v allocations per decode, want 0", n)
+	}
+	ex := execRecord("/usr/bin/grep", []string{"grep", "-q", "x"}, 0)
+	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(ex, &e) }); n > 3 {
+		t.Errorf("exec record with 3 arguments: %v allocations per decode, want at most 3", n)
+	}
+}
+
+// The offsets decode.go uses are those of the types bpf2go generated from
+// the C structs.
+func TestLayoutMatchesGenerated(t *testing.T) {
+	var h bpf.TracerEventHdr
+	var ev bpf.TracerEvent
+	var ex bpf.TracerExecEvent
+	checks := []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"ktime", unsafe.Offsetof(h.Ktime), offKtime},
+		{"pid", unsafe.Offsetof(h.Pid), offPID},
+		{"uid", unsafe.Offsetof(h.Uid), offUID},
+		{"auid", unsafe.Offsetof(h.Auid), offAUID},
+		{"type", unsafe.Offsetof(h.Type), offType},
+		{"syscall", unsafe.Offsetof(h.Syscall), offSyscall},
+		{"flags", unsafe.Offsetof(h.Flags), offFlags},
+		{"comm", unsafe.Offsetof(h.Comm), offComm},
+		{"header size", unsafe.Sizeof(h), hdrSize},
+		{"a", unsafe.Offsetof(ev.A), offA},
+		{"b", unsafe.Offsetof(ev.B), offB},
+		{"ret", unsafe.Offsetof(ev.Ret), offRet},
+		{"event size", unsafe.Sizeof(ev), eventSize},
+		{"ppid", unsafe.Offsetof(ex.Ppid), offPPID},
+		{"filename_size", unsafe.Offsetof(ex.FilenameSize), offFilenameSize},
+		{"argv_size", unsafe.Offsetof(ex.ArgvSize), offArgvSize},
+		{"exec ret", unsafe.Offsetof(ex.Ret), offExecRet},
+		{"argc", unsafe.Offsetof(ex.Argc), offArgc},
+		{"data", unsafe.Offsetof(ex.Data), offData},
+		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + ArgcMax*(ArgMax+1)},
+		{"exec key size", unsafe.Sizeof(bpf.TracerExecKey{}), execKeySize},
+		{"signal key size", unsafe.Sizeof(bpf.TracerSignalKey{}), signalKeySize},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: generated %d, decode.go %d", c.name, c.got, c.want)
+		}
+	}
+	if len(syscallNames) != 15 {
+		t.Errorf("%d syscall names, enum syscall_id has 15", len(syscallNames))
+	}
+}
+
+func BenchmarkDecodeSignal(b *testing.B) {
+	d := newDecoder()
+	var e tracer.Event
+	raw := smallRecord(tracer.TypeSignal, 7, 1, 10, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.decode(raw, &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

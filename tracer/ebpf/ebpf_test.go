@@ -1,0 +1,515 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// n and m are the workload's counts per syscall (m: signals outside the filter).
+const n, m = 3, 2
+
+// workloadArgs makes n events of each kind, one failed exec, m SIGUSR2
+// and exits 7.
+func workloadArgs() []string {
+	N, M := strconv.Itoa(n), strconv.Itoa(m)
+	return []string{"exec", N, "/bin/true", "execfail", "1", "fork", N, "vfork", N, "clone", N, "clone3", N,
+		"kill", N, "10", "tkill", N, "10", "tgkill", N, "10", "kill", M, "12", "exit", "7"}
+}
+
+// held is a command started under sh, waiting on its stdin before it execs
+// the real program: the backend is scoped to its pid before it does anything.
+type held struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+func startHeld(t *testing.T, bin string, args ...string) *held {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `read _ && exec "$0" "$@"`, bin}, args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return &held{cmd: cmd, stdin: stdin}
+}
+
+func (h *held) pid() uint32 { return uint32(h.cmd.Process.Pid) }
+
+// run lets the command exec and waits for it; it returns its exit status.
+func (h *held) run(t *testing.T) int {
+	t.Helper()
+	if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	err := h.cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return h.cmd.ProcessState.ExitCode()
+}
+
+// runScoped traces the workload with cfg scoped to its pid, in the kernel
+// only (no user-space filter), and returns every event delivered.
+func runScoped(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, uint32) {
+	t.Helper()
+	h := startHeld(t, bin, args...)
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	var c tracertest.Collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx, c.Emit) }()
+	if code := h.run(t); code != 7 {
+		t.Errorf("workload exit status %d, want 7", code)
+	}
+	// Every event was written before the process ended: Run must deliver
+	// what is queued when ctx ends.
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return c.Tree(cfg.PID), cfg.PID
+}
+
+func allTypes() tracer.TypeSet {
+	ts, _ := tracer.ParseTypes("all")
+	return ts
+}
+
+func usr1() tracer.SignalSet {
+	s, _ := tracer.ParseSignals("USR1")
+	return s
+}
+
+// wantKeys is the multiset of tracertest.Key the workload makes with the
+// signal filter USR1, for the sched probe set; the syscalls set also sees
+// the failed exec.
+func wantKeys(bin string, failedExec bool) map[string]int {
+	want := map[string]int{
+		"exec sh " + bin:                 1,
+		"exec workload /bin/true":        2 * n, // exec n, and the clone3 (posix_spawn) children
+		"fork workload vfork":            n + 1 + n,
+		"fork workload fork":             n,
+		"fork workload clone":            n,
+		"fork workload clone3":           n,
+		"signal workload kill SIGUSR1":   n,
+		"signal workload tkill SIGUSR1":  n,
+		"signal workload tgkill SIGUSR1": n,
+		"exit true":                      2 * n,
+		"exit workload":                  1 + n + n + n + 1, // execfail, fork, vfork, clone children, root
+	}
+	if failedExec {
+		want["exec workload /nonexistent/tracer-enoent failed"] = 1
+	}
+	return want
+}
+
+func keys(events []tracer.Event) map[string]int {
+	got := map[string]int{}
+	for _, e := range events {
+		got[tracertest.Key(e)]++
+	}
+	return got
+}
+
+func diffKeys(t *testing.T, got, want map[string]int) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			t.Errorf("%q: %d events, want %d", k, got[k], want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%q: %d unexpected events", k, got[k])
+		}
+	}
+}
+
+func loginUID(t *testing.T) uint32 {
+	b, err := os.ReadFile("/proc/self/loginuid")
+	if err != nil {
+		return tracer.UnsetID
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(v)
+}
+
+// checkFields checks what the keys do not: pids, targets, argv, exit codes.
+func checkFields(t *testing.T, events []tracer.Event, root uint32, start time.Time) {
+	t.Helper()
+	auid := loginUID(t)
+	pids := map[uint32]bool{}
+	for _, e := range events {
+		pids[e.PID] = true
+	}
+	var rootExit bool
+	for _, e := range events {
+		if e.Backend != "ebpf" || e.UID != 0 || e.AUID != auid {
+			t.Errorf("%s event: backend %q uid %d auid %d, want ebpf 0 %d", e.Type, e.Backend, e.UID, e.AUID, auid)
+		}
+		if e.Time.Before(start.Add(-20*time.Millisecond)) || e.Time.After(time.Now().Add(20*time.Millisecond)) {
+			t.Errorf("%s event at %v, outside the test's run from %v", e.Type, e.Time, start)
+		}
+		switch e.Type {
+		case tracer.TypeExec:
+			wantPPID := root
+			if e.PID == root {
+				wantPPID = uint32(os.Getpid())
+			}
+			if e.PPID != wantPPID {
+				t.Errorf("exec %s by %d: ppid %d, want %d", e.Filename, e.PID, e.PPID, wantPPID)
+			}
+			if e.Filename == "/bin/true" && !slices.Equal(e.Argv, []string{"/bin/true", "arg1"}) && !slices.Equal(e.Argv, []string{"true"}) {
+				t.Errorf("exec /bin/true argv %q", e.Argv)
+			}
+		case tracer.TypeFork:
+			if e.PID != root || !pids[e.ChildPID] || e.ChildPID == root {
+				t.Errorf("fork by %d: child %d is not a process of the tree", e.PID, e.ChildPID)
+			}
+		case tracer.TypeSignal:
+			if e.TargetPID != int32(root) || e.Signal != 10 || e.Ret != 0 {
+				t.Errorf("signal %+v: want target %d, SIGUSR1, ret 0", e, root)
+			}
+		case tracer.TypeExit:
+			if e.PID == root {
+				rootExit = true
+				if e.ExitCode != 7 {
+					t.Errorf("root exit code %d, want 7", e.ExitCode)
+				}
+			} else if e.ExitCode != 0 && e.ExitCode != 127 {
+				t.Errorf("child %d exit code %d", e.PID, e.ExitCode)
+			}
+		}
+	}
+	if !rootExit {
+		t.Errorf("no exit event of the root %d", root)
+	}
+}
+
+// The workload's exact events per syscall, scoped in the kernel to its
+// process tree, with the signal filter applied in the kernel.
+func TestWorkloadEvents(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	for _, c := range []struct {
+		name       string
+		probes     string
+		force      func(*Backend)
+		failedExec bool
+	}{
+		{"default", "", nil, false},
+		{"syscalls", ProbesSyscalls, nil, true},
+		{"perf buffer", "", func(b *Backend) { b.forcePerf = true }, false},
+		{"syscalls with raw tracepoints", ProbesSyscalls, func(b *Backend) { b.forceRawTrack = true }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := New()
+			if c.force != nil {
+				c.force(b)
+			}
+			cfg := tracer.DefaultConfig()
+			cfg.Types, cfg.Signals, cfg.Probes = allTypes(), usr1(), c.probes
+			start := time.Now()
+			all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
+			probes, transport := b.Probes()
+			t.Logf("probes %s, transport %s: %d events", probes, transport, len(all))
+			diffKeys(t, keys(all), wantKeys(bin, c.failedExec))
+			checkFields(t, all, root, start)
+			st := b.Stats()
+			if st.TotalLost() != 0 || st.TotalEvents() != uint64(len(all)) {
+				t.Errorf("stats: %d events, lost %v; delivered %d", st.TotalEvents(), st.Lost, len(all))
+			}
+			// Every process of the tree has exited: none stays tracked.
+			var pid uint32
+			var one uint8
+			if it := b.coll.Maps["tracked"].Iterate(); it.Next(&pid, &one) {
+				t.Errorf("pid %d still in the tracked set after the tree exited", pid)
+			}
+			if c.failedExec {
+				for _, e := range all {
+					if e.Type == tracer.TypeExec && e.Filename == "/nonexistent/tracer-enoent" && e.Ret != -2 {
+						t.Errorf("failed exec ret %d, want -2 (ENOENT)", e.Ret)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The kernel's filters: event classes, comm, all signals.
+func TestKernelFilters(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	t.Run("signals of one comm", func(t *testing.T) {
+		cfg := tracer.DefaultConfig()
+		cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+		cfg.Comm = "workload"
+		evs, _ := runScoped(t, New(), cfg, bin, workloadArgs()...)
+		diffKeys(t, keys(evs), map[string]int{
+			"signal workload kill SIGUSR1":   n,
+			"signal workload tkill SIGUSR1":  n,
+			"signal workload tgkill SIGUSR1": n,
+			"signal workload kill SIGUSR2":   m,
+		})
+	})
+	t.Run("no such comm", func(t *testing.T) {
+		cfg := tracer.DefaultConfig()
+		cfg.Types, cfg.Comm = allTypes(), "nosuchcomm"
+		if evs, _ := runScoped(t, New(), cfg, bin, workloadArgs()...); len(evs) != 0 {
+			t.Errorf("%d events of comm %q", len(evs), evs[0].Comm)
+		}
+	})
+}
+
+func wantCounts(bin string, failedExec bool) *tracer.Counts {
+	c := tracer.NewCounts()
+	c.Exec[tracer.ExecKey{Comm: "sh", Filename: bin}] = 1
+	c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/bin/true"}] = 2 * n
+	c.Fork["workload"] = 5*n + 1
+	c.Signals[tracer.SignalKey{Comm: "workload", Signal: 10}] = 3 * n // Target set by the caller
+	c.SetTotal(tracer.TypeExec, 2*n+1)
+	c.SetTotal(tracer.TypeFork, 5*n+1)
+	c.SetTotal(tracer.TypeSignal, 3*n)
+	c.SetTotal(tracer.TypeExit, 5*n+2)
+	if failedExec {
+		c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/nonexistent/tracer-enoent"}] = 1
+		c.SetTotal(tracer.TypeExec, 2*n+2)
+	}
+	return c
+}
+
+func compareCounts(t *testing.T, got, want *tracer.Counts, root uint32) {
+	t.Helper()
+	for k, v := range want.Signals {
+		delete(want.Signals, k)
+		k.Target = int32(root)
+		want.Signals[k] = v
+	}
+	if !maps.Equal(got.Exec, want.Exec) {
+		t.Errorf("exec counts %v, want %v", got.Exec, want.Exec)
+	}
+	if !maps.Equal(got.Fork, want.Fork) {
+		t.Errorf("fork counts %v, want %v", got.Fork, want.Fork)
+	}
+	if !maps.Equal(got.Signals, want.Signals) {
+		t.Errorf("signal counts %v, want %v", got.Signals, want.Signals)
+	}
+	if got.Totals != want.Totals || got.Lost != 0 {
+		t.Errorf("totals %v lost %d, want %v lost 0", got.Totals, got.Lost, want.Totals)
+	}
+}
+
+// Counting mode: per-key counts in kernel maps, nothing streamed; the tree
+// given in Config.PID before Start, or with Track after Start.
+func TestCountOnly(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	for _, c := range []struct {
+		name       string
+		probes     string
+		track      bool
+		failedExec bool
+	}{
+		{"default", "", false, false},
+		{"syscalls", ProbesSyscalls, false, true},
+		{"default, Track after Start", "", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := tracer.DefaultConfig()
+			cfg.Types, cfg.Signals, cfg.Probes, cfg.CountOnly = allTypes(), usr1(), c.probes, true
+			b := New()
+			h := startHeld(t, bin, workloadArgs()...)
+			if !c.track {
+				cfg.PID = h.pid()
+			}
+			if err := b.Start(cfg); err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if c.track {
+				if err := b.Track(h.pid()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			delivered := 0
+			done := make(chan error, 1)
+			go func() { done <- b.Run(ctx, func(*tracer.Event) { delivered++ }) }()
+			if code := h.run(t); code != 7 {
+				t.Errorf("exit status %d", code)
+			}
+			cancel()
+			if err := <-done; err != nil || delivered != 0 {
+				t.Errorf("Run in counting mode: %v, %d events delivered", err, delivered)
+			}
+			got, err := b.Counts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareCounts(t, got, wantCounts(bin, c.failedExec), h.pid())
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			after, err := b.Counts()
+			if err != nil || !maps.Equal(after.Fork, got.Fork) || after.Totals != got.Totals {
+				t.Errorf("Counts after Close: %v, %v; want %v", after, err, got)
+			}
+		})
+	}
+}
+
+// A full ring buffer loses records; the kernel counts each one, so that
+// delivered + lost is what happened.
+func TestRingFullIsCounted(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	const kills = 5000
+	cfg := tracer.DefaultConfig()
+	cfg.Types, cfg.RingBytes = tracer.TypeSet(0).With(tracer.TypeSignal), os.Getpagesize()
+	b := New()
+	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "exit", "7")
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	h.run(t) // no reader yet: the ring fills
+	delivered := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run still drains what is queued
+	if err := b.Run(ctx, func(*tracer.Event) { delivered++ }); err != nil {
+		t.Fatal(err)
+	}
+	st := b.Stats()
+	lost := st.Lost[tracer.LostRingbuf]
+	if delivered == 0 || lost == 0 || uint64(delivered)+lost != kills || st.TotalEvents() != uint64(delivered) {
+		t.Errorf("delivered %d + lost %d, want %d (stats %+v)", delivered, lost, kills, st)
+	}
+}
+
+// Close removes every program and map, and the tracefs mount Start made.
+func TestCloseLeavesNothing(t *testing.T) {
+	tracertest.NeedRoot(t)
+	hadTracefs := tracefsMounted()
+	cfg := tracer.DefaultConfig()
+	cfg.Probes, cfg.BPFStats = ProbesSyscalls, true
+	b := New()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	var progs []ebpf.ProgramID
+	for _, p := range b.coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		progs = append(progs, id)
+	}
+	st := b.Stats()
+	if len(st.Programs) == 0 {
+		t.Error("no per-program statistics with BPFStats")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for _, id := range progs {
+		if p, err := ebpf.NewProgramFromID(id); err == nil {
+			p.Close()
+			t.Errorf("program %d still loaded after Close", id)
+		}
+	}
+	if tracefsMounted() != hadTracefs {
+		t.Errorf("tracefs mounted: %v before Start, %v after Close", hadTracefs, tracefsMounted())
+	}
+	if err := b.Start(cfg); err == nil {
+		t.Error("Start after Close succeeded")
+	}
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	for name, cfg := range map[string]tracer.Config{
+		"ring size not a power of two":  {RingBytes: 10000},
+		"ring size below a page":        {RingBytes: 64},
+		"unknown probe set":             {Probes: "kprobes"},
+		"comm longer than the kernel's": {Comm: "a-very-long-command-name"},
+	} {
+		err := New().Start(cfg)
+		if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a one-line usage error", name, err)
+		}
+	}
+}
+
+// Not root: a one-line usage error that says what to do, before loading
+// anything. As root, the test runs itself again as nobody.
+func TestNotRootIsUsageError(t *testing.T) {
+	if os.Getenv("TRACER_EBPF_NOT_ROOT") == "1" {
+		err := New().Start(tracer.DefaultConfig())
+		if !errors.Is(err, tracer.ErrUsage) || !strings.Contains(err.Error(), "root") {
+			fmt.Println("WRONG:", err)
+			os.Exit(1)
+		}
+		fmt.Println("usage error:", err)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("runs itself as nobody, which needs root")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // nobody must reach the binary
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "ebpf.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestNotRootIsUsageError$", "-test.v")
+	cmd.Env = append(os.Environ(), "TRACER_EBPF_NOT_ROOT=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "usage error:") {
+		t.Errorf("as nobody: %v\n%s", err, out)
+	}
+}
