@@ -123,7 +123,7 @@ type ReportNoEBPF struct {
 }
 
 // reportModeOrder puts the modes in the order readers compare them.
-var reportModeOrder = map[string]int{"none": 0, "audit": 1, "auditd": 2, "ebpf": 3, "ebpf-syscalls": 4, "bpftrace": 5}
+var reportModeOrder = map[string]int{"none": 0, "audit": 1, "auditd": 2, "auditd-sync": 3, "auditd-data": 4, "ebpf": 5, "ebpf-syscalls": 6, "bpftrace": 7}
 
 var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3}
 
@@ -175,8 +175,8 @@ func newReportNode(source string, f *File) *ReportNode {
 	}
 	sortResults(n.Rows)
 	sortResults(n.Skipped)
-	n.Charts = reportCharts(n.Rows)
 	n.Storage = reportStorage(n.Rows)
+	n.Charts = reportCharts(n.Rows, n.Label)
 	n.Rec = recommend(n)
 	return n
 }
@@ -203,6 +203,15 @@ func sortResults(rs []Result) {
 	})
 }
 
+// Label names a row's mode for charts and the fleet: with its storage when
+// the node measured more than one kind of storage.
+func (n *ReportNode) Label(r Result) string {
+	if n.Storage == nil {
+		return r.Mode
+	}
+	return r.ModeLabel()
+}
+
 // ModeLabel is a row's mode with its storage, when it names one.
 func (r Result) ModeLabel() string {
 	if r.Storage == "" {
@@ -211,7 +220,7 @@ func (r Result) ModeLabel() string {
 	return r.Mode + " (" + r.Storage + ")"
 }
 
-func reportCharts(rows []Result) []ReportChart {
+func reportCharts(rows []Result, label func(Result) string) []ReportChart {
 	var out []ReportChart
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Workload != r.Workload {
@@ -222,7 +231,7 @@ func reportCharts(rows []Result) []ReportChart {
 		if r.Mode == "none" && ratio == 0 {
 			ratio = 1
 		}
-		c.Bars = append(c.Bars, ReportBar{Label: r.ModeLabel(), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost})
+		c.Bars = append(c.Bars, ReportBar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost})
 		if ratio > c.Max {
 			c.Max = ratio
 		}
@@ -254,7 +263,7 @@ func reportStorage(rows []Result) *ReportStorage {
 			kinds = append(kinds, r.Storage)
 		}
 	}
-	if len(kinds) == 0 {
+	if len(kinds) < 2 {
 		return nil
 	}
 	sort.SliceStable(kinds, func(i, j int) bool { return storageRank(kinds[i]) < storageRank(kinds[j]) })
@@ -502,6 +511,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 	})
 
 	type acc struct {
+		label  string
 		ratios []float64
 		names  []string
 		lost   int
@@ -513,12 +523,17 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 			if r.Mode == "none" {
 				continue
 			}
-			k := r.Workload + "\x00" + r.ModeLabel()
+			label := n.Label(r)
+			k := r.Workload + "\x00" + label
 			a, ok := accs[k]
 			if !ok {
-				a = &acc{}
+				a = &acc{label: label}
 				accs[k] = a
-				keys = append(keys, Result{Workload: r.Workload, Mode: r.Mode, Storage: r.Storage})
+				st := ""
+				if label != r.Mode {
+					st = r.Storage
+				}
+				keys = append(keys, Result{Workload: r.Workload, Mode: r.Mode, Storage: st})
 			}
 			a.ratios = append(a.ratios, r.RatioElapsed)
 			a.names = append(a.names, n.Name)
@@ -530,7 +545,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 	sortResults(keys)
 	for _, k := range keys {
 		a := accs[k.Workload+"\x00"+k.ModeLabel()]
-		s := ReportSpread{Workload: k.Workload, Mode: k.ModeLabel(), N: len(a.ratios), LostNodes: a.lost}
+		s := ReportSpread{Workload: k.Workload, Mode: a.label, N: len(a.ratios), LostNodes: a.lost}
 		for i, v := range a.ratios {
 			if i == 0 || v < s.Min {
 				s.Min, s.MinNode = v, a.names[i]

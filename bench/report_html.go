@@ -56,6 +56,8 @@ var modeColors = map[string]string{
 	"none":          "#7a8ca3",
 	"audit":         "#e08a2c",
 	"auditd":        "#c0392b",
+	"auditd-sync":   "#8e2418",
+	"auditd-data":   "#d4634f",
 	"ebpf":          "#2f6fb0",
 	"ebpf-syscalls": "#5aa0d8",
 	"bpftrace":      "#3c9d5d",

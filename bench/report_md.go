@@ -45,6 +45,21 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 		"ratio":     func(v float64) string { return fmt.Sprintf("%.2fx", v) },
 		"pct":       func(v float64) string { return fmt.Sprintf("%+.0f%%", v) },
 		"textchart": textChart,
+		"count": func(v int64) string {
+			if v < 0 {
+				return "-" // the mode cannot tell
+			}
+			return fmt.Sprint(v)
+		},
+		"rowNotes": func(rs []Result) []Result {
+			var out []Result
+			for _, r := range rs {
+				if r.Note != "" {
+					out = append(out, r)
+				}
+			}
+			return out
+		},
 		"auditLine": factsAudit,
 		"rulesLine": factsRules,
 		"ebpfLine":  factsEBPF,
