@@ -80,10 +80,6 @@ var bpftraceEventMaps = map[string]bool{
 type bpftraceMode struct {
 	bpftrace  string
 	hasCgroup bool
-	// ownTracefs: tracefs is not mounted, so bpftrace runs in a mount
-	// namespace of its own where it is: nothing changes on the node and
-	// nothing is left mounted, whatever happens to bench.
-	ownTracefs bool
 
 	w   *watcher
 	cpu cpuMeter
@@ -105,17 +101,7 @@ func (m *bpftraceMode) Setup(context.Context) error {
 	if !m.hasCgroup {
 		return Skipf("the seed's bpftrace program filters on the workload's cgroup: this node has no cgroup v2 hierarchy")
 	}
-	m.ownTracefs = !tracefsMounted()
 	return nil
-}
-
-func tracefsMounted() bool {
-	for _, d := range []string{"/sys/kernel/tracing/events/syscalls", "/sys/kernel/debug/tracing/events/syscalls"} {
-		if _, err := os.Stat(d); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *bpftraceMode) Start(ctx context.Context, run *Run) error {
@@ -127,15 +113,15 @@ func (m *bpftraceMode) Start(ctx context.Context, run *Run) error {
 		return fmt.Errorf("writing bpftrace program: %w", err)
 	}
 	args := []string{"-B", "line", prog, strconv.FormatUint(run.CgroupID, 10)}
-	var cmd *exec.Cmd
-	if m.ownTracefs {
-		cmd = exec.Command("/bin/sh", append([]string{"-c",
-			`mount -t tracefs nodev /sys/kernel/tracing && exec "$0" "$@"`, m.bpftrace}, args...)...)
-		// Go makes / private in the new namespace, so the mount stays in it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	} else {
-		cmd = exec.Command(m.bpftrace, args...)
-	}
+	// bpftrace needs tracefs. It runs in a mount namespace of its own and
+	// mounts tracefs there when the node has not: nothing changes on the
+	// node, nothing is left mounted whatever happens to bench, and nobody
+	// unmounting tracefs on the node pulls it from under bpftrace.
+	cmd := exec.Command("/bin/sh", append([]string{"-c",
+		`[ -d /sys/kernel/tracing/events/syscalls ] || mount -t tracefs nodev /sys/kernel/tracing || exit 1; exec "$0" "$@"`,
+		m.bpftrace}, args...)...)
+	// Go makes / private in the new namespace, so the mount stays in it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	w, err := startWatcher(ctx, "bpftrace", cmd, true, "tracer-bench: watching", 2*time.Minute)
 	if err != nil {
 		return err

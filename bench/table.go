@@ -22,7 +22,11 @@ func WriteTable(out io.Writer, results []Result) error {
 			storage = "-"
 		}
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\tskipped\t\t\t\t\t\t\t\t\n", r.Workload, r.Mode, storage)
+			what := "skipped"
+			if strings.HasPrefix(r.Skipped, "failed") {
+				what = "FAILED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Workload, r.Mode, storage, what)
 			notes = append(notes, fmt.Sprintf("%s %s: %s", r.Workload, r.Mode, r.Skipped))
 			continue
 		}

@@ -68,12 +68,12 @@ var builtins = []builtin{
 	},
 	{
 		name: "signal-storm", desc: "kill(getpid(), SIGUSR1) in a tight loop, SIGUSR1 ignored",
-		def: 200000, quick: 20000, goRuntime: true, countNoun: "kills",
+		def: 200000, quick: 50000, goRuntime: true, countNoun: "kills",
 		expected: func(n int64) Counts { return Counts{Exec: 1, Signal: n} },
 	},
 	{
 		name: "syscall-tax", desc: "getppid() in a tight loop: a syscall no rule names",
-		def: 3000000, quick: 300000, goRuntime: true, countNoun: "getppid calls",
+		def: 3000000, quick: 500000, goRuntime: true, countNoun: "getppid calls",
 		expected: func(n int64) Counts { return Counts{Exec: 1} },
 	},
 	{

@@ -1,0 +1,169 @@
+//go:build linux
+
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// buildTracer builds cmd/tracer: bench runs itself as the watcher and as
+// the Go workloads, so the test needs the real binary.
+func buildTracer(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(t.TempDir(), "tracer")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/tracer")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building tracer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func leftovers(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pat := range []string{"/var/tmp/tracer-bench-*", "/tmp/tracer-bench-work-*"} {
+		m, _ := filepath.Glob(pat)
+		out = append(out, m...)
+	}
+	if root := cgroupV2Mount(); root != "" {
+		m, _ := filepath.Glob(filepath.Join(root, "tracer-bench-*"))
+		out = append(out, m...)
+	}
+	return out
+}
+
+// TestQuickBench runs `tracer bench --quick` for real with this tool's two
+// backends: every built-in workload, interleaved rounds, and checks the
+// result file's shape and that each of our modes saw exactly the events
+// each workload makes, none lost.
+func TestQuickBench(t *testing.T) {
+	tracertest.LockAudit(t)
+	bin := buildTracer(t)
+	before := strings.Join(leftovers(t), " ")
+	out := filepath.Join(t.TempDir(), "quick.json")
+	cmd := exec.Command(bin, "bench", "--quick", "--modes", "none,audit,ebpf", "--out", out)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tracer bench --quick: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	t.Logf("\n%s", stdout.String())
+
+	f, err := ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Node.Kernel == "" {
+		t.Errorf("result file has no node facts: %+v", f.Node)
+	}
+	want := map[string]bool{}
+	for _, w := range Builtins() {
+		for _, m := range []string{"none", "audit", "ebpf"} {
+			want[w+"/"+m] = true
+		}
+	}
+	if len(f.Results) != len(want) {
+		t.Errorf("%d results, want %d (4 workloads x 3 modes)", len(f.Results), len(want))
+	}
+	for _, r := range f.Results {
+		key := r.Workload + "/" + r.Mode
+		if !want[key] {
+			t.Errorf("unexpected result %s", key)
+			continue
+		}
+		delete(want, key)
+		if r.Skipped != "" {
+			t.Errorf("%s skipped: %s", key, r.Skipped)
+			continue
+		}
+		if r.Rounds != QuickRounds {
+			t.Errorf("%s: %d rounds, want %d", key, r.Rounds, QuickRounds)
+		}
+		if !(r.ElapsedS > 0 && r.ElapsedMinS <= r.ElapsedS && r.ElapsedS <= r.ElapsedMaxS) {
+			t.Errorf("%s: elapsed %v not within min %v and max %v", key, r.ElapsedS, r.ElapsedMinS, r.ElapsedMaxS)
+		}
+		if r.UserS+r.SysS <= 0 || r.CPUPct <= 0 || r.RatioElapsed <= 0 {
+			t.Errorf("%s: user %v sys %v cpu %v%% ratio %v", key, r.UserS, r.SysS, r.CPUPct, r.RatioElapsed)
+		}
+		n := DefaultCount(r.Workload, true)
+		w, err := NewBuiltin(r.Workload, n, true, bin, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.EventsExpected != w.Expected.Total() {
+			t.Errorf("%s: events_expected %d, want %d", key, r.EventsExpected, w.Expected.Total())
+		}
+		if r.Mode == "none" {
+			if r.RatioElapsed != 1 || r.EventsSeen != -1 || r.Storage != "" {
+				t.Errorf("%s: ratio %v, seen %d, storage %q; want 1, -1, none", key, r.RatioElapsed, r.EventsSeen, r.Storage)
+			}
+			continue
+		}
+		if r.EventsSeen != r.EventsExpected || r.EventsLost != 0 {
+			t.Errorf("%s: seen %d of %d, lost %d (note: %s)", key, r.EventsSeen, r.EventsExpected, r.EventsLost, r.Note)
+		}
+		if r.TracerCPUS <= 0 || r.Storage != "ssd" {
+			t.Errorf("%s: tracer_cpu_s %v, storage %q", key, r.TracerCPUS, r.Storage)
+		}
+	}
+	for k := range want {
+		t.Errorf("no result for %s", k)
+	}
+	if after := strings.Join(leftovers(t), " "); after != before {
+		t.Errorf("bench left behind: %s (before: %s)", after, before)
+	}
+	if b, err := exec.Command("auditctl", "-l").Output(); err == nil && strings.Contains(string(b), "key=tracer") {
+		t.Errorf("audit rules left after bench:\n%s", b)
+	}
+}
+
+// TestBenchCommand measures a command given after --: its events are not
+// known in advance, and what the ebpf mode saw of /bin/true is its exec.
+func TestBenchCommand(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := buildTracer(t)
+	out := filepath.Join(t.TempDir(), "cmd.json")
+	cmd := exec.Command(bin, "bench", "--modes", "ebpf", "--rounds", "2", "--out", out, "--", "/bin/true")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tracer bench -- /bin/true: %v\n%s", err, b)
+	}
+	f, err := ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Results) != 2 {
+		t.Fatalf("%d results, want none and ebpf: %+v", len(f.Results), f.Results)
+	}
+	for _, r := range f.Results {
+		if r.Workload != "/bin/true" || r.EventsExpected != -1 || r.Rounds != 2 {
+			t.Errorf("%+v", r)
+		}
+		if r.Mode == "ebpf" && r.EventsSeen != 1 {
+			t.Errorf("ebpf saw %d events of /bin/true, want 1 (its exec)", r.EventsSeen)
+		}
+	}
+	// Bad input: exit status 2, one line saying what to do.
+	for _, args := range [][]string{
+		{"bench", "--modes", "none,strace"},
+		{"bench", "--workload", "fork-bomb"},
+		{"bench", "--storage", "tape"},
+		{"bench", "--workload", "cis-shell", "--", "/bin/true"},
+		{"bench", "stray"},
+	} {
+		c := exec.Command(bin, args...)
+		b, err := c.CombinedOutput()
+		if c.ProcessState == nil || c.ProcessState.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
+			t.Errorf("tracer %s: %v, output %q: want exit status 2 and one line", strings.Join(args, " "), err, b)
+		}
+	}
+	_ = os.Remove(out)
+}
