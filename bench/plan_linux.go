@@ -106,7 +106,7 @@ func Prepare(o Options) (b *Bench, err error) {
 			_ = b.Close()
 		}
 	}()
-	if b.workDir, err = os.MkdirTemp("", "tracer-bench-work-"); err != nil {
+	if b.workDir, err = os.MkdirTemp("/var/tmp", stalePrefix()); err != nil {
 		return nil, fmt.Errorf("making work directory: %w", err)
 	}
 	for _, n := range names {
@@ -120,6 +120,7 @@ func Prepare(o Options) (b *Bench, err error) {
 		b.Workloads = append(b.Workloads, NewCommand(o.Command))
 	}
 	if os.Geteuid() == 0 {
+		removeStale()
 		if b.cgroup, err = NewCgroup(); err != nil {
 			return nil, err
 		}

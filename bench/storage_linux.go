@@ -61,7 +61,7 @@ func OpenStorage(kind, logDir string) (s *Storage, err error) {
 		s.Desc = describeDir(dir)
 		return s, nil
 	case "ssd":
-		dir, err := os.MkdirTemp("/var/tmp", "tracer-bench-")
+		dir, err := os.MkdirTemp("/var/tmp", stalePrefix())
 		if err != nil {
 			return nil, fmt.Errorf("making log directory: %w", err)
 		}
@@ -124,7 +124,7 @@ func (s *Storage) simulateHDD() error {
 			return tracer.Usagef("cannot simulate an HDD: %s not found (install util-linux and e2fsprogs); give --log-dir on a real disk instead", tool)
 		}
 	}
-	base, err := os.MkdirTemp("/var/tmp", "tracer-bench-hdd-")
+	base, err := os.MkdirTemp("/var/tmp", stalePrefix())
 	if err != nil {
 		return fmt.Errorf("making directory for the simulated disk: %w", err)
 	}
@@ -204,6 +204,49 @@ func (s *Storage) simulateHDD() error {
 	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) throttled to %d write IOPS and %d MB/s in the blkio cgroup",
 		loop, diskOf(base).name, hddWriteIOPS, hddWriteBPS>>20)
 	return nil
+}
+
+// stalePrefix names bench's directories under /var/tmp after its pid, so
+// that a later run can tell the leftovers of a killed one.
+func stalePrefix() string { return fmt.Sprintf("tracer-bench-%d-", os.Getpid()) }
+
+// removeStale undoes what a bench killed with SIGKILL left under /var/tmp:
+// a simulated disk's throttle, mount and loop device, and the directories.
+func removeStale() {
+	dirs, _ := filepath.Glob("/var/tmp/tracer-bench-*-*")
+	for _, dir := range dirs {
+		f := strings.SplitN(strings.TrimPrefix(filepath.Base(dir), "tracer-bench-"), "-", 2)
+		pid, err := strconv.Atoi(f[0])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
+			continue // its bench still runs
+		}
+		mounted := false
+		for _, m := range mountInfo() {
+			if m.point != filepath.Join(dir, "mnt") {
+				continue
+			}
+			mounted = true
+			var st unix.Stat_t
+			if unix.Stat(m.source, &st) == nil {
+				dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+				if blkio := cgroupV1Mount("blkio"); blkio != "" {
+					for _, file := range []string{"blkio.throttle.write_iops_device", "blkio.throttle.write_bps_device"} {
+						_ = os.WriteFile(filepath.Join(blkio, file), []byte(dev+" 0"), 0)
+					}
+				}
+			}
+			if unix.Unmount(m.point, 0) == nil {
+				mounted = false
+				_ = exec.Command("losetup", "-d", m.source).Run()
+			}
+		}
+		if !mounted {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // disk is what bench says about the block device under a directory.
@@ -302,6 +345,7 @@ type mountEntry struct {
 	major, minor uint32
 	point        string
 	fstype       string
+	source       string
 	options      string // mount options and super options
 }
 
@@ -339,7 +383,7 @@ func parseMountInfoLine(line string) (mountEntry, bool) {
 	b, _ := strconv.ParseUint(min, 10, 32)
 	return mountEntry{
 		major: uint32(a), minor: uint32(b), point: unescapeMount(f[4]),
-		fstype: g[0], options: f[5] + "," + g[2],
+		fstype: g[0], source: g[1], options: f[5] + "," + g[2],
 	}, true
 }
 
