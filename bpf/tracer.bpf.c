@@ -130,6 +130,15 @@ struct exec_event {
 	char data[DATA_MAX];
 };
 
+/* An exec between syscall entry and exit (syscalls and fentry sets). */
+struct exec_start {
+	struct event_hdr h; /* comm before the exec, time of the call */
+	__u32 ppid;
+	__u32 _pad;
+	__u64 filename; /* the caller's pointers */
+	__u64 argv;
+};
+
 _Static_assert(sizeof(struct event_hdr) == 40, "event_hdr layout");
 _Static_assert(sizeof(struct event) == 56, "event layout");
 _Static_assert(__builtin_offsetof(struct exec_event, data) == 64, "exec_event layout");
@@ -195,9 +204,9 @@ struct {
  * thread execs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 4096);
 	__type(key, __u64);
-	__type(value, struct exec_event);
+	__type(value, struct exec_start);
 } execs SEC(".maps");
 
 /* Signal records between sys_enter and sys_exit (syscalls probe set). */
@@ -467,16 +476,6 @@ static __always_inline bool pass_current(__u32 *tgid, union comm *comm)
 	return pass_comm(comm->c);
 }
 
-/* As pass_current, for records built in place (exec). */
-static __always_inline bool pass_task(struct event_hdr *h, __u32 *tgid)
-{
-	*tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!pass_pid(*tgid))
-		return false;
-	bpf_get_current_comm(h->comm, sizeof(h->comm));
-	return pass_comm(h->comm);
-}
-
 /* ---- exec ---- */
 
 static __always_inline void exec_count(const char *comm, const char *filename, bool kernel)
@@ -510,38 +509,57 @@ static __always_inline const char *argv_at(const void *argv, int i, bool compat)
 	return p;
 }
 
-/*
- * At syscall entry: record comm (before the exec replaces it), filename and
- * argv (the new image replaces the memory they are in) in the execs map; the
- * exit probe adds the return value and sends the record.
- */
-static __always_inline int exec_enter(const char *filename, const void *argv, bool compat, __u8 sc)
+#define ARGV_BYTES (ARGC_MAX * ARG_MAX)
+
+/* Stores the filename at the start of e->data; returns its size, NUL included. */
+static __always_inline __u32 exec_filename(struct exec_event *e, const char *filename, bool kernel)
 {
-	__u32 zero = 0, tgid;
-	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
-	if (!e)
-		return 0;
-	if (!pass_task(&e->h, &tgid))
-		return 0;
-	if (cfg_count_only) {
-		exec_count(e->h.comm, filename, false);
-		return 0;
-	}
-
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	union comm c;
-	__builtin_memcpy(c.c, e->h.comm, COMM_LEN);
-	fill_hdr(&e->h, EV_EXEC, sc, tgid, c.c, now_ns(), false);
-	e->h.flags = compat ? EVF_COMPAT : 0;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->ret = 0;
-
-	long n = bpf_probe_read_user_str(e->data, FILENAME_MAX, filename);
+	long n = kernel ? bpf_probe_read_kernel_str(e->data, FILENAME_MAX, filename)
+			: bpf_probe_read_user_str(e->data, FILENAME_MAX, filename);
 	if (n <= 0) {
 		e->data[0] = 0;
 		n = 1;
 	}
-	__u32 pos = n;
+	__u32 pos = n & (FILENAME_MAX * 2 - 1);
+	return pos > FILENAME_MAX ? FILENAME_MAX : pos;
+}
+
+/*
+ * After a successful exec, from the new image's argument area: argv
+ * strings from mm->arg_start, the filename as passed (AT_EXECFN) after the
+ * environment at mm->env_end, argc at the bottom of the stack. The exec
+ * has just written all of it, so it is resident: reading the caller's
+ * memory instead may fault (a forked child's untouched pages).
+ */
+static __always_inline __u32 exec_image(struct exec_event *e, const char *kfilename)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	__u32 pos = kfilename ? exec_filename(e, kfilename, true)
+			      : exec_filename(e, (const char *)BPF_CORE_READ(mm, env_end), false);
+	unsigned long start = BPF_CORE_READ(mm, arg_start), end = BPF_CORE_READ(mm, arg_end);
+	__u32 len = 0;
+	if (end > start) {
+		len = end - start;
+		if (len > ARGV_BYTES) {
+			len = ARGV_BYTES;
+			e->h.flags |= EVF_ARGV_TRUNC;
+		}
+		if (bpf_probe_read_user(&e->data[pos], len, (const void *)start))
+			len = 0;
+	}
+	__u64 argc = 0;
+	bpf_probe_read_user(&argc, sizeof(argc), (const void *)BPF_CORE_READ(mm, start_stack));
+	e->argc = argc > 255 ? 255 : argc;
+	e->filename_size = pos;
+	e->argv_size = len;
+	return pos + len;
+}
+
+/* After a failed exec, from the caller's memory, which is still there. */
+static __always_inline __u32 exec_args(struct exec_event *e, const char *filename, const void *argv, bool compat)
+{
+	__u32 pos = exec_filename(e, filename, false);
 	__u32 start = pos;
 	__u8 argc = 0;
 #pragma unroll
@@ -551,39 +569,74 @@ static __always_inline int exec_enter(const char *filename, const void *argv, bo
 			goto done;
 		if (pos > DATA_MAX - ARG_MAX)
 			goto trunc;
-		n = bpf_probe_read_user_str(&e->data[pos], ARG_MAX, arg);
+		long n = bpf_probe_read_user_str(&e->data[pos], ARG_MAX, arg);
 		if (n <= 0)
 			goto trunc;
 		pos += n;
 		argc++;
 	}
-	if (argv_at(argv, ARGC_MAX, compat))
-		goto trunc;
-	goto done;
+	if (!argv_at(argv, ARGC_MAX, compat))
+		goto done;
 trunc:
 	e->h.flags |= EVF_ARGV_TRUNC;
 done:
 	e->filename_size = start;
 	e->argv_size = pos - start;
 	e->argc = argc;
+	return pos;
+}
 
-	__u64 key = bpf_get_current_task();
-	if (bpf_map_update_elem(&execs, &key, e, BPF_ANY))
+/*
+ * At syscall entry: the comm before the exec replaces it, and where the
+ * filename and argv are; the exit probe reads them once it knows whether
+ * the exec succeeded.
+ */
+static __always_inline int exec_enter(const char *filename, const void *argv, bool compat, __u8 sc)
+{
+	union comm comm;
+	__u32 tgid;
+	if (!pass_current(&tgid, &comm))
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct exec_start st;
+	fill_hdr(&st.h, EV_EXEC, sc, tgid, comm.c, now_ns(), false);
+	st.h.flags = compat ? EVF_COMPAT : 0;
+	st.ppid = BPF_CORE_READ(task, real_parent, tgid);
+	st._pad = 0;
+	st.filename = (__u64)filename;
+	st.argv = (__u64)argv;
+	__u64 key = (__u64)task;
+	if (bpf_map_update_elem(&execs, &key, &st, BPF_ANY))
 		lost_inc(LOST_MAP);
 	return 0;
 }
 
 static __always_inline int exec_exit(void *ctx, long ret)
 {
+	__u32 zero = 0;
 	__u64 key = bpf_get_current_task();
-	struct exec_event *e = bpf_map_lookup_elem(&execs, &key);
-	if (!e)
+	struct exec_start *st = bpf_map_lookup_elem(&execs, &key);
+	if (!st)
 		return 0;
+	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!e)
+		goto out;
+	if (cfg_count_only) {
+		const char *filename = (const char *)st->filename;
+		if (ret == 0)
+			filename = (const char *)BPF_CORE_READ((struct task_struct *)key, mm, env_end);
+		exec_count(st->h.comm, filename, false);
+		goto out;
+	}
+	__builtin_memcpy(&e->h, &st->h, sizeof(e->h));
+	e->ppid = st->ppid;
 	e->ret = ret;
-	__u64 size = __builtin_offsetof(struct exec_event, data) + (__u64)e->filename_size + (__u64)e->argv_size;
-	if (size > sizeof(*e))
-		size = sizeof(*e);
-	output(ctx, e, size, now_ns());
+	__u32 size = ret == 0 ? exec_image(e, NULL)
+			      : exec_args(e, (const char *)st->filename, (const void *)st->argv, st->h.flags & EVF_COMPAT);
+	if (size > DATA_MAX)
+		size = DATA_MAX;
+	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now_ns());
+out:
 	bpf_map_delete_elem(&execs, &key);
 	return 0;
 }
@@ -1181,8 +1234,6 @@ int sched_task_rename(__u64 *ctx)
 	return stash_comm();
 }
 
-#define ARGV_BYTES (ARGC_MAX * ARG_MAX)
-
 /*
  * A successful exec: filename from the binprm, argv from the new image's
  * argument area (the strings as passed, copied there by the exec).
@@ -1220,31 +1271,10 @@ int sched_exec(__u64 *ctx)
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	e->ret = 0;
 
-	long n = bpf_probe_read_kernel_str(e->data, FILENAME_MAX, filename);
-	if (n <= 0) {
-		e->data[0] = 0;
-		n = 1;
-	}
-	__u32 pos = n & (FILENAME_MAX * 2 - 1);
-	if (pos > FILENAME_MAX)
-		pos = FILENAME_MAX;
-	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
-	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
-	__u32 len = 0;
-	if (end > start) {
-		len = end - start;
-		if (len > ARGV_BYTES) {
-			len = ARGV_BYTES;
-			e->h.flags |= EVF_ARGV_TRUNC;
-		}
-		if (bpf_probe_read_user(&e->data[pos], len, (const void *)start))
-			len = 0;
-	}
-	int argc = BPF_CORE_READ(bprm, argc);
-	e->argc = argc > 255 ? 255 : argc;
-	e->filename_size = pos;
-	e->argv_size = len;
-	output(ctx, e, __builtin_offsetof(struct exec_event, data) + pos + len, now);
+	__u32 size = exec_image(e, filename);
+	if (size > DATA_MAX)
+		size = DATA_MAX;
+	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);
 out:
 	if (old)
 		bpf_map_delete_elem(&exec_comm, &key);

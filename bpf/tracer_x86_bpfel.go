@@ -57,6 +57,15 @@ type TracerExecKey struct {
 	Filename [256]int8
 }
 
+type TracerExecStart struct {
+	_        structs.HostLayout
+	H        TracerEventHdr
+	Ppid     uint32
+	Pad      uint32
+	Filename uint64
+	Argv     uint64
+}
+
 type TracerSignalKey struct {
 	_      structs.HostLayout
 	Comm   [16]int8

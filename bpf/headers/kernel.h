@@ -87,8 +87,10 @@ struct pid {
 };
 
 struct mm_struct {
+	unsigned long start_stack;
 	unsigned long arg_start;
 	unsigned long arg_end;
+	unsigned long env_end;
 };
 
 struct linux_binprm {

@@ -120,25 +120,37 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		b.transport = "perf" // Linux < 5.8, early RHEL 8
 	}
 
-	set := cfg.Probes
-	if set == ProbesDefault {
-		set = ProbesSched
-		if b.forceSyscalls {
-			set = ProbesSyscalls
-		}
+	// The default: the sched set when streaming, so that no other syscall
+	// pays; the syscalls set when counting, which counts every call as
+	// audit and the seed's bpftrace program do, failed execs included (a
+	// count run is short and scoped to one command's tree). Either falls
+	// back to the other where the kernel lacks what it needs.
+	sets := []string{cfg.Probes}
+	switch {
+	case cfg.Probes != ProbesDefault:
+	case b.forceSyscalls:
+		sets = []string{ProbesSyscalls}
+	case cfg.CountOnly:
+		sets = []string{ProbesSyscalls, ProbesSched}
+	default:
+		sets = []string{ProbesSched, ProbesSyscalls}
 	}
-	err = b.start(cfg, kernel, set)
-	if err != nil && cfg.Probes == ProbesDefault && set == ProbesSched && unavailable(err) {
-		// A kernel without BTF tracepoints or bpf_task_pt_regs (< 5.15):
-		// the syscall tracepoints see the same events and more, at a cost.
-		firstErr := err
+	var first error
+	for _, set := range sets {
+		if err = b.start(cfg, kernel, set); err == nil {
+			break
+		}
 		b.cleanup()
-		if err = b.start(cfg, kernel, ProbesSyscalls); err != nil {
-			err = fmt.Errorf("%w (after the sched probes failed: %v)", err, firstErr)
+		if first == nil {
+			first = fmt.Errorf("%s probes: %v", set, err)
+		} else {
+			err = fmt.Errorf("%w (before: %v)", err, first)
+		}
+		if !unavailable(err) {
+			break
 		}
 	}
 	if err != nil {
-		b.cleanup()
 		return err
 	}
 	b.started = true
@@ -149,7 +161,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 // lacks something the probe set needs.
 func unavailable(err error) bool {
 	var ve *ebpf.VerifierError
-	return errors.Is(err, errMissingTarget) || errors.Is(err, ebpf.ErrNotSupported) ||
+	return errors.Is(err, errMissingTarget) || errors.Is(err, errNoTracefs) || errors.Is(err, ebpf.ErrNotSupported) ||
 		(errors.As(err, &ve) && strings.Contains(fmt.Sprint(ve.Log), "unknown func"))
 }
 
@@ -317,8 +329,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 			spec.Maps[name].MaxEntries = 1
 		}
 	}
-	stream := !cfg.CountOnly
-	unused("execs", stream && set != ProbesSched && cfg.Types.Has(tracer.TypeExec))
+	unused("execs", set != ProbesSched && cfg.Types.Has(tracer.TypeExec))
 	unused("exec_comm", set == ProbesSched && cfg.Types.Has(tracer.TypeExec))
 	unused("pending", set == ProbesSyscalls && cfg.Types.Has(tracer.TypeSignal))
 	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeExec))
@@ -394,8 +405,10 @@ func (b *Backend) setTrackOn() error {
 }
 
 // Track adds pid, and from then on its descendants, to the traced process
-// tree. Before Start it adds to Config.PID; after Start it turns the
-// process-tree filter on if Config.PID did not.
+// tree. Before Start it adds to Config.PID. After Start it adds a root to
+// the tree; if Start had no tree to follow, the kernel filter turns on
+// here, and what happened between Start and Track was not filtered: give
+// the first root before Start (a command started paused, as trace does).
 func (b *Backend) Track(pid uint32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

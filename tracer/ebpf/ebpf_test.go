@@ -27,12 +27,13 @@ import (
 // n and m are the workload's counts per syscall (m: signals outside the filter).
 const n, m = 3, 2
 
-// workloadArgs makes n events of each kind, one failed exec, m SIGUSR2
+// workloadArgs makes n events of each kind, one failed exec, n orphaned
+// grandchildren that exec from pages their fork did not copy, m SIGUSR2,
 // and exits 7.
 func workloadArgs() []string {
 	N, M := strconv.Itoa(n), strconv.Itoa(m)
 	return []string{"exec", N, "/bin/true", "execfail", "1", "fork", N, "vfork", N, "clone", N, "clone3", N,
-		"kill", N, "10", "tkill", N, "10", "tgkill", N, "10", "kill", M, "12", "exit", "7"}
+		"doublefork", N, "kill", N, "10", "tkill", N, "10", "tgkill", N, "10", "kill", M, "12", "exit", "7"}
 }
 
 // held is a command started under sh, waiting on its stdin before it execs
@@ -84,9 +85,15 @@ func runScoped(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	var c tracertest.Collector
+	var all []tracer.Event
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, c.Emit) }()
+	go func() {
+		done <- b.Run(ctx, func(e *tracer.Event) {
+			c.Emit(e)
+			all = append(all, *e)
+		})
+	}()
 	if code := h.run(t); code != 7 {
 		t.Errorf("workload exit status %d, want 7", code)
 	}
@@ -96,7 +103,15 @@ func runScoped(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return c.Tree(cfg.PID), cfg.PID
+	tree := c.Tree(cfg.PID)
+	if len(all) != len(tree) { // the kernel let through an event outside the tree
+		for _, e := range all {
+			if !slices.ContainsFunc(tree, func(t tracer.Event) bool { return t.PID == e.PID }) {
+				t.Errorf("event outside the tree of %d: %+v", cfg.PID, e)
+			}
+		}
+	}
+	return tree, cfg.PID
 }
 
 func allTypes() tracer.TypeSet {
@@ -115,16 +130,16 @@ func usr1() tracer.SignalSet {
 func wantKeys(bin string, failedExec bool) map[string]int {
 	want := map[string]int{
 		"exec sh " + bin:                 1,
-		"exec workload /bin/true":        2 * n, // exec n, and the clone3 (posix_spawn) children
+		"exec workload /bin/true":        3 * n, // exec, the clone3 (posix_spawn) children, the grandchildren
 		"fork workload vfork":            n + 1 + n,
-		"fork workload fork":             n,
+		"fork workload fork":             n + 2*n,
 		"fork workload clone":            n,
 		"fork workload clone3":           n,
 		"signal workload kill SIGUSR1":   n,
 		"signal workload tkill SIGUSR1":  n,
 		"signal workload tgkill SIGUSR1": n,
-		"exit true":                      2 * n,
-		"exit workload":                  1 + n + n + n + 1, // execfail, fork, vfork, clone children, root
+		"exit true":                      3 * n,
+		"exit workload":                  1 + n + n + n + n + 1, // execfail, fork, vfork, clone, doublefork children, root
 	}
 	if failedExec {
 		want["exec workload /nonexistent/tracer-enoent failed"] = 1
@@ -188,14 +203,18 @@ func checkFields(t *testing.T, events []tracer.Event, root uint32, start time.Ti
 			if e.PID == root {
 				wantPPID = uint32(os.Getpid())
 			}
+			if len(e.Argv) == 1 && e.Argv[0] == "/bin/true" {
+				wantPPID = e.PPID // an orphan: reparented to a subreaper or init
+			}
 			if e.PPID != wantPPID {
 				t.Errorf("exec %s by %d: ppid %d, want %d", e.Filename, e.PID, e.PPID, wantPPID)
 			}
-			if e.Filename == "/bin/true" && !slices.Equal(e.Argv, []string{"/bin/true", "arg1"}) && !slices.Equal(e.Argv, []string{"true"}) {
+			if e.Filename == "/bin/true" && !slices.Equal(e.Argv, []string{"/bin/true", "arg1"}) &&
+				!slices.Equal(e.Argv, []string{"true"}) && !slices.Equal(e.Argv, []string{"/bin/true"}) {
 				t.Errorf("exec /bin/true argv %q", e.Argv)
 			}
 		case tracer.TypeFork:
-			if e.PID != root || !pids[e.ChildPID] || e.ChildPID == root {
+			if !pids[e.PID] || !pids[e.ChildPID] || e.ChildPID == root {
 				t.Errorf("fork by %d: child %d is not a process of the tree", e.PID, e.ChildPID)
 			}
 		case tracer.TypeSignal:
@@ -296,16 +315,16 @@ func TestKernelFilters(t *testing.T) {
 func wantCounts(bin string, failedExec bool) *tracer.Counts {
 	c := tracer.NewCounts()
 	c.Exec[tracer.ExecKey{Comm: "sh", Filename: bin}] = 1
-	c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/bin/true"}] = 2 * n
-	c.Fork["workload"] = 5*n + 1
+	c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/bin/true"}] = 3 * n
+	c.Fork["workload"] = 7*n + 1
 	c.Signals[tracer.SignalKey{Comm: "workload", Signal: 10}] = 3 * n // Target set by the caller
-	c.SetTotal(tracer.TypeExec, 2*n+1)
-	c.SetTotal(tracer.TypeFork, 5*n+1)
+	c.SetTotal(tracer.TypeExec, 3*n+1)
+	c.SetTotal(tracer.TypeFork, 7*n+1)
 	c.SetTotal(tracer.TypeSignal, 3*n)
-	c.SetTotal(tracer.TypeExit, 5*n+2)
+	c.SetTotal(tracer.TypeExit, 7*n+2)
 	if failedExec {
 		c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/nonexistent/tracer-enoent"}] = 1
-		c.SetTotal(tracer.TypeExec, 2*n+2)
+		c.SetTotal(tracer.TypeExec, 3*n+2)
 	}
 	return c
 }
@@ -332,33 +351,44 @@ func compareCounts(t *testing.T, got, want *tracer.Counts, root uint32) {
 }
 
 // Counting mode: per-key counts in kernel maps, nothing streamed; the tree
-// given in Config.PID before Start, or with Track after Start.
+// given in Config.PID before Start, or with Track after Start. By default
+// it counts at the syscall tracepoints, failed execs included.
 func TestCountOnly(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := tracertest.BuildWorkload(t)
 	for _, c := range []struct {
 		name       string
 		probes     string
-		track      bool
+		track      string // how the workload's pid is given: config, before or after Start
 		failedExec bool
 	}{
-		{"default", "", false, false},
-		{"syscalls", ProbesSyscalls, false, true},
-		{"default, Track after Start", "", true, false},
+		{"default (syscalls)", "", "config", true},
+		{"sched", ProbesSched, "config", false},
+		{"sched, Track before Start", ProbesSched, "before", false},
+		{"sched, Track after Start", ProbesSched, "after", false},
+		{"default, Track after Start", "", "after", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes, cfg.CountOnly = allTypes(), usr1(), c.probes, true
 			b := New()
 			h := startHeld(t, bin, workloadArgs()...)
-			if !c.track {
+			switch c.track {
+			case "config":
 				cfg.PID = h.pid()
+			case "before":
+				if err := b.Track(h.pid()); err != nil {
+					t.Fatal(err)
+				}
+			case "after":
+				// Another tree is traced from Start; the workload joins later.
+				cfg.PID = startHeld(t, "/bin/true").pid()
 			}
 			if err := b.Start(cfg); err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if c.track {
+			if c.track == "after" {
 				if err := b.Track(h.pid()); err != nil {
 					t.Fatal(err)
 				}

@@ -103,6 +103,15 @@ func tracefsMounted() bool {
 	return false
 }
 
+// errNoTracefs marks the usage error of a node where tracefs cannot be mounted.
+var errNoTracefs = errors.New("tracefs unavailable")
+
+type noTracefsError struct{ tracer.UsageError }
+
+func (e *noTracefsError) Is(target error) bool {
+	return target == tracer.ErrUsage || target == errNoTracefs
+}
+
 // mountTracefs mounts tracefs when none is mounted and reports whether it
 // did (Close then unmounts it, leaving the node as found).
 func mountTracefs() (bool, error) {
@@ -110,7 +119,9 @@ func mountTracefs() (bool, error) {
 		return false, nil
 	}
 	if err := unix.Mount("tracefs", tracefsMount, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return false, tracer.Usagef("syscall tracepoints need tracefs, which is not mounted, and mounting it at %s failed (%v): mount -t tracefs tracefs %s, or use --probes default", tracefsMount, err, tracefsMount)
+		return false, &noTracefsError{tracer.UsageError{Msg: fmt.Sprintf(
+			"syscall tracepoints need tracefs, which is not mounted, and mounting it at %s failed (%v): mount -t tracefs tracefs %s, or use --probes sched",
+			tracefsMount, err, tracefsMount)}}
 	}
 	return true, nil
 }
