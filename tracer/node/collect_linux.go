@@ -180,23 +180,48 @@ func probeTracefsPrivate(e *EBPF) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("tracefs is not mounted and %s does not exist", dir)
 	}
+	var found EBPF
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		done <- func() error {
-			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-				return fmt.Errorf("tracefs probe: unshare mount namespace: %w", err)
-			}
-			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-				return fmt.Errorf("tracefs probe: making mounts private: %w", err)
-			}
-			if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
-				return fmt.Errorf("tracefs probe: mounting tracefs: %w", err)
-			}
-			Reader{Root: "/"}.readTracefs(e, dir)
-			e.TracefsProbed = true
-			return unix.Unmount(dir, 0)
+		if unix.Gettid() != unix.Getpid() {
+			done <- tracefsInPrivateNamespace(&found, dir)
+			return // exits the thread, and its namespace
+		}
+		// The main thread is never ended by the runtime, so it must not
+		// change namespace: hold it, and let a goroutine on another thread
+		// do the work.
+		inner := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			inner <- tracefsInPrivateNamespace(&found, dir)
 		}()
+		err := <-inner
+		runtime.UnlockOSThread()
+		done <- err
 	}()
-	return <-done
+	if err := <-done; err != nil {
+		return err
+	}
+	// What the mounted tracefs shows overrides the kernel config.
+	e.SyscallTracepoints, e.Kprobes, e.TracefsProbed = found.SyscallTracepoints, found.Kprobes, true
+	return nil
+}
+
+// tracefsInPrivateNamespace must run on a locked thread that then exits.
+func tracefsInPrivateNamespace(e *EBPF, dir string) error {
+	if unix.Gettid() == unix.Getpid() {
+		return errors.New("tracefs probe: refusing to change the main thread's mount namespace")
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("tracefs probe: unshare mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("tracefs probe: making mounts private: %w", err)
+	}
+	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("tracefs probe: mounting tracefs: %w", err)
+	}
+	Reader{Root: "/"}.readTracefs(e, dir)
+	return unix.Unmount(dir, 0)
 }

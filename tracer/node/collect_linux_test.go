@@ -129,6 +129,30 @@ func bpfFDs(t *testing.T) []string {
 	return out
 }
 
+func tracefsMounts(mountinfo string) []string {
+	var out []string
+	for _, m := range ParseMountinfo(mountinfo) {
+		if m.FSType == "tracefs" {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out
+}
+
+// threadsInOtherMountNS lists this process's threads whose mount namespace
+// is not ns.
+func threadsInOtherMountNS(t *testing.T, ns string) []string {
+	t.Helper()
+	var out []string
+	for _, tid := range dirNames("/proc/self/task") {
+		got, err := os.Readlink("/proc/self/task/" + tid + "/ns/mnt")
+		if err == nil && got != ns {
+			out = append(out, tid+": "+got)
+		}
+	}
+	return out
+}
+
 func dirNames(p string) []string {
 	ents, _ := os.ReadDir(p)
 	var out []string
@@ -177,6 +201,10 @@ func TestCollectLive(t *testing.T) {
 	pid32 := start32Bit(t)
 
 	mountsBefore := readTrim(t, "/proc/self/mountinfo")
+	nsBefore, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
 	pinnedBefore := dirNames("/sys/fs/bpf")
 
 	f, err := Collect()
@@ -188,8 +216,21 @@ func TestCollectLive(t *testing.T) {
 	if got := bpfFDs(t); len(got) > 0 {
 		t.Errorf("BPF objects still open after Collect: %v", got)
 	}
-	if got := readTrim(t, "/proc/self/mountinfo"); got != mountsBefore {
-		t.Errorf("the mount table changed:\nbefore:\n%s\nafter:\n%s", mountsBefore, got)
+	// No tracefs mount appeared (other tests may mount other things), and
+	// every thread is back in this process's mount namespace: the probe's
+	// private namespace went with its thread.
+	if got := tracefsMounts(readTrim(t, "/proc/self/mountinfo")); !reflect.DeepEqual(got, tracefsMounts(mountsBefore)) {
+		t.Errorf("tracefs mounts changed: %q -> %q", tracefsMounts(mountsBefore), got)
+	}
+	var stray []string
+	for i := 0; i < 100; i++ {
+		if stray = threadsInOtherMountNS(t, nsBefore); len(stray) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(stray) > 0 {
+		t.Errorf("threads left in another mount namespace: %v", stray)
 	}
 	if got := dirNames("/sys/fs/bpf"); !reflect.DeepEqual(got, pinnedBefore) {
 		t.Errorf("/sys/fs/bpf changed: %v -> %v", pinnedBefore, got)
