@@ -28,6 +28,10 @@ type treeCount struct {
 	// ThreadForks are fork events that created a thread of a GoRuntime
 	// workload: the runtime's, not the workload's, so not in Counts.
 	ThreadForks int64
+	// FailedForks are fork calls that made no process: most are clones the
+	// kernel restarts because a signal arrived (ERESTARTNOINTR), which the
+	// audit log records twice. Not in Counts: no process was made.
+	FailedForks int64
 	Procs       int // processes in the tree
 }
 
@@ -62,9 +66,12 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 		case tracer.TypeExec:
 			c.Exec++
 		case tracer.TypeFork:
-			if threads[e.Child] {
+			switch {
+			case e.Child == 0:
+				c.FailedForks++
+			case threads[e.Child]:
 				c.ThreadForks++
-			} else {
+			default:
 				c.Fork++
 			}
 		case tracer.TypeSignal:

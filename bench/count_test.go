@@ -94,3 +94,31 @@ func TestCountJSONLog(t *testing.T) {
 		t.Errorf("bad line: err = %v, want one naming line 2", err)
 	}
 }
+
+// A clone interrupted by a signal fails with ERESTARTNOINTR and is made
+// again: the audit log has both calls, but only one process was made.
+func TestCountRestartedClone(t *testing.T) {
+	log := `type=SYSCALL msg=audit(1.000:1): arch=c000003e syscall=59 success=yes exit=0 ppid=1 pid=500 comm="sh" key="tracer"
+type=SYSCALL msg=audit(1.001:2): arch=c000003e syscall=56 success=no exit=-513 ppid=1 pid=500 comm="sh" key="tracer"
+type=SYSCALL msg=audit(1.002:3): arch=c000003e syscall=56 success=yes exit=501 ppid=1 pid=500 comm="sh" key="tracer"
+type=SYSCALL msg=audit(1.003:4): arch=c000003e syscall=59 success=yes exit=0 ppid=500 pid=501 comm="sh" key="tracer"
+`
+	evs, err := readAuditLog(strings.NewReader(log), "tracer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := countTree(evs, 500, nil)
+	if want := (Counts{Exec: 2, Fork: 1}); c.Counts != want || c.FailedForks != 1 {
+		t.Errorf("%v, %d failed; want %v, 1", c.Counts, c.FailedForks, want)
+	}
+	if n := countNote(&Workload{Known: true, Expected: Counts{Exec: 2, Fork: 1}}, c); n != "1 fork calls that made no process (restarted clones) not counted" {
+		t.Errorf("note %q", n)
+	}
+}
+
+func TestNotesByRound(t *testing.T) {
+	got := notes([]Sample{{Round: 1, Note: "flush=SYNC"}, {Round: 2, Note: "flush=SYNC; saw x"}, {Round: 3, Note: "flush=SYNC"}})
+	if got != "flush=SYNC; saw x (round 2)" {
+		t.Errorf("notes = %q", got)
+	}
+}

@@ -327,7 +327,7 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
-	obs.Note = joinNote(obs.Note, countNote(run.Workload, c.Counts))
+	obs.Note = joinNote(obs.Note, countNote(run.Workload, c))
 	return obs, nil
 }
 

@@ -154,7 +154,7 @@ func (m *bpftraceMode) Stop(ctx context.Context, run *Run) (Observation, error) 
 		}
 	}
 	if w := run.Workload; w.Known && obs.Seen != w.Expected.Total() {
-		obs.Note = fmt.Sprintf("saw exec %d, fork %d, signal %d; expected %s", maps["total_exec_calls"],
+		obs.Note = fmt.Sprintf("saw exec %d, fork %d, signal %d, expected %s (bpftrace counts calls at entry, restarted clones too)", maps["total_exec_calls"],
 			maps["fork_calls"]+maps["vfork_calls"]+maps["clone_calls"]+maps["clone3_calls"], maps["signal_calls"], w.Expected)
 	}
 	return obs, nil

@@ -107,7 +107,7 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
-	obs.Note = countNote(run.Workload, c.Counts)
+	obs.Note = countNote(run.Workload, c)
 	return obs, nil
 }
 
@@ -120,10 +120,15 @@ func (m *tracerMode) Teardown() error {
 	return nil
 }
 
-// countNote says which classes differ from what the workload must make.
-func countNote(w *Workload, c Counts) string {
-	if !w.Known || c == w.Expected {
-		return ""
+// countNote says which classes differ from what the workload must make,
+// and what was set apart.
+func countNote(w *Workload, c treeCount) string {
+	note := ""
+	if w.Known && c.Counts != w.Expected {
+		note = fmt.Sprintf("saw %s, expected %s", c.Counts, w.Expected)
 	}
-	return fmt.Sprintf("saw %s; expected %s", c, w.Expected)
+	if c.FailedForks > 0 {
+		note = joinNote(note, fmt.Sprintf("%d fork calls that made no process (restarted clones) not counted", c.FailedForks))
+	}
+	return note
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -194,15 +196,28 @@ loop:
 	return results, errors.Join(failures...)
 }
 
-// notes keeps the distinct notes of the samples, in order.
+// notes keeps the distinct parts of the samples' notes, in order, with the
+// rounds they came from when not all rounds had them.
 func notes(samples []Sample) string {
-	seen := map[string]bool{}
-	out := ""
+	var order []string
+	rounds := map[string][]string{}
 	for _, s := range samples {
-		if s.Note != "" && !seen[s.Note] {
-			seen[s.Note] = true
-			out = joinNote(out, s.Note)
+		for _, part := range strings.Split(s.Note, "; ") {
+			if part == "" {
+				continue
+			}
+			if _, ok := rounds[part]; !ok {
+				order = append(order, part)
+			}
+			rounds[part] = append(rounds[part], strconv.Itoa(s.Round))
 		}
+	}
+	out := ""
+	for _, part := range order {
+		if r := rounds[part]; len(r) < len(samples) {
+			part += " (round " + strings.Join(r, ", ") + ")"
+		}
+		out = joinNote(out, part)
 	}
 	return out
 }
