@@ -105,6 +105,9 @@ func factsEBPF(f node.Facts) string {
 	lock := e.Lockdown
 	if lock == "" {
 		lock = "-"
+		if f.Config("CONFIG_SECURITY_LOCKDOWN_LSM") == "y" {
+			lock = "?"
+		}
 	}
 	tracefs := e.Tracefs
 	if tracefs == "" {

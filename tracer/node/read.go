@@ -96,6 +96,9 @@ func (r Reader) readFacts(f *Facts) {
 	if e.Tracefs != "" {
 		r.readTracefs(e, e.Tracefs)
 	}
+	if r.exists("/sys/kernel/debug/kprobes/list") {
+		e.Kprobes = Bool(true)
+	}
 
 	f.Procs.Scanned, f.Procs.Unreadable, f.Procs.Bits32, f.Audit.Auditd = r.scanProcs()
 	if f.Procs.Unreadable > 0 && !f.Root {
