@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Readable by all: TestNotRoot runs the binary as nobody.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	tracerBin = filepath.Join(dir, "tracer")
 	out, err := exec.Command("go", "build", "-o", tracerBin, ".").CombinedOutput()
 	if err != nil {
