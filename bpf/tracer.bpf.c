@@ -163,6 +163,7 @@ struct signal_key {
 const volatile __u8 cfg_count_only = 0;
 const volatile __u8 cfg_types = 0xff;	    /* event classes, 1 << enum event_type */
 const volatile __u8 cfg_perfbuf = 0;
+const volatile __u8 cfg_batch = 0;	    /* batch signal records per CPU (see on_signal) */
 const volatile __u8 cfg_coarse = 0;	    /* bpf_ktime_get_coarse_ns exists */	    /* events is a perf event array, not a ring buffer */
 const volatile __u8 cfg_sig_all = 1;	    /* no signal filter */
 const volatile __u64 cfg_sig_lo = 0;	    /* signals 0..63 */
@@ -175,6 +176,8 @@ const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
 __u64 last_fill_check = 0;
+
+#define barrier() asm volatile("" ::: "memory")
 
 #define WAKE_INTERVAL_NS 5000000ULL
 
@@ -273,6 +276,13 @@ static __always_inline void lost_inc(__u32 idx)
 		*v += 1;
 }
 
+static __always_inline void lost_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &idx);
+	if (v)
+		*v += n;
+}
+
 static __always_inline void total_inc(__u32 type)
 {
 	__u64 *v = bpf_map_lookup_elem(&totals, &type);
@@ -365,14 +375,68 @@ struct {
 	__type(value, struct event);
 } ev_scratch SEC(".maps");
 
+/*
+ * Signal records batched per CPU. Reserving and committing a ring buffer
+ * record (a lock and an atomic exchange on lines the reader shares) costs
+ * more than the rest of a signal record; in a storm, records after the
+ * first of a tick wait here and go to the ring together, in one record,
+ * when the batch is full, at the next record of a later tick, before any
+ * record this CPU sends directly (keeping the CPU's order), or when user
+ * space runs flush_batch on the CPU (every poll interval, and at the end).
+ * busy marks a program between its first and last access: one that
+ * interrupts it (an IRQ, a preempting task) sends its record directly.
+ */
+#define BATCH_BYTES 4096
+
+struct batch {
+	__u32 len;
+	__u32 busy;
+	__u64 tick; /* now_ns() of the last signal record on this CPU */
+	char buf[BATCH_BYTES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch);
+} batches SEC(".maps");
+
+static __always_inline void batch_flush(struct batch *b, __u64 now)
+{
+	__u32 len = b->len;
+	if (len > BATCH_BYTES)
+		len = BATCH_BYTES;
+	if (len && bpf_ringbuf_output(&events, b->buf, len, wake_flags(now)))
+		lost_add(LOST_OUTPUT, len / sizeof(struct event));
+	b->len = 0;
+}
+
+/* Sends what this CPU batched, unless a program it interrupted is batching. */
+static __always_inline void batch_drain(__u64 now)
+{
+	__u32 zero = 0;
+	if (!cfg_batch)
+		return;
+	struct batch *b = bpf_map_lookup_elem(&batches, &zero);
+	if (!b || b->busy || !b->len)
+		return;
+	b->busy = 1;
+	barrier();
+	batch_flush(b, now);
+	barrier();
+	b->busy = 0;
+}
+
 /* Room for one fork, signal or exit record: in the ring buffer itself, or
  * per-CPU scratch for the perf event array. NULL: the ring is full. */
-static __always_inline struct event *ev_reserve(void)
+static __always_inline struct event *ev_reserve(__u64 now)
 {
 	if (cfg_perfbuf) {
 		__u32 zero = 0;
 		return bpf_map_lookup_elem(&ev_scratch, &zero);
 	}
+	batch_drain(now);
 	return bpf_ringbuf_reserve(&events, sizeof(struct event), 0);
 }
 
@@ -389,6 +453,7 @@ static __always_inline void ev_submit(void *ctx, struct event *ev, __u64 now)
 static __always_inline void output(void *ctx, void *data, __u64 size, __u64 now)
 {
 	long err;
+	batch_drain(now);
 	if (cfg_perfbuf)
 		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
 	else
@@ -661,7 +726,7 @@ static __always_inline int on_fork(void *ctx, __u8 sc, long ret, bool btf)
 		return 0;
 	}
 	__u64 now = now_ns();
-	struct event *ev = ev_reserve();
+	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
 		return 0;
@@ -697,7 +762,36 @@ static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig
 		return 0;
 	}
 	__u64 now = now_ns();
-	struct event *ev = ev_reserve();
+	if (cfg_batch) {
+		__u32 zero = 0;
+		struct batch *b = bpf_map_lookup_elem(&batches, &zero);
+		/* The first signal of a tick goes at once: only a storm waits. */
+		if (b && !b->busy && (b->len || b->tick == now)) {
+			b->busy = 1;
+			barrier();
+			if (b->len > BATCH_BYTES - sizeof(struct event))
+				batch_flush(b, now);
+			__u32 off = b->len;
+			if (off <= BATCH_BYTES - sizeof(struct event)) {
+				struct event *ev = (struct event *)&b->buf[off];
+				fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, btf);
+				ev->h.flags = compat ? EVF_COMPAT : 0;
+				ev->a = target;
+				ev->b = sig;
+				ev->ret = ret;
+				b->len = off + sizeof(struct event);
+				if (b->tick != now)
+					batch_flush(b, now); /* a tick has passed: send what waited */
+			}
+			b->tick = now;
+			barrier();
+			b->busy = 0;
+			return 0;
+		}
+		if (b)
+			b->tick = now;
+	}
+	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
 		return 0;
@@ -722,7 +816,7 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
 		return 0;
 	}
 	__u64 now = now_ns();
-	struct event *ev = ev_reserve();
+	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
 		return 0;
@@ -1390,4 +1484,12 @@ SEC("raw_tp/sched_process_exit")
 int track_exit_raw(__u64 *ctx)
 {
 	return track_exit((struct task_struct *)ctx[0]);
+}
+
+/* Run by user space on each CPU (BPF_PROG_TEST_RUN): sends what it batched. */
+SEC("raw_tp")
+int flush_batch(void *ctx)
+{
+	batch_drain(now_ns());
+	return 0;
 }

@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type TracerBatch struct {
+	_    structs.HostLayout
+	Len  uint32
+	Busy uint32
+	Tick uint64
+	Buf  [4096]int8
+}
+
 type TracerCommKey struct {
 	_    structs.HostLayout
 	Comm [16]int8
@@ -83,6 +91,7 @@ type TracerTickTime struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TracerMapBatches                  = "batches"
 	TracerMapEvScratch                = "ev_scratch"
 	TracerMapEvents                   = "events"
 	TracerMapExecComm                 = "exec_comm"
@@ -117,6 +126,7 @@ const (
 	TracerProgFexitTkill              = "fexit_tkill"
 	TracerProgFexitVfork              = "fexit_vfork"
 	TracerProgFexitVfork0             = "fexit_vfork_0"
+	TracerProgFlushBatch              = "flush_batch"
 	TracerProgSchedExec               = "sched_exec"
 	TracerProgSchedExit               = "sched_exit"
 	TracerProgSchedFork               = "sched_fork"
@@ -143,6 +153,7 @@ const (
 	TracerProgTrackExitRaw            = "track_exit_raw"
 	TracerProgTrackForkBtf            = "track_fork_btf"
 	TracerProgTrackForkRaw            = "track_fork_raw"
+	TracerVarCfgBatch                 = "cfg_batch"
 	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
@@ -219,6 +230,7 @@ type TracerProgramSpecs struct {
 	FexitTkill              *ebpf.ProgramSpec `ebpf:"fexit_tkill"`
 	FexitVfork              *ebpf.ProgramSpec `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.ProgramSpec `ebpf:"fexit_vfork_0"`
+	FlushBatch              *ebpf.ProgramSpec `ebpf:"flush_batch"`
 	SchedExec               *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit               *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork               *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -251,6 +263,7 @@ type TracerProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerMapSpecs struct {
+	Batches      *ebpf.MapSpec `ebpf:"batches"`
 	EvScratch    *ebpf.MapSpec `ebpf:"ev_scratch"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ExecComm     *ebpf.MapSpec `ebpf:"exec_comm"`
@@ -272,6 +285,7 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
+	CfgBatch      *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCoarse     *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi     *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo     *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
@@ -307,6 +321,7 @@ func (o *TracerObjects) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerMaps struct {
+	Batches      *ebpf.Map `ebpf:"batches"`
 	EvScratch    *ebpf.Map `ebpf:"ev_scratch"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ExecComm     *ebpf.Map `ebpf:"exec_comm"`
@@ -326,6 +341,7 @@ type TracerMaps struct {
 
 func (m *TracerMaps) Close() error {
 	return _TracerClose(
+		m.Batches,
 		m.EvScratch,
 		m.Events,
 		m.ExecComm,
@@ -348,6 +364,7 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
+	CfgBatch      *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCoarse     *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi     *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo     *ebpf.Variable `ebpf:"cfg_comm_lo"`
@@ -386,6 +403,7 @@ type TracerPrograms struct {
 	FexitTkill              *ebpf.Program `ebpf:"fexit_tkill"`
 	FexitVfork              *ebpf.Program `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.Program `ebpf:"fexit_vfork_0"`
+	FlushBatch              *ebpf.Program `ebpf:"flush_batch"`
 	SchedExec               *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit               *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork               *ebpf.Program `ebpf:"sched_fork"`
@@ -435,6 +453,7 @@ func (p *TracerPrograms) Close() error {
 		p.FexitTkill,
 		p.FexitVfork,
 		p.FexitVfork0,
+		p.FlushBatch,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

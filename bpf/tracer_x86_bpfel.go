@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type TracerBatch struct {
+	_    structs.HostLayout
+	Len  uint32
+	Busy uint32
+	Tick uint64
+	Buf  [4096]int8
+}
+
 type TracerCommKey struct {
 	_    structs.HostLayout
 	Comm [16]int8
@@ -83,6 +91,7 @@ type TracerTickTime struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	TracerMapBatches                  = "batches"
 	TracerMapEvScratch                = "ev_scratch"
 	TracerMapEvents                   = "events"
 	TracerMapExecComm                 = "exec_comm"
@@ -127,6 +136,7 @@ const (
 	TracerProgFexitTkill32            = "fexit_tkill_32"
 	TracerProgFexitVfork              = "fexit_vfork"
 	TracerProgFexitVfork0             = "fexit_vfork_0"
+	TracerProgFlushBatch              = "flush_batch"
 	TracerProgSchedExec               = "sched_exec"
 	TracerProgSchedExit               = "sched_exit"
 	TracerProgSchedFork               = "sched_fork"
@@ -153,6 +163,7 @@ const (
 	TracerProgTrackExitRaw            = "track_exit_raw"
 	TracerProgTrackForkBtf            = "track_fork_btf"
 	TracerProgTrackForkRaw            = "track_fork_raw"
+	TracerVarCfgBatch                 = "cfg_batch"
 	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
@@ -239,6 +250,7 @@ type TracerProgramSpecs struct {
 	FexitTkill32            *ebpf.ProgramSpec `ebpf:"fexit_tkill_32"`
 	FexitVfork              *ebpf.ProgramSpec `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.ProgramSpec `ebpf:"fexit_vfork_0"`
+	FlushBatch              *ebpf.ProgramSpec `ebpf:"flush_batch"`
 	SchedExec               *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit               *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork               *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -271,6 +283,7 @@ type TracerProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerMapSpecs struct {
+	Batches      *ebpf.MapSpec `ebpf:"batches"`
 	EvScratch    *ebpf.MapSpec `ebpf:"ev_scratch"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ExecComm     *ebpf.MapSpec `ebpf:"exec_comm"`
@@ -292,6 +305,7 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
+	CfgBatch      *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCoarse     *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi     *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo     *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
@@ -327,6 +341,7 @@ func (o *TracerObjects) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerMaps struct {
+	Batches      *ebpf.Map `ebpf:"batches"`
 	EvScratch    *ebpf.Map `ebpf:"ev_scratch"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ExecComm     *ebpf.Map `ebpf:"exec_comm"`
@@ -346,6 +361,7 @@ type TracerMaps struct {
 
 func (m *TracerMaps) Close() error {
 	return _TracerClose(
+		m.Batches,
 		m.EvScratch,
 		m.Events,
 		m.ExecComm,
@@ -368,6 +384,7 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
+	CfgBatch      *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCoarse     *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi     *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo     *ebpf.Variable `ebpf:"cfg_comm_lo"`
@@ -416,6 +433,7 @@ type TracerPrograms struct {
 	FexitTkill32            *ebpf.Program `ebpf:"fexit_tkill_32"`
 	FexitVfork              *ebpf.Program `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.Program `ebpf:"fexit_vfork_0"`
+	FlushBatch              *ebpf.Program `ebpf:"flush_batch"`
 	SchedExec               *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit               *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork               *ebpf.Program `ebpf:"sched_fork"`
@@ -475,6 +493,7 @@ func (p *TracerPrograms) Close() error {
 		p.FexitTkill32,
 		p.FexitVfork,
 		p.FexitVfork0,
+		p.FlushBatch,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

@@ -218,3 +218,23 @@ func BenchmarkDecodeSignal(b *testing.B) {
 		}
 	}
 }
+
+// A ring record holding a CPU's batch of signal records is split; an exec
+// record (variable size) is not.
+func TestDeliverBatch(t *testing.T) {
+	b := New()
+	d := newDecoder()
+	var raw []byte
+	for sig := int32(1); sig <= 3; sig++ {
+		raw = append(raw, smallRecord(tracer.TypeSignal, 7, 99, sig, 0)...)
+	}
+	var got []int
+	b.deliverBatch(d, raw, new(tracer.Event), func(e *tracer.Event) { got = append(got, e.Signal) })
+	b.deliverBatch(d, execRecord("/bin/true", []string{"true"}, 0), new(tracer.Event), func(e *tracer.Event) { got = append(got, -int(e.Type)) })
+	if want := []int{1, 2, 3, -int(tracer.TypeExec)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("delivered %v, want %v", got, want)
+	}
+	if st := b.Stats(); st.Events[tracer.TypeSignal] != 3 || st.Events[tracer.TypeExec] != 1 || st.TotalLost() != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

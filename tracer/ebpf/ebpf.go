@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
@@ -61,6 +62,7 @@ type Backend struct {
 	closed  bool
 
 	probes    string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
+	batch     bool   // signal records are batched per CPU (see flushBatches)
 	transport string // "ringbuf" or "perf"
 	attached  []string
 	coll      *ebpf.Collection
@@ -84,6 +86,7 @@ type Backend struct {
 	forcePerf     bool
 	forceRawTrack bool
 	forceSyscalls bool
+	noBatch       bool
 }
 
 // New returns an eBPF backend; Start loads and attaches its programs.
@@ -119,6 +122,8 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	if b.forcePerf || features.HaveMapType(ebpf.RingBuf) != nil {
 		b.transport = "perf" // Linux < 5.8, early RHEL 8
 	}
+	// Batching needs a way to flush each CPU's batch from user space.
+	b.batch = b.transport == "ringbuf" && !cfg.CountOnly && !b.noBatch && haveRunOnCPU()
 
 	// The default: the sched set when streaming, so that no other syscall
 	// pays; the syscalls set when counting, which counts every call as
@@ -222,7 +227,11 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	if err := b.configure(spec, cfg, set); err != nil {
 		return err
 	}
-	if spec.Programs, err = programSpecs(spec, append(events, b.track...)); err != nil {
+	progs := append(events, b.track...)
+	if b.batch {
+		progs = append(progs, probe{name: "flush_batch", prog: "flush_batch", hook: hookNone})
+	}
+	if spec.Programs, err = programSpecs(spec, progs); err != nil {
 		return err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
@@ -272,6 +281,22 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	return nil
 }
 
+// haveRunOnCPU reports whether a raw tracepoint program can be run on a
+// chosen CPU (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU, Linux 5.10+).
+func haveRunOnCPU() bool {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.RawTracepoint,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		return false
+	}
+	defer prog.Close()
+	_, err = prog.Run(&ebpf.RunOptions{CPU: 0, Flags: unix.BPF_F_TEST_RUN_ON_CPU})
+	return err == nil
+}
+
 func bitsLen(n int) int {
 	l := 0
 	for ; n > 0; n >>= 1 {
@@ -296,6 +321,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_count_only": boolByte(cfg.CountOnly),
 		"cfg_types":      uint8(cfg.Types),
 		"cfg_perfbuf":    boolByte(b.transport == "perf"),
+		"cfg_batch":      boolByte(b.batch),
 		"cfg_sig_all":    boolByte(cfg.Signals.All()),
 		"cfg_sig_lo":     sigLo,
 		"cfg_sig_hi":     sigHi,
@@ -462,7 +488,11 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 }
 
 func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
-	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
+	flush := b.flushFunc()
+	stop := context.AfterFunc(ctx, func() {
+		flush() // what the CPUs batched goes into the ring first
+		_ = rd.Flush()
+	})
 	defer stop()
 	d := newDecoder()
 	ev := new(tracer.Event)
@@ -472,8 +502,9 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 		err := rd.ReadInto(&rec)
 		switch {
 		case err == nil:
-			b.deliver(d, rec.RawSample, ev, emit)
+			b.deliverBatch(d, rec.RawSample, ev, emit)
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			flush()
 			rd.SetDeadline(time.Now().Add(pollInterval))
 		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
 			return nil
@@ -505,6 +536,37 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 			return nil
 		default:
 			return fmt.Errorf("reading the perf buffer: %w", err)
+		}
+	}
+}
+
+// deliverBatch delivers a ring buffer record: one record, or a CPU's batch
+// of signal records (see struct batch in tracer.bpf.c).
+func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
+	for len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
+		b.deliver(d, raw[:eventSize], ev, emit)
+		raw = raw[eventSize:]
+	}
+	b.deliver(d, raw, ev, emit)
+}
+
+// flushFunc returns what sends every CPU's batched records to the ring:
+// flush_batch run on each CPU.
+func (b *Backend) flushFunc() func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.batch || b.coll == nil {
+		return func() {}
+	}
+	prog := b.coll.Programs["flush_batch"]
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil || prog == nil {
+		return func() {}
+	}
+	return func() {
+		for cpu := range cpus {
+			// Offline CPUs fail and hold nothing.
+			_, _ = prog.Run(&ebpf.RunOptions{CPU: uint32(cpu), Flags: unix.BPF_F_TEST_RUN_ON_CPU})
 		}
 	}
 }

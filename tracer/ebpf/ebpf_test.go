@@ -543,3 +543,45 @@ func TestNotRootIsUsageError(t *testing.T) {
 		t.Errorf("as nobody: %v\n%s", err, out)
 	}
 }
+
+// A signal storm at the default ring size: every signal delivered, none
+// lost, in the order sent (the per-CPU batches keep it).
+func TestSignalStormDelivered(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	const kills = 50000
+	cfg := tracer.DefaultConfig()
+	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal).With(tracer.TypeExit)
+	b := New()
+	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "tkill", "1", "12", "exit", "7")
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var sigs []int
+	exits := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, func(e *tracer.Event) {
+			switch e.Type {
+			case tracer.TypeSignal:
+				sigs = append(sigs, e.Signal)
+			case tracer.TypeExit:
+				exits++
+			}
+		})
+	}()
+	h.run(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(sigs) != kills+1 || sigs[kills] != 12 || exits != 1 || slices.Index(sigs, 12) != kills {
+		t.Errorf("%d signals (last %v), %d exits; want %d SIGUSR1 then one SIGUSR2, one exit", len(sigs), sigs[max(0, len(sigs)-1):], exits, kills)
+	}
+	if st := b.Stats(); st.TotalLost() != 0 {
+		t.Errorf("lost %v", st.Lost)
+	}
+}

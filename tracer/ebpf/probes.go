@@ -43,6 +43,7 @@ const (
 	hookTracing    hook = iota // fentry, fexit, tp_btf
 	hookTracepoint             // tracefs tracepoint "group/name"
 	hookRawTP                  // raw tracepoint
+	hookNone                   // loaded, never attached (run by user space)
 )
 
 // probe is one program attached at one point. Tracing programs are bound
