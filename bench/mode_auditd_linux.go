@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 const (
@@ -291,12 +292,21 @@ func (m *auditdMode) waitDaemon(ctx context.Context, w *watcher) error {
 
 func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	obs := Observation{Seen: -1, Note: m.flushDesc}
-	// The workload is done: its records are queued in the kernel or written.
+	// The workload is done, but its records may still wait in the kernel's
+	// backlog or in auditd's own queue. A marker event goes after them:
+	// kill(bench, 0), which our rules log. Records leave both queues in
+	// order, so once the marker is in the log, all of the run's records are.
+	marker := os.Getpid()
+	markErr := syscall.Kill(marker, 0)
 	if err := m.removeRules(ctx); err != nil {
 		m.cleanupRun()
 		return obs, err
 	}
-	if err := m.drain(ctx); err != nil {
+	if markErr != nil {
+		m.cleanupRun()
+		return obs, fmt.Errorf("sending the marker event: %w", markErr)
+	}
+	if err := m.drain(ctx, marker); err != nil {
 		m.cleanupRun()
 		return obs, err
 	}
@@ -347,35 +357,79 @@ func (m *auditdMode) readLog() ([]procEvent, error) {
 	return readAuditLog(io.NewSectionReader(f, m.logOffset, st.Size()-m.logOffset), auditrules.Key)
 }
 
-// drain waits until the kernel's backlog is empty and auditd's log stopped
-// growing: every record of the run is written.
-func (m *auditdMode) drain(ctx context.Context) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	var lastSize int64 = -1
-	stable := time.Now()
+// drain waits until the marker event (kill(marker, 0)) is in auditd's
+// log: then every record before it is written. It gives up when auditd
+// died, or when nothing moved (empty backlog, log unchanged) for a minute:
+// the marker was lost.
+func (m *auditdMode) drain(ctx context.Context, marker int) error {
+	f, err := os.Open(m.logFile)
+	if err != nil {
+		return fmt.Errorf("opening auditd log: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(m.logOffset, io.SeekStart); err != nil {
+		return fmt.Errorf("reading auditd log: %w", err)
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var partial []byte
+	start, lastMove := time.Now(), time.Now()
+	var read int64
 	for {
-		st, err := m.status()
-		if err != nil {
-			return err
+		for {
+			chunk, err := r.ReadSlice('\n')
+			if len(chunk) > 0 {
+				lastMove = time.Now()
+				read += int64(len(chunk))
+			}
+			if err == bufio.ErrBufferFull {
+				partial = append(partial, chunk...)
+				continue
+			}
+			if err != nil { // io.EOF: a line still being written stays partial
+				partial = append(partial, chunk...)
+				break
+			}
+			line := chunk
+			if len(partial) > 0 {
+				line = append(partial, chunk...)
+				partial = partial[:0]
+			}
+			if isMarker(line, marker) {
+				return nil
+			}
 		}
-		var size int64
-		if fi, err := os.Stat(m.logFile); err == nil {
-			size = fi.Size()
+		if m.w != nil && m.w.exited() {
+			return fmt.Errorf("auditd exited before it wrote all records: %s", m.w.output())
 		}
-		if size != lastSize || st.Backlog > 0 {
-			lastSize, stable = size, time.Now()
-		} else if time.Since(stable) > 300*time.Millisecond {
-			return nil
+		if st, err := m.status(); err == nil && st.Backlog > 0 {
+			lastMove = time.Now()
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("auditd did not finish writing within 5 minutes (backlog %d)", st.Backlog)
+		if time.Since(lastMove) > time.Minute {
+			return fmt.Errorf("auditd's log did not get the marker record: records were lost")
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			// Its queue grows faster than it writes: the node makes more
+			// records than this flush mode and disk can take.
+			return fmt.Errorf("auditd had not written the run's records %s after the workload ended (it wrote %.0f KiB/s of log meanwhile, %s): %w",
+				time.Since(start).Round(time.Second), float64(read)/1024/time.Since(start).Seconds(), m.flushDesc, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// isMarker tells the record of kill(marker, 0).
+func isMarker(line []byte, marker int) bool {
+	s := string(line)
+	if !strings.HasPrefix(s, "type=SYSCALL ") || !strings.Contains(s, " a1=0 ") ||
+		!strings.Contains(s, " pid="+strconv.Itoa(marker)+" ") {
+		return false
+	}
+	if i := strings.IndexByte(s, 0x1d); i >= 0 {
+		s = s[:i]
+	}
+	e, ok := parseAuditSyscall(s)
+	return ok && e.Type == tracer.TypeSignal
 }
 
 func (m *auditdMode) removeRules(ctx context.Context) error {

@@ -95,3 +95,19 @@ func TestAuditdConfig(t *testing.T) {
 		t.Errorf("ruleSettings = %v: want -b, --backlog_wait_time, -f and never -D or -e", rules)
 	}
 }
+
+func TestIsMarker(t *testing.T) {
+	rec := "type=SYSCALL msg=audit(1.2:3): arch=c000003e syscall=62 success=yes exit=0 a0=1234 a1=0 a2=0 a3=0 items=0 ppid=1 pid=1234 auid=4294967295 comm=\"tracer\" key=\"tracer\"\x1dARCH=x86_64 SYSCALL=kill\n"
+	if !isMarker([]byte(rec), 1234) {
+		t.Error("marker record not recognised")
+	}
+	for _, other := range []string{
+		strings.Replace(rec, "a1=0", "a1=a", 1),            // kill(1234, SIGUSR1)
+		strings.Replace(rec, "syscall=62", "syscall=39", 1), // getpid
+		strings.Replace(rec, "ppid=1 pid=1234", "ppid=1234 pid=99", 1),
+	} {
+		if isMarker([]byte(other), 1234) {
+			t.Errorf("taken for the marker: %s", other)
+		}
+	}
+}
