@@ -102,7 +102,7 @@ func TestIsMarker(t *testing.T) {
 		t.Error("marker record not recognised")
 	}
 	for _, other := range []string{
-		strings.Replace(rec, "a1=0", "a1=a", 1),            // kill(1234, SIGUSR1)
+		strings.Replace(rec, "a1=0", "a1=a", 1),             // kill(1234, SIGUSR1)
 		strings.Replace(rec, "syscall=62", "syscall=39", 1), // getpid
 		strings.Replace(rec, "ppid=1 pid=1234", "ppid=1234 pid=99", 1),
 	} {
