@@ -84,7 +84,7 @@ func (noneMode) Teardown() error                                 { return nil }
 func (noneMode) Stop(context.Context, *Run) (Observation, error) { return Observation{Seen: -1}, nil }
 
 // ModeNames lists the modes bench knows, in the order it runs them.
-var ModeNames = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "auditd-sync", "auditd-data", "bpftrace"}
+var ModeNames = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "auditd-incremental", "auditd-sync", "auditd-data", "bpftrace"}
 
 // DefaultModes is what bench runs without --modes: every way of watching,
 // with auditd in the flush mode the node configured.

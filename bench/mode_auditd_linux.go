@@ -35,7 +35,7 @@ const (
 // it is: only our rules are added and removed again.
 type auditdMode struct {
 	name  string
-	flush string // "" as configured, SYNC, DATA
+	flush string // "" as configured, INCREMENTAL, SYNC, DATA
 	self  string
 
 	auditd, auditctl string
@@ -57,11 +57,14 @@ type auditdMode struct {
 	flushDesc string
 }
 
-// NewAuditdMode returns mode auditd, auditd-sync or auditd-data.
+// NewAuditdMode returns mode auditd (flush as the node configured it),
+// auditd-incremental, auditd-sync or auditd-data.
 func NewAuditdMode(name, self string) (Mode, error) {
 	m := &auditdMode{name: name, self: self}
 	switch name {
 	case "auditd":
+	case "auditd-incremental":
+		m.flush = "INCREMENTAL"
 	case "auditd-sync":
 		m.flush = "SYNC"
 	case "auditd-data":

@@ -183,7 +183,7 @@ func newMode(name, self string, hasCgroup bool) (Mode, error) {
 		return noneMode{}, nil
 	case "audit", "ebpf", "ebpf-syscalls":
 		return NewTracerMode(name, self)
-	case "auditd", "auditd-sync", "auditd-data":
+	case "auditd", "auditd-incremental", "auditd-sync", "auditd-data":
 		return NewAuditdMode(name, self)
 	case "bpftrace":
 		return NewBpftraceMode(hasCgroup), nil
