@@ -56,7 +56,10 @@ type Observation struct {
 	Lost       int64
 	TracerCPU  float64
 	KauditdCPU float64
-	Note       string
+	// BacklogWait is how long processes slept on a full audit backlog during
+	// the run, in the kernel's jiffies (audit modes, where auditctl is installed).
+	BacklogWait float64
+	Note        string
 }
 
 // SkipError says why a mode cannot run on this node and how to fix it.

@@ -51,6 +51,7 @@ type auditdMode struct {
 	cpu       cpuMeter
 	kauditd   cpuMeter
 	lost0     uint64
+	wait0     uint64
 	logFile   string
 	logOffset int64
 	rulesIn   int
@@ -252,7 +253,7 @@ func (m *auditdMode) addRules(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.lost0 = st.Lost
+	m.lost0, m.wait0 = st.Lost, st.WaitActual
 	for _, r := range m.rules {
 		if err := m.ctl(ctx, r...); err != nil {
 			return err
@@ -316,6 +317,7 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	st, err := m.status()
 	if err == nil {
 		obs.Lost = int64(uint32(st.Lost - m.lost0)) // the kernel counter is 32 bits and wraps
+		obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 	}
 	obs.KauditdCPU = m.kauditd.Since()
 	if m.w != nil {
@@ -495,14 +497,29 @@ func (m *auditdMode) ctl(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// backlogWait is how long processes slept on a full audit backlog between
+// two readings of the kernel's total: where a workload's time goes when the
+// consumer is slower than the kernel makes records.
+func backlogWait(before, after uint64) float64 {
+	if after <= before {
+		return 0
+	}
+	return float64(after - before)
+}
+
 // auditStatus is what `auditctl -s` prints.
 type auditStatus struct {
 	Enabled, Failure, PID, RateLimit, BacklogLimit, Lost, Backlog, BacklogWaitTime uint64
 	HasWaitTime                                                                    bool
+	// WaitActual is the kernel's running total of the time processes slept
+	// on a full backlog, in jiffies.
+	WaitActual uint64
 }
 
-func (m *auditdMode) status() (auditStatus, error) {
-	out, err := exec.Command(m.auditctl, "-s").Output()
+func (m *auditdMode) status() (auditStatus, error) { return auditctlStatus(m.auditctl) }
+
+func auditctlStatus(auditctl string) (auditStatus, error) {
+	out, err := exec.Command(auditctl, "-s").Output()
 	if err != nil {
 		return auditStatus{}, fmt.Errorf("auditctl -s: %w", cmdErr(err))
 	}
@@ -538,6 +555,8 @@ func parseAuditStatus(text string) auditStatus {
 			s.Backlog = v
 		case "backlog_wait_time":
 			s.BacklogWaitTime, s.HasWaitTime = v, true
+		case "backlog_wait_time_actual":
+			s.WaitActual = v
 		}
 	}
 	return s

@@ -26,6 +26,9 @@ type tracerMode struct {
 	w       *watcher
 	cpu     cpuMeter
 	kauditd cpuMeter
+	// auditctl, when installed, reads the kernel's backlog wait total in audit mode.
+	auditctl string
+	wait0    uint64
 }
 
 // NewTracerMode returns mode audit, ebpf or ebpf-syscalls, running self
@@ -50,6 +53,9 @@ func (m *tracerMode) Setup(context.Context) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("tracer watch needs root")
 	}
+	if m.backend == "audit" {
+		m.auditctl, _ = lookSbin("auditctl")
+	}
 	return nil
 }
 
@@ -69,12 +75,17 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	m.cpu = startCPU(w.pid())
 	if m.backend == "audit" {
 		m.kauditd = startCPU(findKthread("kauditd"))
+		if m.auditctl != "" {
+			if st, err := auditctlStatus(m.auditctl); err == nil {
+				m.wait0 = st.WaitActual
+			}
+		}
 	}
 	return nil
 }
 
 // summaryRe matches watch's last line: "tracer: N events seen, M lost (...)".
-var summaryRe = regexp.MustCompile(`tracer: (\d+) events seen, (\d+) lost`)
+var summaryRe = regexp.MustCompile(`tracer: (\d+) events seen, (\d+) lost(?: \(([^)]*)\))?`)
 
 func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	obs := Observation{Seen: -1}
@@ -91,6 +102,11 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	if err != nil {
 		return obs, err
 	}
+	if m.backend == "audit" && m.auditctl != "" {
+		if st, err := auditctlStatus(m.auditctl); err == nil {
+			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
+		}
+	}
 	var summary []string
 	for _, l := range w.Lines() {
 		if s := summaryRe.FindStringSubmatch(l); s != nil {
@@ -101,13 +117,17 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		return obs, fmt.Errorf("tracer watch printed no summary line: %s", w.output())
 	}
 	obs.Lost, _ = strconv.ParseInt(summary[2], 10, 64)
+	if obs.Lost > 0 {
+		// Loss is node-wide: say where, so that it can be told apart from the workload's events.
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("the watcher lost %d of %s events node-wide (%s)", obs.Lost, summary[1], summary[3]))
+	}
 	evs, err := readJSONLogFile(m.logPath(run))
 	if err != nil {
 		return obs, err
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
-	obs.Note = countNote(run.Workload, c)
+	obs.Note = joinNote(obs.Note, countNote(run.Workload, c))
 	return obs, nil
 }
 

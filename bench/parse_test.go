@@ -36,7 +36,7 @@ backlog_wait_time_actual 218
 loginuid_immutable 0 unlocked
 `)
 	want := auditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
-		BacklogWaitTime: 60000, HasWaitTime: true}
+		BacklogWaitTime: 60000, HasWaitTime: true, WaitActual: 218}
 	if s != want {
 		t.Errorf("parseAuditStatus = %+v, want %+v", s, want)
 	}
@@ -109,5 +109,12 @@ func TestIsMarker(t *testing.T) {
 		if isMarker([]byte(other), 1234) {
 			t.Errorf("taken for the marker: %s", other)
 		}
+	}
+}
+
+func TestKernelHZ(t *testing.T) {
+	hz := kernelHZ()
+	if hz != 0 && hz != 100 && hz != 250 && hz != 300 && hz != 1000 {
+		t.Errorf("kernelHZ = %d", hz)
 	}
 }

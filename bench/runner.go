@@ -184,6 +184,17 @@ loop:
 				res.EventsSeen = -1
 			}
 			res.Note = notes(samples)
+			var waits []float64
+			for _, s := range samples {
+				waits = append(waits, s.BacklogWait)
+			}
+			if w := Median(waits); w > 0 {
+				what := fmt.Sprintf("%.0f jiffies", w)
+				if sec := jiffiesToSeconds(w); sec >= 0 {
+					what = fmt.Sprintf("%.2fs", sec)
+				}
+				res.Note = joinNote(fmt.Sprintf("processes slept %s (median) on a full audit backlog", what), res.Note)
+			}
 			if st.err != nil {
 				res.Note = joinNote(res.Note, "failed: "+st.err.Error())
 			}
@@ -270,7 +281,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	}
 	s.Round = round
 	s.Seen, s.Lost = obs.Seen, obs.Lost
-	s.TracerCPU, s.KauditdCPU = obs.TracerCPU, obs.KauditdCPU
+	s.TracerCPU, s.KauditdCPU, s.BacklogWait = obs.TracerCPU, obs.KauditdCPU, obs.BacklogWait
 	s.Note = obs.Note
 	return s, nil
 }

@@ -16,6 +16,8 @@ type Sample struct {
 	// watching until it exited (or drained); KauditdCPU the kernel audit
 	// thread's over the same span, where readable.
 	TracerCPU, KauditdCPU float64
+	// BacklogWait is the jiffies processes slept on a full audit backlog.
+	BacklogWait float64
 	// Seen is -1 when the mode cannot tell (none, or a log that rotated away).
 	Seen, Lost int64
 	Note       string
