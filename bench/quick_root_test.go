@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer/tracertest"
@@ -166,4 +167,89 @@ func TestBenchCommand(t *testing.T) {
 		}
 	}
 	_ = os.Remove(out)
+}
+
+// TestBenchHDD runs a mode on the simulated HDD (this node's only disk is
+// virtual) and checks the label and that loop device, mount and throttle
+// are gone afterwards.
+func TestBenchHDD(t *testing.T) {
+	tracertest.NeedRoot(t)
+	if cgroupV1Mount("blkio") == "" {
+		t.Skip("no blkio cgroup (v1): bench cannot simulate an HDD here")
+	}
+	if _, _, ok := rotationalMount(); ok {
+		t.Skip("this node has a rotational disk: bench uses it instead of simulating one")
+	}
+	bin := buildTracer(t)
+	loops := func() string {
+		out, _ := exec.Command("losetup", "-a").Output()
+		return string(out)
+	}
+	before := loops()
+	out := filepath.Join(t.TempDir(), "hdd.json")
+	cmd := exec.Command(bin, "bench", "--modes", "ebpf", "--storage", "ssd,hdd", "--workload", "exec-storm",
+		"--count", "20", "--rounds", "1", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tracer bench --storage ssd,hdd: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "storage hdd-simulated: simulated:") {
+		t.Errorf("the simulated disk is not described as simulated:\n%s", b)
+	}
+	f, err := ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storages := map[string]bool{}
+	for _, r := range f.Results {
+		if r.Mode == "ebpf" {
+			storages[r.Storage] = true
+			if r.EventsSeen != r.EventsExpected {
+				t.Errorf("ebpf@%s saw %d of %d", r.Storage, r.EventsSeen, r.EventsExpected)
+			}
+		}
+	}
+	if !storages["ssd"] || !storages["hdd-simulated"] || len(storages) != 2 {
+		t.Errorf("ebpf rows on %v, want ssd and hdd-simulated", storages)
+	}
+	if after := loops(); after != before {
+		t.Errorf("loop devices before:\n%s\nafter:\n%s", before, after)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cgroupV1Mount("blkio"), "blkio.throttle.write_iops_device")); strings.TrimSpace(string(b)) != "" {
+		t.Errorf("throttle left: %s", b)
+	}
+	for _, m := range mountInfo() {
+		if strings.HasPrefix(m.point, "/var/tmp/tracer-bench-") {
+			t.Errorf("mount left: %s", m.point)
+		}
+	}
+}
+
+// TestBenchNotRoot: modes that load rules or probes need root, and say so.
+func TestBenchNotRoot(t *testing.T) {
+	tracertest.NeedRoot(t) // to switch to nobody
+	bin := buildTracer(t)
+	dir, err := os.MkdirTemp("", "tracer-bench-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	nb := filepath.Join(dir, "tracer")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nb, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nb, "bench", "--modes", "none,ebpf", "--workload", "exec-storm")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "needs root") {
+		t.Errorf("as nobody: exit %d, %q; want exit status 2 and 'needs root'", cmd.ProcessState.ExitCode(), out)
+	}
 }
