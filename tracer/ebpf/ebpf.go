@@ -5,12 +5,15 @@
 // delivered through a ring buffer as the same tracer.Events the audit
 // backend produces.
 //
-// Backend implements tracer.Backend. Its default probes are fentry/fexit on
-// the syscall functions themselves, so that no other syscall pays anything;
-// Config.Probes "syscalls" uses the syscall tracepoints audit's hook points
-// correspond to instead. In counting mode (Config.CountOnly) events are
-// only counted in kernel maps, read by Backend.Counts. A process tree
-// (Config.PID, Backend.Track) is followed at fork in the kernel.
+// Backend implements tracer.Backend. Its default probes, when streaming,
+// are BTF tracepoints on the scheduler and signal events (the sched set):
+// no other syscall pays anything. Config.Probes "syscalls" attaches the
+// syscall tracepoints audit's hook points correspond to, which also see
+// failed calls and are the default in counting mode (Config.CountOnly),
+// where events are only counted in kernel maps, read by Backend.Counts.
+// "fentry" attaches to the syscall functions, where the kernel allows BPF
+// trampolines. A process tree (Config.PID, Backend.Track) is followed at
+// fork in the kernel. docs/backends.md has the details and the trade-offs.
 package ebpf
 
 import (
@@ -62,7 +65,7 @@ type Backend struct {
 	closed  bool
 
 	probes    string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
-	batch     bool   // signal records are batched per CPU (see flushBatches)
+	batch     bool   // signal records are batched per CPU (see flushFunc)
 	transport string // "ringbuf" or "perf"
 	attached  []string
 	coll      *ebpf.Collection
@@ -85,8 +88,6 @@ type Backend struct {
 	// Tests force the fallbacks that this machine does not need.
 	forcePerf     bool
 	forceRawTrack bool
-	forceSyscalls bool
-	noBatch       bool
 }
 
 // New returns an eBPF backend; Start loads and attaches its programs.
@@ -123,7 +124,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		b.transport = "perf" // Linux < 5.8, early RHEL 8
 	}
 	// Batching needs a way to flush each CPU's batch from user space.
-	b.batch = b.transport == "ringbuf" && !cfg.CountOnly && !b.noBatch && haveRunOnCPU()
+	b.batch = b.transport == "ringbuf" && !cfg.CountOnly && haveRunOnCPU()
 
 	// The default: the sched set when streaming, so that no other syscall
 	// pays; the syscalls set when counting, which counts every call as
@@ -133,8 +134,6 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	sets := []string{cfg.Probes}
 	switch {
 	case cfg.Probes != ProbesDefault:
-	case b.forceSyscalls:
-		sets = []string{ProbesSyscalls}
 	case cfg.CountOnly:
 		sets = []string{ProbesSyscalls, ProbesSched}
 	default:

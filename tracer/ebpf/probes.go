@@ -17,8 +17,9 @@ import (
 
 // Probe sets (Config.Probes). See docs/backends.md, "eBPF backend".
 const (
-	// ProbesDefault is ProbesSched where the kernel has what it needs,
-	// ProbesSyscalls otherwise.
+	// ProbesDefault is ProbesSched when streaming and ProbesSyscalls when
+	// counting (Config.CountOnly), each falling back to the other where the
+	// kernel lacks what it needs.
 	ProbesDefault = "default"
 	// ProbesSched attaches BTF tracepoints on the scheduler and signal
 	// events (sched_process_exec/fork/exit, signal_generate) and keeps
