@@ -26,7 +26,13 @@ func NewFilter(cfg Config) *Filter {
 func (f *Filter) Match(e *Event) bool {
 	if f.tree != nil {
 		if _, ok := f.tree[e.PID]; !ok {
-			return false
+			// A vfork or posix_spawn child execs before its parent's fork
+			// call returns, so its exec can come before the fork event:
+			// the exec's ppid places it in the tree.
+			if _, parent := f.tree[e.PPID]; e.Type != TypeExec || !parent {
+				return false
+			}
+			f.tree[e.PID] = struct{}{}
 		}
 		if e.Type == TypeFork && e.ChildPID != 0 {
 			f.tree[e.ChildPID] = struct{}{}

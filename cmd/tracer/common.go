@@ -45,7 +45,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
-	fl.StringVar(&f.probes, "probes", "default", "ebpf: default (cheapest hooks) or syscalls (syscall tracepoints like the audit rules)")
+	fl.StringVar(&f.probes, "probes", "default", "ebpf: default, sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints) or fentry")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
 	fl.BoolVar(&f.bpfStats, "bpf-stats", false, "ebpf: turn on the kernel's BPF run-time accounting (costs a little per event)")
 }
@@ -66,9 +66,9 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		return cfg, tracer.Usagef("unknown --arch %q: use auto, b64, b32 or both", f.arch)
 	}
 	switch f.probes {
-	case "default", "syscalls":
+	case "default", "sched", "syscalls", "fentry":
 	default:
-		return cfg, tracer.Usagef("unknown --probes %q: use default or syscalls", f.probes)
+		return cfg, tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", f.probes)
 	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit = f.arch, f.auidSet, f.enableAudit
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
