@@ -109,8 +109,13 @@ func TestQuickBench(t *testing.T) {
 			}
 			continue
 		}
-		if r.EventsSeen != r.EventsExpected || r.EventsLost != 0 {
-			t.Errorf("%s: seen %d of %d, lost %d (note: %s)", key, r.EventsSeen, r.EventsExpected, r.EventsLost, r.Note)
+		if r.EventsSeen != r.EventsExpected {
+			t.Errorf("%s: seen %d of %d (note: %s)", key, r.EventsSeen, r.EventsExpected, r.Note)
+		}
+		// Issue 5: zero events lost by our modes in every row. The count is
+		// the watcher's, node-wide; the note says at which stage.
+		if r.EventsLost != 0 {
+			t.Errorf("%s: the %s backend lost %d events (%s)", key, r.Mode, r.EventsLost, r.Note)
 		}
 		if r.TracerCPUS <= 0 || r.Storage != "ssd" {
 			t.Errorf("%s: tracer_cpu_s %v, storage %q", key, r.TracerCPUS, r.Storage)
