@@ -282,11 +282,15 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	draining := false
 	fences := 0 // rule removals still to be read back
 	var quiet time.Duration
+	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := newBatch(64, 9000)
 	for {
+		if draining && time.Since(drainStart) > drainTimeout {
+			return b.endDrain() // a busy node never goes quiet: bound the drain by the clock too
+		}
 		if !draining && ctx.Err() != nil {
-			draining = true
+			draining, drainStart = true, time.Now()
 			fences = b.ruleCount()
 			if err := b.removeRules(); err != nil {
 				return err
@@ -298,7 +302,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
 				if draining {
 					// The fences normally end the drain; this bounds it if a
-					// removal record was lost.
+					// removal record was lost, or an event never completes.
 					if quiet += recvTimeout; fences <= 0 || quiet >= drainTimeout {
 						return b.endDrain()
 					}
@@ -323,14 +327,17 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				continue
 			}
 			if draining && typ == typeConfigChange && isOurRemoval(data) {
-				if fences--; fences <= 0 {
-					return b.endDrain()
-				}
+				fences--
 				continue
 			}
 			b.r.feed(typ, data, count)
 		}
 		b.lostReasm.Store(b.r.lost)
+		// Past the last fence, events another CPU was logging while the
+		// rules went away may still lack their EOE: read until they have it.
+		if draining && fences <= 0 && len(b.r.pending) == 0 {
+			return b.endDrain()
+		}
 	}
 }
 
