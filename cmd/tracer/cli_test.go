@@ -12,7 +12,6 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
-	"github.com/elastic/go-libaudit/v2/rule"
 
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -108,38 +107,9 @@ func TestRulesCommand(t *testing.T) {
 	}
 }
 
-func kernelRules(t *testing.T) []string {
-	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, err := c.GetRules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, wf := range raw {
-		s, _ := rule.ToCommandLine(rule.WireFormat(wf), false)
-		out = append(out, s)
-	}
-	return out
-}
+func kernelRules(t *testing.T) []string { return tracertest.AuditRules(t) }
 
-func kernelStatus(t *testing.T) *libaudit.AuditStatus {
-	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.GetStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+func kernelStatus(t *testing.T) *libaudit.AuditStatus { return tracertest.AuditStatus(t) }
 
 // startWatch starts `tracer watch` and waits for its "watching" line.
 func startWatch(t *testing.T, args ...string) *exec.Cmd {

@@ -9,49 +9,20 @@ import (
 	"testing"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
-	"github.com/elastic/go-libaudit/v2/rule"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
-// loadedRules returns the kernel's audit rules in auditctl syntax.
+// loadedRules returns the kernel's audit rules, sorted.
 func loadedRules(t *testing.T) []string {
 	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, err := c.GetRules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, wf := range raw {
-		s, err := rule.ToCommandLine(rule.WireFormat(wf), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	r := tracertest.AuditRules(t)
+	sort.Strings(r)
+	return r
 }
 
-func auditStatus(t *testing.T) *libaudit.AuditStatus {
-	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.GetStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+func auditStatus(t *testing.T) *libaudit.AuditStatus { return tracertest.AuditStatus(t) }
 
 // countKey names an event for exact counting: type and syscall or signal.
 func countKey(e tracer.Event) string {
