@@ -384,8 +384,11 @@ func loadError(err error, set string) error {
 	return tracer.Usagef("the kernel refused the BPF programs (%v): run as root (CAP_BPF and CAP_PERFMON), or use --backend audit", unix.EPERM)
 }
 
-// startTracking puts pids in the tracked set, attaches the process-tree
-// probes if they are not yet, and turns the filter on.
+// startTracking puts pids in the tracked set, turns the filter on, and
+// attaches the process-tree probes if they are not yet. The filter goes on
+// first: in the sched set those probes are also the fork and exit event
+// programs, which pass every process while it is off. They follow forks
+// only once it is on, so this order loses nothing.
 func (b *Backend) startTracking(pids ...uint32) error {
 	tracked := b.coll.Maps["tracked"]
 	for _, pid := range pids {
@@ -394,13 +397,13 @@ func (b *Backend) startTracking(pids ...uint32) error {
 		}
 	}
 	if !b.tracking {
+		if err := b.setTrackOn(); err != nil {
+			return err
+		}
 		for _, p := range b.track {
 			if err := b.attach(p); err != nil {
 				return err
 			}
-		}
-		if err := b.setTrackOn(); err != nil {
-			return err
 		}
 		b.tracking = true
 	}
