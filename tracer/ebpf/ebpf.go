@@ -42,6 +42,7 @@ import (
 
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracefs"
 )
 
 // DefaultRingBytes is the ring buffer size when Config.RingBytes is 0.
@@ -76,7 +77,6 @@ type Backend struct {
 	ring      *ringbuf.Reader
 	perf      *perf.Reader
 	bpfStats  io.Closer
-	unmount   bool // Close unmounts the tracefs Start mounted
 
 	events   [tracer.TypeExit + 1]atomic.Uint64
 	perfLost atomic.Uint64
@@ -210,11 +210,6 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 			return tracer.Usagef("--probes fentry: %v: use --probes default", err)
 		}
 	default:
-		mounted, err := mountTracefs()
-		if err != nil {
-			return err
-		}
-		b.unmount = b.unmount || mounted
 		events = tracepointProbes(cfg.Types)
 	}
 	b.probes = set
@@ -269,15 +264,30 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 			return err
 		}
 	}
-	for _, p := range events {
-		if err := b.attach(p); err != nil {
-			if p.optional && errors.Is(err, os.ErrNotExist) {
-				continue
+	attachAll := func() error {
+		for _, p := range events {
+			if err := b.attach(p); err != nil {
+				if p.optional && errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				return err
 			}
-			return err
 		}
+		return nil
 	}
-	return nil
+	if set != ProbesSyscalls {
+		return attachAll()
+	}
+	// Tracepoint ids come from tracefs, needed only while attaching. Where
+	// it is not mounted, attach in a private mount namespace: nothing is
+	// mounted for the node, and concurrent tracers cannot unmount it from
+	// under each other.
+	err = tracefs.Do(attachAll)
+	if errors.Is(err, tracefs.ErrUnavailable) {
+		return &noTracefsError{tracer.UsageError{Msg: fmt.Sprintf(
+			"syscall tracepoints need tracefs (%v): mount -t tracefs tracefs %s, or use --probes sched", err, tracefs.Path)}}
+	}
+	return err
 }
 
 // haveRunOnCPU reports whether a raw tracepoint program can be run on a
@@ -686,10 +696,6 @@ func (b *Backend) cleanup() error {
 	if b.bpfStats != nil {
 		errs = append(errs, b.bpfStats.Close())
 		b.bpfStats = nil
-	}
-	if b.unmount {
-		errs = append(errs, unmountTracefs())
-		b.unmount = false
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracefs"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -452,7 +453,7 @@ func TestRingFullIsCounted(t *testing.T) {
 // Close removes every program and map, and the tracefs mount Start made.
 func TestCloseLeavesNothing(t *testing.T) {
 	tracertest.NeedRoot(t)
-	hadTracefs := tracefsMounted()
+	hadTracefs := tracefs.Mounted()
 	cfg := tracer.DefaultConfig()
 	cfg.Probes, cfg.BPFStats = ProbesSyscalls, true
 	b := New()
@@ -484,8 +485,8 @@ func TestCloseLeavesNothing(t *testing.T) {
 			t.Errorf("program %d still loaded after Close", id)
 		}
 	}
-	if tracefsMounted() != hadTracefs {
-		t.Errorf("tracefs mounted: %v before Start, %v after Close", hadTracefs, tracefsMounted())
+	if tracefs.Mounted() != hadTracefs {
+		t.Errorf("tracefs mounted: %v before Start, %v after Close", hadTracefs, tracefs.Mounted())
 	}
 	if err := b.Start(cfg); err == nil {
 		t.Error("Start after Close succeeded")

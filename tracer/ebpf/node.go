@@ -3,11 +3,9 @@
 package ebpf
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -69,40 +67,6 @@ func preflight() (*btf.Spec, error) {
 	return kernel, nil
 }
 
-// tracefsMount is where the backend mounts tracefs when no tracefs is mounted.
-const tracefsMount = "/sys/kernel/tracing"
-
-// tracefsMounted reports whether a tracefs (or a debugfs with its tracing
-// directory) is mounted, where cilium/ebpf's tracepoint links look for it.
-func tracefsMounted() bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		fields, fs := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(fs) < 1 || fields[3] != "/" {
-			continue
-		}
-		switch fs[0] {
-		case "tracefs":
-			return true
-		case "debugfs":
-			if st, err := os.Stat(filepath.Join(fields[4], "tracing", "events")); err == nil && st.IsDir() {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // errNoTracefs marks the usage error of a node where tracefs cannot be mounted.
 var errNoTracefs = errors.New("tracefs unavailable")
 
@@ -110,29 +74,4 @@ type noTracefsError struct{ tracer.UsageError }
 
 func (e *noTracefsError) Is(target error) bool {
 	return target == tracer.ErrUsage || target == errNoTracefs
-}
-
-// mountTracefs mounts tracefs when none is mounted and reports whether it
-// did (Close then unmounts it, leaving the node as found).
-func mountTracefs() (bool, error) {
-	if tracefsMounted() {
-		return false, nil
-	}
-	if err := unix.Mount("tracefs", tracefsMount, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return false, &noTracefsError{tracer.UsageError{Msg: fmt.Sprintf(
-			"syscall tracepoints need tracefs, which is not mounted, and mounting it at %s failed (%v): mount -t tracefs tracefs %s, or use --probes sched",
-			tracefsMount, err, tracefsMount)}}
-	}
-	return true, nil
-}
-
-func unmountTracefs() error {
-	err := unix.Unmount(tracefsMount, 0)
-	if errors.Is(err, unix.EBUSY) {
-		err = unix.Unmount(tracefsMount, unix.MNT_DETACH)
-	}
-	if err != nil {
-		return fmt.Errorf("unmounting the tracefs the backend mounted at %s: %w", tracefsMount, err)
-	}
-	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/tracefs"
 )
 
 // Collect reads the facts of this node. It works without root but then
@@ -172,56 +173,17 @@ func probeTracing(at ebpf.AttachType, target string) error {
 }
 
 // probeTracefsPrivate mounts tracefs where no one sees it, to learn whether
-// the kernel has syscall tracepoints and kprobe events. The mount lives in a
-// private mount namespace of one locked OS thread; the thread is never
-// unlocked, so the runtime ends it and the namespace (and mount) goes with it.
+// the kernel has syscall tracepoints and kprobe events (package tracefs:
+// a private mount namespace of one thread that then ends).
 func probeTracefsPrivate(e *EBPF) error {
-	const dir = "/sys/kernel/tracing"
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("tracefs is not mounted and %s does not exist", dir)
-	}
 	var found EBPF
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if unix.Gettid() != unix.Getpid() {
-			done <- tracefsInPrivateNamespace(&found, dir)
-			return // exits the thread, and its namespace
-		}
-		// The main thread is never ended by the runtime, so it must not
-		// change namespace: hold it, and let a goroutine on another thread
-		// do the work.
-		inner := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			inner <- tracefsInPrivateNamespace(&found, dir)
-		}()
-		err := <-inner
-		runtime.UnlockOSThread()
-		done <- err
-	}()
-	if err := <-done; err != nil {
-		return err
+	if err := tracefs.Do(func() error {
+		Reader{Root: "/"}.readTracefs(&found, tracefs.Path)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("tracefs probe: %w", err)
 	}
 	// What the mounted tracefs shows overrides the kernel config.
 	e.SyscallTracepoints, e.Kprobes, e.TracefsProbed = found.SyscallTracepoints, found.Kprobes, true
 	return nil
-}
-
-// tracefsInPrivateNamespace must run on a locked thread that then exits.
-func tracefsInPrivateNamespace(e *EBPF, dir string) error {
-	if unix.Gettid() == unix.Getpid() {
-		return errors.New("tracefs probe: refusing to change the main thread's mount namespace")
-	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("tracefs probe: unshare mount namespace: %w", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("tracefs probe: making mounts private: %w", err)
-	}
-	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
-		return fmt.Errorf("tracefs probe: mounting tracefs: %w", err)
-	}
-	Reader{Root: "/"}.readTracefs(e, dir)
-	return unix.Unmount(dir, 0)
 }
