@@ -85,7 +85,7 @@ func auditVerdict(f Facts) Verdict {
 		case 2:
 			b.cannot("audit is locked (enabled 2, `-e 2` in the rules): no rule can be added until reboot; remove -e 2 from /etc/audit/rules.d and reboot")
 		case 0:
-			b.limit("audit is disabled: run the tracer with --enable-audit (it turns audit on, and off again on exit)")
+			b.limit("audit is disabled: the tracer turns it on for its session and off again on exit, but processes forked before audit was first enabled since boot have no audit context and are not audited (with audit=0 on the kernel command line it needs --enable-audit)")
 		}
 		if st.PID != 0 {
 			who := st.PIDComm
@@ -102,7 +102,11 @@ func auditVerdict(f Facts) Verdict {
 			}
 		}
 		if st.BacklogLimit < RecommendedBacklog {
-			b.limit("backlog limit %d: a burst of more records is lost or stalls the processes for up to backlog_wait_time; raise it (auditctl -b %d)", st.BacklogLimit, RecommendedBacklog)
+			if st.PID != 0 {
+				b.limit("backlog limit %d: a burst of more records is lost or stalls the processes for up to backlog_wait_time; raise it (auditctl -b %d)", st.BacklogLimit, RecommendedBacklog)
+			} else {
+				b.note("backlog limit %d: the tracer raises it while it holds the audit PID (and restores it); auditd would need auditctl -b %d", st.BacklogLimit, RecommendedBacklog)
+			}
 		}
 		if st.Lost > 0 {
 			b.note("the kernel has lost %d audit records since boot", st.Lost)
@@ -150,7 +154,7 @@ func ebpfVerdict(f Facts, assumed []string) Verdict {
 	if No(e.SyscallTracepoints) {
 		b.limit("no syscall tracepoints (CONFIG_FTRACE_SYSCALLS off): --probes syscalls and the ebpf-syscalls bench mode cannot run")
 	} else if e.Tracefs == "" && Yes(e.SyscallTracepoints) {
-		b.note("tracefs is not mounted: --probes syscalls needs it (mount -t tracefs nodev /sys/kernel/tracing)")
+		b.note("tracefs is not mounted: --probes syscalls mounts it in a private mount namespace while it attaches (nothing stays mounted)")
 	}
 	if e.JITEnabled != nil && *e.JITEnabled == 0 {
 		b.limit("the BPF JIT is off: programs are interpreted (sysctl net.core.bpf_jit_enable=1)")
