@@ -94,23 +94,6 @@ func readTrim(t *testing.T, p string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// listRules reads the kernel's rules the way auditctl -l does.
-func listRules(t *testing.T, c *libaudit.AuditClient) []string {
-	t.Helper()
-	raw, err := c.GetRules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, wf := range raw {
-		s, err := rule.ToCommandLine(rule.WireFormat(wf), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
-}
 
 // bpfFDs lists this process's BPF objects (programs, maps, links).
 func bpfFDs(t *testing.T) []string {
@@ -174,7 +157,7 @@ func TestCollectLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	before := listRules(t, c)
+	before := tracertest.AuditRules(t)
 
 	const ruleText = "-a always,exit -F arch=b64 -S acct -F key=tracer"
 	r, err := flags.Parse(ruleText)
@@ -235,9 +218,9 @@ func TestCollectLive(t *testing.T) {
 	if got := dirNames("/sys/fs/bpf"); !reflect.DeepEqual(got, pinnedBefore) {
 		t.Errorf("/sys/fs/bpf changed: %v -> %v", pinnedBefore, got)
 	}
-	withRule := listRules(t, c)
+	withRule := tracertest.AuditRules(t)
 	remove()
-	if after := listRules(t, c); !reflect.DeepEqual(after, before) {
+	if after := tracertest.AuditRules(t); !reflect.DeepEqual(after, before) {
 		t.Errorf("audit rules changed: %q -> %q", before, after)
 	}
 
