@@ -94,7 +94,6 @@ func readTrim(t *testing.T, p string) string {
 	return strings.TrimSpace(string(b))
 }
 
-
 // bpfFDs lists this process's BPF objects (programs, maps, links).
 func bpfFDs(t *testing.T) []string {
 	t.Helper()
