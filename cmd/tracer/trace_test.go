@@ -174,28 +174,34 @@ func TestTraceCISLoopTruth(t *testing.T) {
 	}
 }
 
-// The rusage figures agree with /usr/bin/time on the same command, within noise.
+// The rusage figures agree with /usr/bin/time on the same command within
+// noise. /usr/bin/time runs inside the traced tree, so both measure the
+// same run under the same tracing cost, and the test checks the accounting
+// rather than the machine's mood.
 func TestTraceRusageMatchesTime(t *testing.T) {
 	tracertest.NeedRoot(t)
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		t.Fatal("/usr/bin/time is not installed: apt-get install -y time (the CI script installs it)")
 	}
 	wl := tracertest.BuildWorkload(t)
-	cmd := []string{wl, "exec", "300", "/bin/true", "kill", "100000", "10", "exit", "0"}
 	tf := filepath.Join(t.TempDir(), "time.out")
-	tc := exec.Command("/usr/bin/time", append([]string{"-o", tf, "-f", "%e %U %S"}, cmd...)...)
-	if out, err := tc.CombinedOutput(); err != nil {
-		t.Fatalf("/usr/bin/time: %v %s", err, out)
-	}
-	b, _ := os.ReadFile(tf)
-	var e, u, s float64
-	if _, err := fmt.Sscanf(string(b), "%f %f %f", &e, &u, &s); err != nil {
-		t.Fatalf("parsing %q: %v", b, err)
-	}
-	r, _ := traceRun(t, "ebpf", nil, cmd...)
-	near := func(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.15, 0.5*b) }
-	if !near(r.Rusage.UserS+r.Rusage.SysS, u+s) || !near(r.Rusage.ElapsedS, e) {
-		t.Errorf("trace rusage elapsed %.2f user %.2f sys %.2f; /usr/bin/time elapsed %.2f user %.2f sys %.2f",
-			r.Rusage.ElapsedS, r.Rusage.UserS, r.Rusage.SysS, e, u, s)
+	cmd := []string{"/usr/bin/time", "-o", tf, "-f", "%e %U %S", wl, "exec", "300", "/bin/true", "kill", "100000", "10", "exit", "0"}
+	for _, backend := range []string{"ebpf", "audit"} {
+		t.Run(backend, func(t *testing.T) {
+			r, code := traceRun(t, backend, nil, cmd...)
+			if code != 0 {
+				t.Fatalf("exit status %d", code)
+			}
+			b, _ := os.ReadFile(tf)
+			var e, u, s float64
+			if _, err := fmt.Sscanf(string(b), "%f %f %f", &e, &u, &s); err != nil {
+				t.Fatalf("parsing %q: %v", b, err)
+			}
+			near := func(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.1, 0.2*b) }
+			if !near(r.Rusage.UserS+r.Rusage.SysS, u+s) || !near(r.Rusage.ElapsedS, e) {
+				t.Errorf("trace rusage elapsed %.2f user %.2f sys %.2f; /usr/bin/time elapsed %.2f user %.2f sys %.2f",
+					r.Rusage.ElapsedS, r.Rusage.UserS, r.Rusage.SysS, e, u, s)
+			}
+		})
 	}
 }
