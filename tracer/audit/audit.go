@@ -47,14 +47,13 @@ type Backend struct {
 	recv *conn                 // records: the PID socket, or the multicast one
 	pidc *libaudit.AuditClient // wraps recv when we hold the PID
 
-	mu         sync.Mutex
-	added      []rule.WireFormat
-	addedText  []string
-	restore    []func() error
-	tookPID    bool
-	multicast  bool
-	enabledNow bool
-	notes      []string // what Start changed or found, for the user
+	mu        sync.Mutex
+	added     []rule.WireFormat
+	addedText []string
+	restore   []func() error
+	tookPID   bool
+	multicast bool
+	notes     []string // what Start changed or found, for the user
 
 	state savedState // what Close must restore, also on disk for cleanup
 
@@ -108,7 +107,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	case 2:
 		return tracer.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
 	case 0:
-		if err := b.enable(st); err != nil {
+		if err := b.enable(); err != nil {
 			return err
 		}
 	}
@@ -156,7 +155,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 }
 
 // enable turns audit on for the session and arranges to turn it off again.
-func (b *Backend) enable(st *libaudit.AuditStatus) error {
+func (b *Backend) enable() error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
 		return tracer.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
@@ -167,14 +166,12 @@ func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	if err := b.ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
 		return tracer.Usagef("audit is disabled and could not be enabled (%v): run auditctl -e 1, or use --backend ebpf", err)
 	}
-	b.enabledNow = true
 	zero := uint32(0)
 	b.state.Enabled = &zero
 	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again on exit); processes started before audit was first enabled since boot are not audited")
 	b.restore = append(b.restore, func() error {
 		return b.ctl.SetEnabled(false, libaudit.WaitForReply)
 	})
-	_ = st
 	return nil
 }
 

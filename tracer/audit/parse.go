@@ -131,18 +131,17 @@ func decInt(v []byte) int64 {
 
 // syscallRecord holds the SYSCALL record fields the events need.
 type syscallRecord struct {
-	arch     uint32
-	nr       int
-	hasExit  bool
-	exit     int64
-	args     [4]uint64
-	ppid     uint32
-	pid      uint32
-	auid     uint32
-	uid      uint32
-	comm     string
-	commRaw  []byte // undecoded; valid only until the next record is read
-	haveComm bool
+	arch    uint32
+	nr      int
+	hasExit bool
+	exit    int64
+	args    [4]uint64
+	ppid    uint32
+	pid     uint32
+	auid    uint32
+	uid     uint32
+	comm    string
+	commRaw []byte // undecoded; valid only until the next record is read
 }
 
 // parseSyscall reads a SYSCALL record body. It stops at the first field it
@@ -178,7 +177,7 @@ func parseSyscall(body []byte, r *syscallRecord) {
 		case "uid":
 			r.uid = uint32(decInt(v))
 		case "comm":
-			r.commRaw, r.haveComm = v, true
+			r.commRaw = v
 			return
 		}
 	}
