@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Backend is a source of Events: the audit subsystem or eBPF. Both implement
@@ -40,6 +41,11 @@ type Config struct {
 	// descendants (followed at fork).
 	PID uint32
 
+	// Backpressure is what happens when output falls behind. With drop,
+	// the audit backend also keeps audited processes from waiting on the
+	// kernel's backlog (backlog_wait_time 0 while it holds the audit PID).
+	Backpressure Backpressure
+
 	// Audit specific.
 	Arch    string // auto, b64, b32, both
 	AuidSet bool   // add -F auid!=unset to every rule
@@ -72,12 +78,13 @@ type LossStage uint8
 const (
 	LostKernel     LossStage = iota // the kernel dropped it (audit backlog, audit lost counter)
 	LostRingbuf                     // the transport buffer was full (BPF ring buffer, netlink socket)
-	LostReassembly                  // records that could not be joined into an event
+	LostReassembly                  // records that could not be parsed or joined into an event
+	LostQueue                       // the output queue was full (--backpressure drop)
 	LostOutput                      // the sink could not write it
 	NumLossStages
 )
 
-var lossNames = [...]string{"kernel", "ringbuf", "reassembly", "output"}
+var lossNames = [...]string{"kernel", "ringbuf", "reassembly", "queue", "output"}
 
 func (s LossStage) String() string { return lossNames[s] }
 
@@ -85,8 +92,12 @@ func (s LossStage) String() string { return lossNames[s] }
 type Stats struct {
 	// Events is how many events the backend delivered, by type.
 	Events [numTypes]uint64
-	// Lost counts events lost before delivery, by stage (LostOutput is the Pipeline's).
+	// Lost counts events lost, by stage (LostQueue and LostOutput are the
+	// Pipeline's).
 	Lost [NumLossStages]uint64
+	// LowerBound marks stages whose figure is a lower bound: the kernel
+	// said that it dropped something but not how much.
+	LowerBound [NumLossStages]bool
 
 	// Audit: the kernel's figures, read at the last poll.
 	AuditBacklog      uint32
@@ -120,6 +131,35 @@ func (s Stats) TotalLost() uint64 {
 		n += v
 	}
 	return n
+}
+
+// LossSummary says the loss per stage, as watch prints it on exit:
+// "kernel 0, ringbuf 0, reassembly 0, queue 12, output 0"; a figure that is
+// only a lower bound is written ">=N".
+func (s Stats) LossSummary() string {
+	var b []byte
+	for st := LossStage(0); st < NumLossStages; st++ {
+		if st > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, st.String()...)
+		b = append(b, ' ')
+		if s.LowerBound[st] {
+			b = append(b, ">="...)
+		}
+		b = strconv.AppendUint(b, s.Lost[st], 10)
+	}
+	return string(b)
+}
+
+// LostIsLowerBound reports whether any stage's figure is a lower bound.
+func (s Stats) LostIsLowerBound() bool {
+	for _, v := range s.LowerBound {
+		if v {
+			return true
+		}
+	}
+	return false
 }
 
 // EventsOf returns the delivered count for one type.

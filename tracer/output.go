@@ -1,47 +1,362 @@
 package tracer
 
 import (
-	"bufio"
+	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
-// bufSink is the buffered, lockable writer both formats share.
-type bufSink struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
-	buf []byte
-	c   io.Closer
-}
+// Backpressure says what an output does when its reader falls behind.
+type Backpressure uint8
 
-func (s *bufSink) init(w io.Writer) {
-	s.w, s.buf = bufio.NewWriterSize(w, 256<<10), make([]byte, 0, 1024)
-	// Closing stdout would hide later messages; close only files we were given.
-	if c, ok := w.(io.Closer); ok && w != io.Writer(os.Stdout) {
-		s.c = c
+const (
+	// BackpressureDrop drops events when the output queue is full and
+	// counts them (stage queue): the reader of the kernel never waits, so
+	// neither do the processes the kernel is auditing.
+	BackpressureDrop Backpressure = iota
+	// BackpressureBlock waits for the output: nothing is dropped here, and
+	// a stalled reader stalls the backend (and, on audit, the node).
+	BackpressureBlock
+)
+
+// ParseBackpressure reads a --backpressure value.
+func ParseBackpressure(s string) (Backpressure, error) {
+	switch strings.ToLower(s) {
+	case "", "drop":
+		return BackpressureDrop, nil
+	case "block":
+		return BackpressureBlock, nil
 	}
+	return 0, Usagef("unknown --backpressure %q: use drop or block", s)
 }
 
-func (s *bufSink) write(b []byte) error {
-	s.mu.Lock()
-	_, err := s.w.Write(b)
-	s.mu.Unlock()
-	return err
+func (b Backpressure) String() string {
+	if b == BackpressureBlock {
+		return "block"
+	}
+	return "drop"
 }
 
-func (s *bufSink) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Flush()
+// OutputOptions tune a sink's output queue.
+type OutputOptions struct {
+	Backpressure Backpressure
+	// QueueBytes bounds the encoded events waiting for the writer (0: 16 MiB).
+	QueueBytes int
+	// OnError is called once, from the writer goroutine, when a write
+	// fails (EPIPE when the reader went away): the caller's cue to shut
+	// down. Events not written are counted lost at stage output.
+	OnError func(error)
+	// Abort, when closed, makes Flush and Close stop waiting for a stalled
+	// writer; what was still queued is counted lost at stage output.
+	Abort <-chan struct{}
 }
 
-func (s *bufSink) Close() error {
-	err := s.Flush()
-	if s.c != nil {
-		if cerr := s.c.Close(); err == nil {
+const (
+	chunkBytes        = 256 << 10
+	defaultQueueBytes = 16 << 20
+)
+
+// chunk is a run of encoded events handed to the writer in one write.
+type chunk struct {
+	buf  []byte
+	ends []int // where each event ends in buf, to count a partial write exactly
+	// flushed, when set, marks a flush request: the writer closes it once
+	// everything queued before it is written.
+	flushed chan struct{}
+}
+
+// outQueue is the bounded queue between the goroutine that encodes events
+// (the backend's reader) and a goroutine that writes them. The encoder
+// never waits on the output in drop mode: a pipe nobody reads, `less`, or
+// a slow disk costs events, each one counted, never the node's time.
+type outQueue struct {
+	w     io.Writer
+	c     io.Closer
+	opts  OutputOptions
+	mu    sync.Mutex
+	cur   *chunk
+	full  chan *chunk
+	free  chan *chunk
+	done  chan struct{}
+	fail  atomic.Bool // a write failed or the output was abandoned
+	ended bool
+
+	cm        sync.Mutex // orders the writer's counting with abandon
+	abandoned bool
+
+	accepted   atomic.Uint64 // events put in a chunk
+	written    atomic.Uint64
+	lostQueue  atomic.Uint64
+	lostOutput atomic.Uint64
+	errMu      sync.Mutex
+	err        error
+}
+
+func newOutQueue(w io.Writer, opts OutputOptions) *outQueue {
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = defaultQueueBytes
+	}
+	n := max(opts.QueueBytes/chunkBytes, 1)
+	q := &outQueue{
+		w: w, opts: opts,
+		cur:  newChunk(),
+		full: make(chan *chunk, n),
+		free: make(chan *chunk, n+2),
+		done: make(chan struct{}),
+	}
+	// Closing stdout would hide later messages; close only files we were given.
+	if c, ok := w.(io.Closer); ok && w != io.Writer(os.Stdout) && w != io.Writer(os.Stderr) {
+		q.c = c
+	}
+	go q.writer()
+	return q
+}
+
+func newChunk() *chunk {
+	return &chunk{buf: make([]byte, 0, chunkBytes), ends: make([]int, 0, 1024)}
+}
+
+// put queues one encoded event.
+func (q *outQueue) put(b []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ended || q.fail.Load() {
+		q.lostOutput.Add(1)
+		return
+	}
+	if len(q.cur.buf) > 0 && len(q.cur.buf)+len(b) > chunkBytes {
+		if !q.handoff(q.opts.Backpressure == BackpressureBlock) {
+			q.lostQueue.Add(1)
+			return
+		}
+	}
+	q.cur.buf = append(q.cur.buf, b...)
+	q.cur.ends = append(q.cur.ends, len(q.cur.buf))
+	q.accepted.Add(1)
+}
+
+// handoff passes the current chunk to the writer; q.mu is held. It
+// reports false when the queue is full and wait is false.
+func (q *outQueue) handoff(wait bool) bool {
+	if len(q.cur.ends) == 0 {
+		return true
+	}
+	if wait {
+		select {
+		case q.full <- q.cur:
+		case <-q.opts.Abort:
+			return false
+		}
+	} else {
+		select {
+		case q.full <- q.cur:
+		default:
+			return false
+		}
+	}
+	select {
+	case c := <-q.free:
+		q.cur = c
+	default:
+		q.cur = newChunk()
+	}
+	return true
+}
+
+// kick passes what is buffered to the writer without waiting, so a quiet
+// stream still reaches its reader promptly.
+func (q *outQueue) kick() {
+	q.mu.Lock()
+	if !q.ended {
+		q.handoff(false)
+	}
+	q.mu.Unlock()
+}
+
+// flush waits until every event accepted so far is written or counted
+// lost, or until Abort.
+func (q *outQueue) flush() error {
+	q.mu.Lock()
+	if q.ended {
+		q.mu.Unlock()
+		return q.error()
+	}
+	ok := q.handoff(true)
+	marker := &chunk{flushed: make(chan struct{})}
+	if ok {
+		select {
+		case q.full <- marker:
+		case <-q.opts.Abort:
+			ok = false
+		}
+	}
+	q.mu.Unlock()
+	if ok {
+		select {
+		case <-marker.flushed:
+		case <-q.opts.Abort:
+			ok = false
+		}
+	}
+	if !ok {
+		q.abandon()
+	}
+	return q.error()
+}
+
+// close flushes, stops the writer and closes the file.
+func (q *outQueue) close() error {
+	err := q.flush()
+	q.mu.Lock()
+	if !q.ended {
+		q.ended = true
+		close(q.full)
+	}
+	q.mu.Unlock()
+	select {
+	case <-q.done:
+	case <-q.opts.Abort:
+		q.abandon()
+	}
+	if q.c != nil {
+		if cerr := q.c.Close(); err == nil && !q.fail.Load() {
 			err = cerr
 		}
 	}
 	return err
+}
+
+// abandon stops waiting for a stalled writer: every accepted event that is
+// not yet written is counted lost at stage output, now, so the totals add
+// up even if the process exits with the write still blocked.
+func (q *outQueue) abandon() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.cm.Lock()
+	defer q.cm.Unlock()
+	if q.abandoned {
+		return
+	}
+	q.abandoned = true
+	q.fail.Store(true)
+	pending := q.accepted.Load() - q.written.Load() - q.lostOutput.Load()
+	q.lostOutput.Add(pending)
+	q.setErr(fmt.Errorf("output abandoned with %d events not written", pending))
+}
+
+func (q *outQueue) writer() {
+	defer close(q.done)
+	for c := range q.full {
+		if c.flushed != nil {
+			close(c.flushed)
+			continue
+		}
+		q.cm.Lock()
+		failed := q.fail.Load()
+		if failed && !q.abandoned {
+			q.lostOutput.Add(uint64(len(c.ends)))
+		}
+		q.cm.Unlock()
+		if !failed {
+			n, err := q.w.Write(c.buf)
+			q.count(c, n, err)
+		}
+		q.recycle(c)
+	}
+}
+
+// count books one chunk's write: events wholly written before a failure
+// count as written, the rest as lost.
+func (q *outQueue) count(c *chunk, n int, err error) {
+	q.cm.Lock()
+	defer q.cm.Unlock()
+	if q.abandoned {
+		return // abandon counted this chunk already
+	}
+	if err == nil {
+		q.written.Add(uint64(len(c.ends)))
+		return
+	}
+	k := sort.SearchInts(c.ends, n+1)
+	q.written.Add(uint64(k))
+	q.lostOutput.Add(uint64(len(c.ends) - k))
+	q.fail.Store(true)
+	q.setErr(err)
+	if q.opts.OnError != nil {
+		q.opts.OnError(err)
+	}
+}
+
+func (q *outQueue) recycle(c *chunk) {
+	c.buf, c.ends = c.buf[:0], c.ends[:0]
+	select {
+	case q.free <- c:
+	default:
+	}
+}
+
+func (q *outQueue) setErr(err error) {
+	q.errMu.Lock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.errMu.Unlock()
+}
+
+func (q *outQueue) error() error {
+	q.errMu.Lock()
+	defer q.errMu.Unlock()
+	return q.err
+}
+
+// OutputLoss is what a sink with an output queue lost: events dropped
+// because the queue was full, and events its writer could not write.
+type OutputLoss struct{ Queue, Output uint64 }
+
+// LossReporter is a sink that counts its own loss (the queued sinks).
+type LossReporter interface {
+	Loss() OutputLoss
+}
+
+// Kicker is a sink that can pass buffered events on without waiting.
+type Kicker interface {
+	Kick()
+}
+
+// bufSink is the queued writer both formats share. Write is called from
+// one goroutine; Flush, Kick and Close may be called from another.
+type bufSink struct {
+	q   *outQueue
+	buf []byte
+}
+
+func (s *bufSink) init(w io.Writer, opts []OutputOptions) {
+	var o OutputOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	s.q, s.buf = newOutQueue(w, o), make([]byte, 0, 1024)
+}
+
+func (s *bufSink) write(b []byte) error {
+	s.q.put(b)
+	return nil
+}
+
+// Flush waits until every event written so far reached the output.
+func (s *bufSink) Flush() error { return s.q.flush() }
+
+// Kick passes buffered events to the writer without waiting.
+func (s *bufSink) Kick() { s.q.kick() }
+
+// Close flushes and closes the output (not stdout).
+func (s *bufSink) Close() error { return s.q.close() }
+
+// Loss reports events dropped by a full queue and events not written.
+func (s *bufSink) Loss() OutputLoss {
+	return OutputLoss{Queue: s.q.lostQueue.Load(), Output: s.q.lostOutput.Load()}
 }

@@ -47,7 +47,8 @@ func (p *Pipeline) TotalEmitted() uint64 {
 	return n
 }
 
-// LostOutput is how many event writes failed.
+// LostOutput is how many event writes a sink refused (queued sinks count
+// their own loss: see Stats).
 func (p *Pipeline) LostOutput() uint64 { return p.lostOutput.Load() }
 
 // Flush flushes every sink.
@@ -61,8 +62,9 @@ func (p *Pipeline) Flush() error {
 	return first
 }
 
-// FlushEvery flushes the sinks every d until ctx is done, so that a quiet
-// stream still reaches a pipe or file promptly.
+// FlushEvery passes buffered events on every d until ctx is done, so that a
+// quiet stream still reaches a pipe or file promptly. It never waits for a
+// slow reader.
 func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
 	t := time.NewTicker(d)
 	defer t.Stop()
@@ -71,7 +73,11 @@ func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = p.Flush()
+			for _, s := range p.Sinks {
+				if k, ok := s.(Kicker); ok {
+					k.Kick()
+				}
+			}
 		}
 	}
 }
@@ -87,9 +93,16 @@ func (p *Pipeline) Close() error {
 	return first
 }
 
-// Stats merges the backend's stats with the pipeline's output loss.
+// Stats merges the backend's stats with the pipeline's queue and output loss.
 func (p *Pipeline) Stats(b Backend) Stats {
 	st := b.Stats()
 	st.Lost[LostOutput] += p.LostOutput()
+	for _, s := range p.Sinks {
+		if r, ok := s.(LossReporter); ok {
+			l := r.Loss()
+			st.Lost[LostQueue] += l.Queue
+			st.Lost[LostOutput] += l.Output
+		}
+	}
 	return st
 }

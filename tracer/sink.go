@@ -17,12 +17,12 @@ type Sink interface {
 }
 
 // NewSink returns the sink for a --format value: "text" or "json".
-func NewSink(format string, w io.Writer) (Sink, error) {
+func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 	switch format {
 	case "text", "":
-		return NewTextSink(w), nil
+		return NewTextSink(w, opts), nil
 	case "json":
-		return NewJSONSink(w), nil
+		return NewJSONSink(w, opts), nil
 	}
 	return nil, Usagef("unknown format %q: use text or json", format)
 }
@@ -30,10 +30,11 @@ func NewSink(format string, w io.Writer) (Sink, error) {
 // JSONSink writes SPEC.md's JSON lines: one object per event.
 type JSONSink struct{ bufSink }
 
-// NewJSONSink writes JSON lines to w.
-func NewJSONSink(w io.Writer) *JSONSink {
+// NewJSONSink writes JSON lines to w through an output queue (opts: at
+// most one; default: drop and count when the queue is full).
+func NewJSONSink(w io.Writer, opts ...OutputOptions) *JSONSink {
 	s := &JSONSink{}
-	s.init(w)
+	s.init(w, opts)
 	return s
 }
 
@@ -141,10 +142,11 @@ type TextSink struct {
 	header bool
 }
 
-// NewTextSink writes text lines to w.
-func NewTextSink(w io.Writer) *TextSink {
+// NewTextSink writes text lines to w through an output queue (opts as
+// for NewJSONSink).
+func NewTextSink(w io.Writer, opts ...OutputOptions) *TextSink {
 	s := &TextSink{}
-	s.init(w)
+	s.init(w, opts)
 	return s
 }
 

@@ -22,6 +22,8 @@ type streamFlags struct {
 	output      string
 	metricsAddr string
 	metricsComm bool
+	// backpressure: drop (count and go on) or block when output falls behind
+	backpressure string
 
 	// audit
 	arch        string
@@ -41,6 +43,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.StringVar(&f.format, "format", formatDefault, formatHelp)
 	fl.StringVarP(&f.output, "output", "o", "", "write output to FILE instead of stdout")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
+	fl.StringVar(&f.backpressure, "backpressure", "drop", "when output falls behind: drop events and count them (the node never waits), or block (audited processes may wait)")
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
@@ -96,14 +99,15 @@ func needRoot(what string) error {
 	return nil
 }
 
-// openOutput opens --output, or returns stdout.
+// openOutput opens --output (mode 0600, never through a symlink: see
+// tracer.CreateOutput), or returns stdout.
 func openOutput(path string) (*os.File, error) {
 	if path == "" || path == "-" {
 		return os.Stdout, nil
 	}
-	f, err := os.Create(path)
+	f, err := tracer.CreateOutput(path)
 	if err != nil {
-		return nil, tracer.Usagef("cannot write --output %s: %v", path, err)
+		return nil, tracer.Usagef("cannot write --output: %v", err)
 	}
 	return f, nil
 }

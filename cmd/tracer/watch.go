@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -62,22 +61,30 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
+	bp, err := tracer.ParseBackpressure(o.backpressure)
+	if err != nil {
+		return err
+	}
+	cfg.Backpressure = bp
 	out, err := openOutput(o.output)
 	if err != nil {
 		return err
 	}
-	sink, err := tracer.NewSink(o.format, out)
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	sd := newShutdown(stop)
+	defer sd.release()
+	sink, err := tracer.NewSink(o.format, out, tracer.OutputOptions{
+		Backpressure: bp, OnError: sd.outputFailed, Abort: sd.abort,
+	})
 	if err != nil {
 		return err
 	}
 	p := tracer.NewPipeline(cfg, sink)
 	defer p.Close()
-
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
@@ -102,12 +109,13 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	go p.FlushEvery(ctx, 200*time.Millisecond)
 	runErr := b.Run(ctx, p.Emit)
 	closeErr := b.Close()
-	flushErr := p.Flush()
+	// Every rule and probe is gone: what is left is the output, which may
+	// wait on a slow reader; a second Ctrl-C stops waiting (sd.abort).
+	flushErr := p.Close()
 
 	st := p.Stats(b)
-	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %d lost (kernel %d, ringbuf %d, reassembly %d, output %d)\n",
-		p.TotalEmitted(), st.TotalLost(), st.Lost[tracer.LostKernel], st.Lost[tracer.LostRingbuf],
-		st.Lost[tracer.LostReassembly], st.Lost[tracer.LostOutput])
+	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %s%d lost (%s)\n",
+		p.TotalEmitted(), map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
 	}
@@ -115,5 +123,15 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		slog.Warn("removing rules or probes", "err", closeErr)
 		return closeErr
 	}
-	return flushErr
+	if err := sd.outputErr(); err != nil {
+		// The reader went away (EPIPE: `| head`): a normal end.
+		if errors.Is(err, syscall.EPIPE) {
+			return nil
+		}
+		return fmt.Errorf("writing events: %w", err)
+	}
+	if flushErr != nil && !errors.Is(flushErr, syscall.EPIPE) {
+		return fmt.Errorf("writing events: %w", flushErr)
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ type Collector struct {
 	backend string
 	version string
 
-	events, backendEvents, lost                *prometheus.Desc
+	events, backendEvents, lost, lostLower     *prometheus.Desc
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
 	buildInfo                                  *prometheus.Desc
@@ -45,7 +45,10 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 			"Events the backend delivered before user-space filtering, by type.",
 			[]string{"backend", "type"}, nil),
 		lost: prometheus.NewDesc(fq("events", "lost_total"),
-			"Events lost on their way from the kernel to the output, by stage (kernel, ringbuf, reassembly, output).",
+			"Events lost on their way from the kernel to the output, by stage (kernel, ringbuf, reassembly, queue, output).",
+			[]string{"backend", "stage"}, nil),
+		lostLower: prometheus.NewDesc(fq("events", "lost_lower_bound"),
+			"1 when the stage's tracer_events_lost_total is only a lower bound (the kernel said it dropped records but not how many).",
 			[]string{"backend", "stage"}, nil),
 		auditBacklog: prometheus.NewDesc(fq("audit", "backlog"),
 			"Audit records queued in the kernel, waiting for the reader (at the backend's last poll).",
@@ -70,7 +73,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost,
+	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower,
 		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.progSeconds, c.progRuns, c.buildInfo} {
 		ch <- d
 	}
@@ -90,6 +93,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for s := tracer.LossStage(0); s < tracer.NumLossStages; s++ {
 		ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue,
 			float64(st.Lost[s]), c.backend, s.String())
+		lower := 0.0
+		if st.LowerBound[s] {
+			lower = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
 	}
 	if c.backend == "audit" {
 		ch <- prometheus.MustNewConstMetric(c.auditBacklog, prometheus.GaugeValue, float64(st.AuditBacklog))

@@ -123,6 +123,7 @@ func TestCollectorAudit(t *testing.T) {
 	b.st.Lost[tracer.LostKernel] = 11
 	b.st.Lost[tracer.LostRingbuf] = 12
 	b.st.Lost[tracer.LostReassembly] = 13
+	b.st.LowerBound[tracer.LostRingbuf] = true
 	b.st.AuditBacklog, b.st.AuditBacklogLimit, b.st.AuditKernelLost = 5, 8192, 1234
 	s, err := New(p, b, Options{Version: "1.2.3"})
 	if err != nil {
@@ -163,7 +164,13 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_events_lost_total{backend="audit",stage="kernel"}`:                                 11,
 		`tracer_events_lost_total{backend="audit",stage="ringbuf"}`:                                12,
 		`tracer_events_lost_total{backend="audit",stage="reassembly"}`:                             13,
+		`tracer_events_lost_total{backend="audit",stage="queue"}`:                                  0,
 		`tracer_events_lost_total{backend="audit",stage="output"}`:                                 0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="kernel"}`:                           0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="ringbuf"}`:                          1,
+		`tracer_events_lost_lower_bound{backend="audit",stage="reassembly"}`:                       0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="queue"}`:                            0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="output"}`:                           0,
 		`tracer_audit_backlog{}`:                                                                   5,
 		`tracer_audit_backlog_limit{}`:                                                             8192,
 		`tracer_audit_kernel_lost{}`:                                                               1234,

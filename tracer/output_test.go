@@ -1,0 +1,167 @@
+package tracer
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// gateWriter blocks every write until open is closed, then writes to buf;
+// after failAfter bytes it fails with err (a reader that went away).
+type gateWriter struct {
+	open      chan struct{}
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	failAfter int
+	err       error
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	<-w.open
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil && w.buf.Len()+len(p) > w.failAfter {
+		n := max(w.failAfter-w.buf.Len(), 0)
+		w.buf.Write(p[:n])
+		return n, w.err
+	}
+	return w.buf.Write(p)
+}
+
+func (w *gateWriter) lines() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Count(w.buf.String(), "\n")
+}
+
+func sinkLoss(s Sink) OutputLoss { return s.(LossReporter).Loss() }
+
+// A reader that does not read must cost events, each counted, and never
+// make the producer wait: written + lost == produced.
+func TestQueueDropsAndCountsWhenStalled(t *testing.T) {
+	w := &gateWriter{open: make(chan struct{})}
+	s := NewJSONSink(w, OutputOptions{QueueBytes: 1 << 20})
+	e := &Event{Backend: "ebpf", Type: TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
+	const n = 100_000
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < n; i++ {
+			_ = s.Write(e)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the producer waited on a stalled writer")
+	}
+	if l := sinkLoss(s); l.Queue == 0 {
+		t.Fatalf("queue loss %d with a stalled writer and %d events", l.Queue, n)
+	}
+	close(w.open)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := sinkLoss(s)
+	if got := uint64(w.lines()) + l.Queue + l.Output; got != n {
+		t.Fatalf("written %d + lost queue %d + lost output %d = %d, want %d", w.lines(), l.Queue, l.Output, got, n)
+	}
+	if l.Output != 0 {
+		t.Fatalf("output loss %d without a write error", l.Output)
+	}
+}
+
+// A write error (EPIPE) counts every event not written, calls OnError once,
+// and the events after it are counted too.
+func TestQueueCountsWriteErrorExactly(t *testing.T) {
+	w := &gateWriter{open: make(chan struct{}), failAfter: 300_000, err: syscall.EPIPE}
+	close(w.open)
+	var calls int
+	var mu sync.Mutex
+	s := NewTextSink(w, OutputOptions{Backpressure: BackpressureBlock, OnError: func(err error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("OnError(%v), want EPIPE", err)
+		}
+	}})
+	e := &Event{Backend: "audit", Type: TypeExec, PID: 7, Comm: "sh", Filename: "/bin/true", Argv: []string{"true"}}
+	const n = 20_000
+	for i := 0; i < n; i++ {
+		_ = s.Write(e)
+	}
+	if err := s.Close(); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Close = %v, want EPIPE", err)
+	}
+	l := sinkLoss(s)
+	// The header line is not an event.
+	written := uint64(w.lines() - 1)
+	if written+l.Output+l.Queue != n || l.Queue != 0 {
+		t.Fatalf("written %d + lost output %d + queue %d, want %d and no queue loss in block mode", written, l.Output, l.Queue, n)
+	}
+	if calls != 1 {
+		t.Fatalf("OnError called %d times, want 1", calls)
+	}
+}
+
+// Abort stops waiting for a writer that never returns; what was queued is
+// counted lost.
+func TestQueueAbortCountsPending(t *testing.T) {
+	w := &gateWriter{open: make(chan struct{})}
+	abort := make(chan struct{})
+	s := NewJSONSink(w, OutputOptions{Abort: abort})
+	e := &Event{Backend: "ebpf", Type: TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
+	for i := 0; i < 1000; i++ {
+		_ = s.Write(e)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { close(abort) })
+	if err := s.Close(); err == nil {
+		t.Fatal("Close of an abandoned output returned nil")
+	}
+	if l := sinkLoss(s); l.Output != 1000 {
+		t.Fatalf("lost output %d, want 1000", l.Output)
+	}
+}
+
+func TestQueueFlushWritesEverything(t *testing.T) {
+	var buf bytes.Buffer
+	s := NewJSONSink(&buf)
+	e := &Event{Backend: "ebpf", Type: TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
+	for i := 0; i < 5000; i++ {
+		_ = s.Write(e)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "\n"); got != 5000 {
+		t.Fatalf("%d lines after Flush, want 5000", got)
+	}
+	_ = s.Close()
+}
+
+func BenchmarkJSONSinkQueued(b *testing.B) {
+	s := NewJSONSink(io.Discard)
+	e := &Event{Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: UnsetID,
+		TargetPID: 4242, Signal: 10, Syscall: "kill", Time: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Write(e)
+	}
+	_ = s.Close()
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	e := &Event{Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: UnsetID,
+		TargetPID: 4242, Signal: 10, Syscall: "kill", Time: time.Now()}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendJSON(buf[:0], e)
+	}
+}
