@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // RunLoop runs the Go half of a built-in workload (`tracer workload NAME`):
@@ -61,7 +63,16 @@ func writeTids(path string) error {
 	for _, t := range tids {
 		fmt.Fprintln(&b, t)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	// A hidden flag, but a path given on the command line all the same.
+	f, err := tracer.CreateOutput(path)
+	if err != nil {
+		return fmt.Errorf("writing thread ids: %w", err)
+	}
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("writing thread ids: %w", err)
 	}
 	return nil

@@ -79,6 +79,12 @@ func splitList(s string) []string {
 }
 
 func runBench(parent context.Context, o *benchOptions, command []string) error {
+	// Refuse an --out that cannot be written before the runs, not after.
+	if o.out != "" {
+		if err := tracer.CheckOutput(o.out); err != nil {
+			return tracer.Usagef("cannot write --out: %v", err)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this program: %w", err)

@@ -37,7 +37,7 @@ func newRootCmd() *cobra.Command {
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 		if path, _ := cmd.Flags().GetString("cpuprofile"); path != "" {
-			f, err := os.Create(path)
+			f, err := tracer.CreateOutput(path)
 			if err != nil {
 				return tracer.Usagef("cannot write --cpuprofile: %v", err)
 			}
