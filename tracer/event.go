@@ -70,9 +70,44 @@ type Event struct {
 	TargetPID int32 // the thread that was signalled (kill: the pid argument, may be <= 0)
 	Signal    int
 
-	// exit
-	ExitCode int
+	// exit: the exit code, or when killed (Signal set) the core flag; see exitstatus.go.
+	ExitCode   int
+	CoreDumped bool
+	// CoreUnknown: the backend saw the death but not whether a core was
+	// written (audit's ANOM_ABEND record); core_dumped is left out.
+	CoreUnknown bool
+	OOMKill     bool     // the OOM killer chose the process
+	KilledBy    KilledBy // the signal that killed it, when the backend saw it
+
+	// signal: what the kernel says about the signal; zero when unknown.
+	Code         int32 // si_code, when HasCode
+	HasCode      bool
+	Origin       Origin
+	Result       SignalResult
+	TargetComm   string
+	TargetExecID ExecID
+
+	// Every event: who the process is and where it runs (identity.go);
+	// zero or empty when the backend could not know.
+	ExecID       ExecID
+	ParentExecID ExecID // of the real parent at the time of the event
+	Cgroup       string // cgroup v2 path, or the v1 name=systemd path
+	ContainerID  string
+	Unit         string
 }
+
+// KilledBy is the sender of the signal that killed a process.
+type KilledBy struct {
+	Origin  Origin // OriginUnknown: not seen
+	PID     uint32 // the sender (origin kernel: the task the kernel acted for)
+	Comm    string
+	ExecID  ExecID
+	Code    int32  // si_code
+	Syscall string // kill, tgkill...; empty for the kernel's own signals
+}
+
+// Seen reports whether the killing signal was seen.
+func (k *KilledBy) Seen() bool { return k.Origin != OriginUnknown }
 
 // SignalName is the event's signal as a name (SIGUSR1).
 func (e *Event) SignalName() string { return SignalName(e.Signal) }

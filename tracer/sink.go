@@ -62,6 +62,7 @@ func AppendJSON(b []byte, e *Event) []byte {
 	b = strconv.AppendUint(b, uint64(e.UID), 10)
 	b = append(b, `,"auid":`...)
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
+	b = appendIdentityJSON(b, e)
 	switch e.Type {
 	case TypeExec:
 		b = append(b, `,"ppid":`...)
@@ -89,13 +90,9 @@ func AppendJSON(b []byte, e *Event) []byte {
 		b = strconv.AppendInt(b, int64(e.Signal), 10)
 		b = append(b, `,"signal_name":`...)
 		b = appendString(b, SignalName(e.Signal))
-		b = append(b, `,"syscall":`...)
-		b = appendString(b, e.Syscall)
-		b = append(b, `,"ret":`...)
-		b = strconv.AppendInt(b, e.Ret, 10)
+		b = appendSignalJSON(b, e)
 	case TypeExit:
-		b = append(b, `,"exit_code":`...)
-		b = strconv.AppendInt(b, int64(e.ExitCode), 10)
+		b = appendExitJSON(b, e)
 	}
 	return append(b, '}')
 }
@@ -180,9 +177,9 @@ func AppendText(b []byte, e *Event) []byte {
 	case TypeFork:
 		b = fmt.Appendf(b, "%s -> %d", e.Syscall, e.ChildPID)
 	case TypeSignal:
-		b = fmt.Appendf(b, "%s -> %d %s ret=%d", e.Syscall, e.TargetPID, SignalName(e.Signal), e.Ret)
+		b = appendSignalText(b, e)
 	case TypeExit:
-		b = fmt.Appendf(b, "code=%d", e.ExitCode)
+		b = appendExitText(b, e)
 	}
 	return b
 }

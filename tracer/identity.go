@@ -1,0 +1,217 @@
+package tracer
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ExecID names a process for the life of a boot, where a pid alone is
+// reused: its pid (the thread group id, in the initial pid namespace) and
+// its start time in clock ticks since boot, printed after the boot id as
+// "BOOTID:START:PID". Both backends can produce it exactly: the eBPF
+// programs read the group leader's start_boottime (ns) and divide by 10 ms,
+// which is what the kernel prints as starttime (field 22) in
+// /proc/PID/stat, where the audit backend reads it. A tick is 1/USER_HZ,
+// and USER_HZ is 100 on every architecture Linux runs the tracer on. Two
+// processes with the same pid would need to start in the same 10 ms.
+type ExecID struct {
+	PID   uint32
+	Start uint64 // clock ticks since boot
+}
+
+// ClockTicks is USER_HZ: the unit of /proc/PID/stat's starttime.
+const ClockTicks = 100
+
+// TicksFromNS converts a kernel boot-time timestamp in ns to clock ticks,
+// rounding down as the kernel's nsec_to_clock_t does.
+func TicksFromNS(ns uint64) uint64 { return ns / (1e9 / ClockTicks) }
+
+// IsZero reports whether the identity is unknown.
+func (id ExecID) IsZero() bool { return id.PID == 0 && id.Start == 0 }
+
+// String is the printed form, as in the JSON events.
+func (id ExecID) String() string { return string(AppendExecID(nil, id)) }
+
+// AppendExecID appends id's printed form without allocating.
+func AppendExecID(b []byte, id ExecID) []byte {
+	b = append(b, BootID()...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, id.Start, 10)
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(id.PID), 10)
+}
+
+// ParseExecID reads a printed ExecID back (for tests and tools).
+func ParseExecID(s string) (ExecID, bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return ExecID{}, false
+	}
+	start, err1 := strconv.ParseUint(parts[1], 10, 64)
+	pid, err2 := strconv.ParseUint(parts[2], 10, 32)
+	if err1 != nil || err2 != nil {
+		return ExecID{}, false
+	}
+	return ExecID{PID: uint32(pid), Start: start}, true
+}
+
+var (
+	bootOnce sync.Once
+	bootID   string
+)
+
+// BootID is the first 16 hex digits of the kernel's boot id
+// (/proc/sys/kernel/random/boot_id), which make exec ids of different
+// boots, and so of different nodes, distinct. "0" where it cannot be read.
+func BootID() string {
+	bootOnce.Do(func() { bootID = shortBootID(readBootID()) })
+	return bootID
+}
+
+func shortBootID(raw []byte) string {
+	var b []byte
+	for _, c := range bytes.TrimSpace(raw) {
+		if c == '-' {
+			continue
+		}
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "0"
+		}
+		b = append(b, c)
+		if len(b) == 16 {
+			break
+		}
+	}
+	if len(b) == 0 {
+		return "0"
+	}
+	return string(b)
+}
+
+// ParseStat reads the parent pid (field 4) and starttime (field 22) of a
+// /proc/PID/stat line. The comm in parentheses may hold spaces and
+// parentheses itself: fields are counted after its last ')'.
+func ParseStat(stat []byte) (ppid uint32, start uint64, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(stat[i+1:])
+	// f[0] is field 3 (state): ppid is f[1], starttime f[19].
+	if len(f) < 20 {
+		return 0, 0, false
+	}
+	p, err1 := strconv.ParseUint(string(f[1]), 10, 32)
+	s, err2 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uint32(p), s, true
+}
+
+// ParseProcCgroup picks the cgroup path from a /proc/PID/cgroup file: the
+// cgroup v2 line ("0::/system.slice/x.service"), else the v1 name=systemd
+// line, which systemd keeps parallel to it on hybrid nodes.
+func ParseProcCgroup(data []byte) (string, bool) {
+	var v1 string
+	found := false
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		id, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		ctrl, path, ok := bytes.Cut(rest, []byte(":"))
+		if !ok {
+			continue
+		}
+		if string(id) == "0" && len(ctrl) == 0 {
+			return string(path), true
+		}
+		if string(ctrl) == "name=systemd" {
+			v1, found = string(path), true
+		}
+	}
+	return v1, found
+}
+
+// containerPrefixes are the scope and directory name prefixes container
+// engines give a container's cgroup: docker (systemd driver), containerd's
+// CRI plugin, CRI-O, podman, nerdctl. Under the cgroupfs driver the
+// directory is the bare id (/docker/ID, /kubepods/.../podUID/ID).
+var containerPrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "nerdctl-", "containerd-"}
+
+// ContainerID finds the container id in a cgroup path: the innermost path
+// component that is a 64-hex-digit id, bare or as PREFIX-ID[.scope]. A
+// runtime's monitor (crio-conmon-ID, libpod-conmon-ID) runs outside the
+// container and gets none.
+func ContainerID(path string) string {
+	for path != "" {
+		i := strings.LastIndexByte(path, '/')
+		comp := path[i+1:]
+		path = path[:max(i, 0)]
+		comp = strings.TrimSuffix(comp, ".scope")
+		if strings.Contains(comp, "conmon") {
+			continue
+		}
+		for _, p := range containerPrefixes {
+			if strings.HasPrefix(comp, p) {
+				comp = comp[len(p):]
+				break
+			}
+		}
+		if isHexID(comp) {
+			return comp
+		}
+		if i < 0 {
+			break
+		}
+	}
+	return ""
+}
+
+func isHexID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Unit finds the systemd unit in a cgroup path: the innermost component
+// that is a service or a scope (session-3.scope, nginx.service,
+// docker-ID.scope). Slices only group units; cgroups a service made
+// below its own (a delegated subtree) belong to that service.
+func Unit(path string) string {
+	for path != "" {
+		i := strings.LastIndexByte(path, '/')
+		comp := path[i+1:]
+		if len(comp) > len(".scope") && (strings.HasSuffix(comp, ".service") || strings.HasSuffix(comp, ".scope")) {
+			return comp
+		}
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return ""
+}
+
+// CgroupInfo is a cgroup path with the container id and unit it names,
+// worked out once per path: backends cache it per cgroup.
+type CgroupInfo struct{ Path, ContainerID, Unit string }
+
+// NewCgroupInfo parses path.
+func NewCgroupInfo(path string) CgroupInfo {
+	return CgroupInfo{Path: path, ContainerID: ContainerID(path), Unit: Unit(path)}
+}
+
+// SetCgroup fills e's cgroup, container id and unit.
+func (e *Event) SetCgroup(c CgroupInfo) {
+	e.Cgroup, e.ContainerID, e.Unit = c.Path, c.ContainerID, c.Unit
+}

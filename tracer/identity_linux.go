@@ -1,0 +1,103 @@
+//go:build linux
+
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+func readBootID() []byte {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return b
+}
+
+// ProcIdentity is what /proc says of a live process: its ExecID, its
+// parent's pid, and its cgroup path.
+type ProcIdentity struct {
+	ExecID ExecID
+	PPID   uint32
+	Cgroup string
+}
+
+// ReadProcIdentity reads pid's identity from /proc. It fails once the
+// process is reaped (a zombie still answers).
+func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
+	var id ProcIdentity
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return id, fmt.Errorf("reading process %d: %w", pid, err)
+	}
+	ppid, start, ok := ParseStat(stat)
+	if !ok {
+		return id, fmt.Errorf("parsing %s/stat", dir)
+	}
+	id.ExecID, id.PPID = ExecID{PID: pid, Start: start}, ppid
+	if cg, err := os.ReadFile(dir + "/cgroup"); err == nil {
+		id.Cgroup, _ = ParseProcCgroup(cg)
+	}
+	return id, nil
+}
+
+// ReadStartTicks reads only pid's start time (for a parent's ExecID).
+func ReadStartTicks(pid uint32) (uint64, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	_, start, ok := ParseStat(stat)
+	return start, ok
+}
+
+// CgroupMount finds where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup
+// on unified nodes, /sys/fs/cgroup/unified on hybrid ones.
+func CgroupMount() (string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("reading mountinfo: %w", err)
+	}
+	best := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		f := strings.Fields(pre)
+		// root (field 4) must be the hierarchy's root for paths to match /proc's.
+		if len(f) < 5 || f[3] != "/" {
+			continue
+		}
+		if best == "" || len(f[4]) < len(best) {
+			best = f[4]
+		}
+	}
+	if best == "" {
+		return "", errors.New("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
+	}
+	return best, nil
+}
+
+// CgroupID is the kernel's id of the cgroup v2 at path (relative to the
+// hierarchy's root, e.g. /system.slice/nginx.service): the inode number of
+// its directory, which bpf_get_current_cgroup_id returns for its members.
+// level is its depth (the root is 0, /a/b is 2).
+func CgroupID(mount, path string) (id uint64, level int, err error) {
+	clean := strings.Trim(path, "/")
+	var st unix.Stat_t
+	if err := unix.Stat(mount+"/"+clean, &st); err != nil {
+		return 0, 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0, 0, fmt.Errorf("%s is not a cgroup directory", path)
+	}
+	if clean != "" {
+		level = strings.Count(clean, "/") + 1
+	}
+	return st.Ino, level, nil
+}

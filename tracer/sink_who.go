@@ -1,0 +1,203 @@
+package tracer
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// The fields that say who a process is, where it runs and who killed it
+// (schema 2), for AppendJSON and AppendText. Each is written only when the
+// backend knew it: a field a backend cannot know is left out, never guessed.
+
+// appendIdentityJSON appends exec_id, parent_exec_id, cgroup, container_id and unit.
+func appendIdentityJSON(b []byte, e *Event) []byte {
+	if !e.ExecID.IsZero() {
+		b = append(b, `,"exec_id":"`...)
+		b = AppendExecID(b, e.ExecID)
+		b = append(b, '"')
+	}
+	if !e.ParentExecID.IsZero() {
+		b = append(b, `,"parent_exec_id":"`...)
+		b = AppendExecID(b, e.ParentExecID)
+		b = append(b, '"')
+	}
+	if e.Cgroup != "" {
+		b = append(b, `,"cgroup":`...)
+		b = appendString(b, e.Cgroup)
+	}
+	if e.ContainerID != "" {
+		b = append(b, `,"container_id":`...)
+		b = appendString(b, e.ContainerID)
+	}
+	if e.Unit != "" {
+		b = append(b, `,"unit":`...)
+		b = appendString(b, e.Unit)
+	}
+	return b
+}
+
+// appendSignalJSON appends a signal event's syscall and ret (only for
+// signals a syscall sent) and what the kernel said of it.
+func appendSignalJSON(b []byte, e *Event) []byte {
+	if e.Syscall != "" {
+		b = append(b, `,"syscall":`...)
+		b = appendString(b, e.Syscall)
+		b = append(b, `,"ret":`...)
+		b = strconv.AppendInt(b, e.Ret, 10)
+	}
+	if e.HasCode {
+		b = append(b, `,"code":"`...)
+		b = append(b, SigCodeName(e.Signal, e.Code)...)
+		b = append(b, '"')
+	}
+	if e.Origin != OriginUnknown {
+		b = append(b, `,"origin":"`...)
+		b = append(b, e.Origin.String()...)
+		b = append(b, '"')
+	}
+	if e.Result != ResultUnknown {
+		b = append(b, `,"result":"`...)
+		b = append(b, e.Result.String()...)
+		b = append(b, '"')
+	}
+	if e.TargetComm != "" {
+		b = append(b, `,"target_comm":`...)
+		b = appendString(b, e.TargetComm)
+	}
+	if !e.TargetExecID.IsZero() {
+		b = append(b, `,"target_exec_id":"`...)
+		b = AppendExecID(b, e.TargetExecID)
+		b = append(b, '"')
+	}
+	return b
+}
+
+// appendExitJSON appends exit_code, or for a process killed by a signal
+// the signal, core flag, its sender and the OOM mark.
+func appendExitJSON(b []byte, e *Event) []byte {
+	if !e.Killed() {
+		b = append(b, `,"exit_code":`...)
+		return strconv.AppendInt(b, int64(e.ExitCode), 10)
+	}
+	b = append(b, `,"signal":`...)
+	b = strconv.AppendInt(b, int64(e.Signal), 10)
+	b = append(b, `,"signal_name":`...)
+	b = appendString(b, SignalName(e.Signal))
+	if !e.CoreUnknown {
+		b = append(b, `,"core_dumped":`...)
+		b = strconv.AppendBool(b, e.CoreDumped)
+	}
+	if k := &e.KilledBy; k.Seen() {
+		b = append(b, `,"killed_by":{"pid":`...)
+		b = strconv.AppendUint(b, uint64(k.PID), 10)
+		b = append(b, `,"comm":`...)
+		b = appendString(b, k.Comm)
+		if !k.ExecID.IsZero() {
+			b = append(b, `,"exec_id":"`...)
+			b = AppendExecID(b, k.ExecID)
+			b = append(b, '"')
+		}
+		b = append(b, `,"code":"`...)
+		b = append(b, SigCodeName(e.Signal, k.Code)...)
+		b = append(b, `","origin":"`...)
+		b = append(b, k.Origin.String()...)
+		b = append(b, '"')
+		if k.Syscall != "" {
+			b = append(b, `,"syscall":`...)
+			b = appendString(b, k.Syscall)
+		}
+		b = append(b, '}')
+	}
+	if e.OOMKill {
+		b = append(b, `,"oom_kill":true`...)
+	}
+	return b
+}
+
+// appendSignalText appends "kill -> 4300 SIGUSR1 ret=0 (SI_USER, delivered, to sleep)",
+// or for the kernel's own "kernel -> 4300 SIGSEGV (SEGV_MAPERR, delivered, to segv)".
+func appendSignalText(b []byte, e *Event) []byte {
+	via := e.Syscall
+	if via == "" {
+		via = "kernel"
+	}
+	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, SignalName(e.Signal))
+	if e.Syscall != "" {
+		b = fmt.Appendf(b, " ret=%d", e.Ret)
+	}
+	sep := " ("
+	part := func(s string) {
+		b = append(b, sep...)
+		b = append(b, s...)
+		sep = ", "
+	}
+	if e.HasCode {
+		part(SigCodeName(e.Signal, e.Code))
+	}
+	if e.Result != ResultUnknown {
+		part(e.Result.String())
+	}
+	if e.TargetComm != "" {
+		part("to " + textSafe(e.TargetComm))
+	}
+	if sep == ", " {
+		b = append(b, ')')
+	}
+	return b
+}
+
+// appendExitText appends the cause in words: "code=3", "killed by SIGKILL
+// from oom-killer", "killed by SIGSEGV (SEGV_MAPERR) from the kernel, core
+// dumped", "killed by SIGTERM from systemd (pid 1) via kill".
+func appendExitText(b []byte, e *Event) []byte {
+	if !e.Killed() {
+		return fmt.Appendf(b, "code=%d", e.ExitCode)
+	}
+	b = append(b, "killed by "...)
+	b = append(b, SignalName(e.Signal)...)
+	k := &e.KilledBy
+	switch {
+	case e.OOMKill:
+		b = append(b, " from oom-killer"...)
+	case k.Origin == OriginKernel:
+		b = fmt.Appendf(b, " (%s) from the kernel", SigCodeName(e.Signal, k.Code))
+	case k.Origin == OriginUser:
+		b = fmt.Appendf(b, " from %s (pid %d)", textSafe(k.Comm), k.PID)
+		if via := viaSyscall(k); via != "" {
+			b = append(b, " via "...)
+			b = append(b, via...)
+		}
+	}
+	if e.CoreDumped {
+		b = append(b, ", core dumped"...)
+	}
+	return b
+}
+
+// viaSyscall names the call that sent a user signal, from the code where
+// the backend did not see the syscall.
+func viaSyscall(k *KilledBy) string {
+	if k.Syscall != "" {
+		return k.Syscall
+	}
+	switch k.Code {
+	case SIUser:
+		return "kill"
+	case SITkill:
+		return "tgkill"
+	case SIQueue:
+		return "sigqueue"
+	}
+	return ""
+}
+
+// textSafe keeps a process-controlled name (comm) from writing control
+// characters to a terminal.
+func textSafe(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,102 @@
+package tracer
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+var whoTime = time.Date(2026, 3, 1, 10, 41, 7, 113000000, time.UTC)
+
+func whoEvents() map[string]Event {
+	parent := ExecID{PID: 1, Start: 2}
+	return map[string]Event{
+		"oom": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4300, Comm: "hog", AUID: UnsetID,
+			Signal: 9, OOMKill: true, ExecID: ExecID{PID: 4300, Start: 777}, ParentExecID: parent,
+			Cgroup: "/tracer-test.slice/hog.scope", Unit: "hog.scope",
+			KilledBy: KilledBy{Origin: OriginKernel, PID: 4300, Comm: "hog", ExecID: ExecID{PID: 4300, Start: 777}, Code: SIKernel}},
+		"segv": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4301, Comm: "segv", AUID: UnsetID,
+			Signal: 11, CoreDumped: true,
+			KilledBy: KilledBy{Origin: OriginKernel, PID: 4301, Comm: "segv", Code: 1}},
+		"term": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4302, Comm: "nginx", AUID: UnsetID,
+			Signal: 15, KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "systemd", ExecID: parent, Code: SIUser, Syscall: "kill"}},
+		"abend": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4303, Comm: "segv", AUID: UnsetID, Signal: 11, CoreUnknown: true},
+		"exit3": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4304, Comm: "sh", AUID: UnsetID, ExitCode: 3,
+			Cgroup: "/system.slice/docker-" + hexID + ".scope", ContainerID: hexID, Unit: "docker-" + hexID + ".scope"},
+		"pipe": {Time: whoTime, Backend: "ebpf", Type: TypeSignal, PID: 4305, Comm: "yes", AUID: UnsetID,
+			TargetPID: 4305, Signal: 13, HasCode: true, Code: SIUser, Origin: OriginKernel, Result: ResultDelivered,
+			TargetComm: "yes", TargetExecID: ExecID{PID: 4305, Start: 9}},
+		"kill": {Time: whoTime, Backend: "audit", Type: TypeSignal, PID: 4306, Comm: "bash", AUID: 1000,
+			TargetPID: 4300, Signal: 10, Syscall: "kill", HasCode: true, Code: SIUser, Origin: OriginUser, TargetComm: "sleep"},
+	}
+}
+
+func TestWhoJSON(t *testing.T) {
+	want := map[string]string{
+		"oom": `{"time":"2026-03-01T10:41:07.113Z","backend":"ebpf","type":"exit","pid":4300,"comm":"hog","uid":0,"auid":4294967295,` +
+			`"exec_id":"B:777:4300","parent_exec_id":"B:2:1","cgroup":"/tracer-test.slice/hog.scope","unit":"hog.scope",` +
+			`"signal":9,"signal_name":"SIGKILL","core_dumped":false,` +
+			`"killed_by":{"pid":4300,"comm":"hog","exec_id":"B:777:4300","code":"SI_KERNEL","origin":"kernel"},"oom_kill":true}`,
+		"segv": `{"time":"2026-03-01T10:41:07.113Z","backend":"ebpf","type":"exit","pid":4301,"comm":"segv","uid":0,"auid":4294967295,` +
+			`"signal":11,"signal_name":"SIGSEGV","core_dumped":true,"killed_by":{"pid":4301,"comm":"segv","code":"SEGV_MAPERR","origin":"kernel"}}`,
+		"term": `{"time":"2026-03-01T10:41:07.113Z","backend":"ebpf","type":"exit","pid":4302,"comm":"nginx","uid":0,"auid":4294967295,` +
+			`"signal":15,"signal_name":"SIGTERM","core_dumped":false,"killed_by":{"pid":1,"comm":"systemd","exec_id":"B:2:1","code":"SI_USER","origin":"user","syscall":"kill"}}`,
+		"abend": `{"time":"2026-03-01T10:41:07.113Z","backend":"audit","type":"exit","pid":4303,"comm":"segv","uid":0,"auid":4294967295,` +
+			`"signal":11,"signal_name":"SIGSEGV"}`,
+		"exit3": `{"time":"2026-03-01T10:41:07.113Z","backend":"audit","type":"exit","pid":4304,"comm":"sh","uid":0,"auid":4294967295,` +
+			`"cgroup":"/system.slice/docker-` + hexID + `.scope","container_id":"` + hexID + `","unit":"docker-` + hexID + `.scope","exit_code":3}`,
+		"pipe": `{"time":"2026-03-01T10:41:07.113Z","backend":"ebpf","type":"signal","pid":4305,"comm":"yes","uid":0,"auid":4294967295,` +
+			`"target_pid":4305,"signal":13,"signal_name":"SIGPIPE","code":"SI_USER","origin":"kernel","result":"delivered","target_comm":"yes","target_exec_id":"B:9:4305"}`,
+		"kill": `{"time":"2026-03-01T10:41:07.113Z","backend":"audit","type":"signal","pid":4306,"comm":"bash","uid":0,"auid":1000,` +
+			`"target_pid":4300,"signal":10,"signal_name":"SIGUSR1","syscall":"kill","ret":0,"code":"SI_USER","origin":"user","target_comm":"sleep"}`,
+	}
+	for name, e := range whoEvents() {
+		got := string(AppendJSON(nil, &e))
+		w := strings.ReplaceAll(want[name], `"B:`, `"`+BootID()+":")
+		if got != w {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, w)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(got), &m); err != nil {
+			t.Errorf("%s: invalid JSON: %v", name, err)
+		}
+	}
+}
+
+func TestWhoText(t *testing.T) {
+	want := map[string]string{
+		"oom":   "killed by SIGKILL from oom-killer",
+		"segv":  "killed by SIGSEGV (SEGV_MAPERR) from the kernel, core dumped",
+		"term":  "killed by SIGTERM from systemd (pid 1) via kill",
+		"abend": "killed by SIGSEGV",
+		"exit3": "code=3",
+		"pipe":  "kernel -> 4305 SIGPIPE (SI_USER, delivered, to yes)",
+		"kill":  "kill -> 4300 SIGUSR1 ret=0 (SI_USER, to sleep)",
+	}
+	for name, e := range whoEvents() {
+		got := string(AppendText(nil, &e))
+		if !strings.HasSuffix(got, " "+want[name]) {
+			t.Errorf("%s: %q does not end in %q", name, got, want[name])
+		}
+	}
+	// A comm with a control character cannot reach the terminal raw.
+	e := whoEvents()["term"]
+	e.KilledBy.Comm = "evil\x1b[2J"
+	if got := string(AppendText(nil, &e)); strings.ContainsRune(got, 0x1b) {
+		t.Errorf("control character printed: %q", got)
+	}
+}
+
+// The JSON encoder stays allocation-free with every new field set.
+func TestWhoJSONAllocs(t *testing.T) {
+	events := whoEvents()
+	buf := make([]byte, 0, 4096)
+	for name, e := range events {
+		e := e
+		n := testing.AllocsPerRun(100, func() { buf = AppendJSON(buf[:0], &e) })
+		if n != 0 {
+			t.Errorf("%s: %v allocations per event", name, n)
+		}
+	}
+}
