@@ -35,7 +35,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench [--workload NAME|-- CMD [ARGS...]]",
 		Short: "Measure what watching costs: workloads untraced and under each way of tracing",
 		Long: "bench runs workloads untraced (none) and under this tool's audit and eBPF backends,\n" +
-			"the node's auditd and the seed's bpftrace program, rounds interleaved, and reports\n" +
+			"the node's auditd and an equivalent bpftrace program, rounds interleaved, and reports\n" +
 			"median elapsed, user, sys and CPU% of the workload, the ratio to none, the tracer's\n" +
 			"own CPU and events expected, seen and lost.\n\n" +
 			"Workloads: " + strings.Join(bench.Builtins(), ", ") + ", or a command after --.\n" +

@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +25,7 @@ import (
 
 type traceOptions struct {
 	streamFlags
+	user string
 }
 
 func newTraceCmd() *cobra.Command {
@@ -30,12 +34,13 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace --backend audit|ebpf [flags] -- CMD [ARGS...]",
 		Short: "Run CMD, trace only its process tree, print counts and its resource use",
 		Long: "trace runs CMD and counts the execs, forks and signals of CMD and every\n" +
-			"descendant, like the seed's bpftrace maps, then prints the counts and the\n" +
+			"descendant, keyed as bpftrace maps would be, then prints the counts and the\n" +
 			"tree's rusage. CMD's stdin, stdout and stderr pass through; the report goes\n" +
 			"to stderr or --output. The exit status is CMD's.",
 		Example: `  tracer trace --backend ebpf -- sh ./cis-check.sh
   tracer trace --backend audit --format json -o counts.json -- make -j2
-  tracer trace --backend ebpf --events signal --signal USR1 -- ./app`,
+  tracer trace --backend ebpf --events signal --signal USR1 -- ./app
+  tracer trace --backend ebpf --user nobody -- ./untrusted-script`,
 		Args:         cobra.MinimumNArgs(1),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,6 +48,7 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	o.register(cmd, "table", "report format: table or json")
+	cmd.Flags().StringVarP(&o.user, "user", "u", "", "run CMD as this user: its uid, primary gid and supplementary groups (as strace -u does; the environment is kept)")
 	return cmd
 }
 
@@ -64,6 +70,10 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	cred, err := lookupCredential(o.user)
+	if err != nil {
+		return err
+	}
 	if err := needRoot("tracer trace"); err != nil {
 		return err
 	}
@@ -79,7 +89,7 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 
 	// Start CMD held before exec, so that the backend is scoped to it
 	// before it makes its first event.
-	held, err := startHeld(b.Name(), args)
+	held, err := startHeld(b.Name(), args, cred)
 	if err != nil {
 		return err
 	}
@@ -177,7 +187,7 @@ type heldCmd struct {
 	auid uint32
 }
 
-func startHeld(backend string, args []string) (*heldCmd, error) {
+func startHeld(backend string, args []string, cred *syscall.Credential) (*heldCmd, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding tracer's own binary: %w", err)
@@ -195,8 +205,22 @@ func startHeld(backend string, args []string) (*heldCmd, error) {
 		h.auid = scopeAUID()
 		shim = append(shim, "--loginuid", strconv.FormatUint(uint64(h.auid), 10))
 	}
+	if cred != nil {
+		// The shim drops to the user itself, after it wrote the login uid:
+		// that write needs CAP_AUDIT_CONTROL, which the user does not have.
+		shim = append(shim, "--uid", strconv.FormatUint(uint64(cred.Uid), 10),
+			"--gid", strconv.FormatUint(uint64(cred.Gid), 10), "--groups", joinIDs(cred.Groups))
+	}
+	// The held step's Go runtime must not signal its own threads
+	// (SIGURG, asynchronous preemption) once it is traced: trace would
+	// count those signals as CMD's. The shim gives CMD the GODEBUG it had.
+	godebug, had := os.LookupEnv(godebugEnv)
+	if had {
+		shim = append(shim, "--godebug", godebug)
+	}
 	shim = append(append(shim, "--"), args...)
 	h.cmd = exec.Command(self, shim...)
+	h.cmd.Env = append(envWithout(os.Environ(), godebugEnv), godebugEnv+"="+strings.TrimPrefix(godebug+",asyncpreemptoff=1", ","))
 	h.cmd.Stdin, h.cmd.Stdout, h.cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	h.cmd.ExtraFiles = []*os.File{r}
 	if err := h.cmd.Start(); err != nil {
@@ -245,14 +269,15 @@ const (
 )
 
 // newHeldCmd is the hidden shim: wait for the gate on fd 3, set the login
-// uid if asked, exec CMD.
+// uid if asked, drop to the user if asked, exec CMD.
 func newHeldCmd() *cobra.Command {
-	var loginuid int64
+	var loginuid, uid, gid int64
+	var groups, godebug string
 	cmd := &cobra.Command{
-		Use:    heldCmdName + " [--loginuid N] -- CMD [ARGS...]",
+		Use:    heldCmdName + " [--loginuid N] [--uid N --gid N --groups N,...] -- CMD [ARGS...]",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
 			gate := os.NewFile(3, "gate")
 			var one [1]byte
 			if n, _ := gate.Read(one[:]); n != 1 {
@@ -268,17 +293,125 @@ func newHeldCmd() *cobra.Command {
 					os.Exit(heldSetupFailed)
 				}
 			}
+			if uid >= 0 {
+				if err := dropPrivileges(uid, gid, groups); err != nil {
+					fmt.Fprintf(os.Stderr, "tracer: cannot run the command as uid %d: %v\n", uid, err)
+					os.Exit(heldSetupFailed)
+				}
+			}
+			// Looked up as the user: its permissions decide, as they will for exec.
 			path, err := exec.LookPath(args[0])
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "tracer: %s: %v\n", args[0], err)
 				os.Exit(127)
 			}
-			err = syscall.Exec(path, args, os.Environ())
+			env := envWithout(os.Environ(), godebugEnv)
+			if c.Flags().Changed("godebug") {
+				env = append(env, godebugEnv+"="+godebug)
+			}
+			err = syscall.Exec(path, args, env)
 			fmt.Fprintf(os.Stderr, "tracer: exec %s: %v\n", args[0], err)
 			os.Exit(126)
 			return nil
 		},
 	}
 	cmd.Flags().Int64Var(&loginuid, "loginuid", -1, "login uid to set before exec")
+	cmd.Flags().Int64Var(&uid, "uid", -1, "user id to run CMD as")
+	cmd.Flags().Int64Var(&gid, "gid", -1, "group id to run CMD as")
+	cmd.Flags().StringVar(&groups, "groups", "", "supplementary group ids, comma-separated")
+	cmd.Flags().StringVar(&godebug, "godebug", "", "GODEBUG for CMD (unset when not given)")
 	return cmd
+}
+
+// dropPrivileges makes the calling thread uid:gid with exactly the given
+// supplementary groups; the caller execs CMD from this locked thread, and
+// exec gives the new program this thread's credentials alone. Raw calls on
+// purpose: syscall.Setuid and friends signal every thread of the process
+// (signal 33, from comm tracer) and trace would count those signals as
+// CMD's. Groups first, uid last: each step but the last needs root. Real,
+// effective and saved ids all change, so nothing can be regained, and the
+// capabilities go with the root uid. (The 64-bit arches' calls take 32-bit
+// ids.)
+func dropPrivileges(uid, gid int64, groups string) error {
+	gids := []uint32{}
+	for _, g := range splitList(groups) {
+		n, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return fmt.Errorf("bad group id %q", g)
+		}
+		gids = append(gids, uint32(n))
+	}
+	if gid < 0 {
+		return errors.New("no group id")
+	}
+	var p unsafe.Pointer
+	if len(gids) > 0 {
+		p = unsafe.Pointer(&gids[0])
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(gids)), uintptr(p), 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("setresgid %d: %w", gid, e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresuid %d: %w", uid, e)
+	}
+	return nil
+}
+
+// lookupCredential resolves --user, by name or numeric id, into its uid,
+// primary gid and supplementary groups; "" is nil: CMD runs as tracer does.
+func lookupCredential(name string) (*syscall.Credential, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, nerr := strconv.ParseUint(name, 10, 32); nerr == nil {
+			u, err = user.LookupId(name)
+		}
+	}
+	if err != nil {
+		return nil, tracer.Usagef("unknown --user %q: give a user name (or uid) that exists on this node", name)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, tracer.Usagef("--user %q has a uid or gid that is not a number (%s:%s)", name, u.Uid, u.Gid)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("reading the groups of user %s: %w", name, err)
+	}
+	for _, g := range ids {
+		n, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("user %s: group id %q is not a number", name, g)
+		}
+		cred.Groups = append(cred.Groups, uint32(n))
+	}
+	return cred, nil
+}
+
+const godebugEnv = "GODEBUG"
+
+// envWithout returns env without the variable name.
+func envWithout(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func joinIDs(ids []uint32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return strings.Join(s, ",")
 }
