@@ -20,9 +20,41 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// Key is carried by every rule tracer installs (`-k tracer`); cleanup removes
-// rules with this key and no others.
+// Key is the key of the rules `tracer rules` prints (`-k tracer`). A
+// running tracer gives its rules a key of its own, InstanceKey, so that
+// tracers that run at once never take each other's rules for leftovers;
+// cleanup removes rules of either form whose tracer is gone, and no others.
 const Key = "tracer"
+
+// InstanceKey is the rule key of the tracer with this pid and start time
+// (/proc/PID/stat field 22): "tracer-PID-START".
+func InstanceKey(pid int, start uint64) string {
+	return Key + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
+}
+
+// ParseInstanceKey reads an InstanceKey back.
+func ParseInstanceKey(key string) (pid int, start uint64, ok bool) {
+	rest, found := strings.CutPrefix(key, Key+"-")
+	if !found {
+		return 0, 0, false
+	}
+	p, s, found := strings.Cut(rest, "-")
+	if !found {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(p)
+	start, err2 := strconv.ParseUint(s, 10, 64)
+	return pid, start, err1 == nil && err2 == nil && pid > 0
+}
+
+// IsTracerKey reports whether a rule key is tracer's: Key or an InstanceKey.
+func IsTracerKey(key string) bool {
+	if key == Key {
+		return true
+	}
+	_, _, ok := ParseInstanceKey(key)
+	return ok
+}
 
 // Syscalls per event class, in the order rules list them.
 var classSyscalls = map[tracer.EventType][]string{
@@ -79,6 +111,8 @@ type Options struct {
 	// Has32Bit reports a running 32-bit process for Arch auto (pid, comm).
 	// Nil means Detect32Bit on /proc.
 	Has32Bit func() (pid int, comm string, found bool)
+	// Key is the rules' key; empty means Key.
+	Key string
 }
 
 // Rule is one audit rule.
@@ -86,6 +120,7 @@ type Rule struct {
 	Arch     string   // b64 or b32
 	Syscalls []string // names, as the arch's table has them
 	Filters  []string // -F filters after the arch, e.g. "a1=10", "auid!=unset"
+	Key      string   // empty means Key
 }
 
 // Text renders the rule in auditctl syntax.
@@ -102,7 +137,11 @@ func (r Rule) Text() string {
 		b.WriteString(f)
 	}
 	b.WriteString(" -k ")
-	b.WriteString(Key)
+	if r.Key != "" {
+		b.WriteString(r.Key)
+	} else {
+		b.WriteString(Key)
+	}
 	return b.String()
 }
 
@@ -241,7 +280,7 @@ func Build(o Options) (*Set, error) {
 		}
 		filters := append([]string(nil), common...)
 		if len(plain) > 0 {
-			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: plain, Filters: filters})
+			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: plain, Filters: filters, Key: o.Key})
 		}
 		regs := make([]int, 0, len(byReg))
 		for r := range byReg {
@@ -252,7 +291,7 @@ func Build(o Options) (*Set, error) {
 		for _, reg := range regs {
 			for _, sig := range o.Signals.List() {
 				f := append([]string{fmt.Sprintf("a%d=%d", reg, sig)}, common...)
-				set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: byReg[reg], Filters: f})
+				set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: byReg[reg], Filters: f, Key: o.Key})
 			}
 		}
 	}

@@ -54,6 +54,10 @@ type Config struct {
 	ScopeAUID uint32
 	// EnableAudit turns audit on when it is off (and back off at Close).
 	EnableAudit bool
+	// AllowPanicFailureMode lets the audit backend claim the audit PID when
+	// the kernel's failure mode is 2 (panic): if tracer died holding it, a
+	// full backlog would panic the node.
+	AllowPanicFailureMode bool
 
 	// eBPF specific.
 	Probes string // "" or "default": cheapest hooks; "syscalls": sys_enter/sys_exit tracepoints
@@ -103,6 +107,10 @@ type Stats struct {
 	AuditBacklog      uint32
 	AuditBacklogLimit uint32
 	AuditKernelLost   uint32 // the kernel's own counter, not a delta
+	// AuditSocketBuffer is the record socket's receive buffer in bytes and
+	// AuditSocketBufferAsked what tracer asked for: smaller means the
+	// kernel refused SO_RCVBUFFORCE and bursts overflow sooner.
+	AuditSocketBuffer, AuditSocketBufferAsked int
 
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats

@@ -8,13 +8,16 @@ type Filter struct {
 	Types   TypeSet
 	Signals SignalSet
 	Comm    string
+	// AuidSet keeps only processes with a login uid. The kernel filters
+	// on it too, but another tracer's rules may bring records it did not ask for.
+	AuidSet bool
 	// tree holds the --pid root and every descendant seen forking from it.
 	tree map[uint32]struct{}
 }
 
 // NewFilter builds the user-space filter for cfg.
 func NewFilter(cfg Config) *Filter {
-	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm}
+	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm, AuidSet: cfg.AuidSet}
 	if cfg.PID != 0 {
 		f.tree = map[uint32]struct{}{cfg.PID: {}}
 	}
@@ -45,6 +48,9 @@ func (f *Filter) Match(e *Event) bool {
 		return false
 	}
 	if f.Comm != "" && e.Comm != f.Comm {
+		return false
+	}
+	if f.AuidSet && e.AUID == UnsetID {
 		return false
 	}
 	return true

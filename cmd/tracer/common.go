@@ -29,6 +29,7 @@ type streamFlags struct {
 	arch        string
 	auidSet     bool
 	enableAudit bool
+	allowPanic  bool
 	// ebpf
 	probes    string
 	ringBytes int
@@ -47,6 +48,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
+	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: become the audit daemon even when the failure mode is 2 (panic): if tracer were killed, a full backlog could panic the node")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: default, sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints) or fentry")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
@@ -73,7 +75,10 @@ func (f *streamFlags) config() (tracer.Config, error) {
 	default:
 		return cfg, tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", f.probes)
 	}
-	cfg.Arch, cfg.AuidSet, cfg.EnableAudit = f.arch, f.auidSet, f.enableAudit
+	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
+	if cfg.Backpressure, err = tracer.ParseBackpressure(f.backpressure); err != nil {
+		return cfg, err
+	}
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
 	return cfg, nil
 }

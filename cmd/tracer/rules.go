@@ -61,7 +61,7 @@ func newRulesCmd() *cobra.Command {
 func newCleanupCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:          "cleanup",
-		Short:        "Remove audit rules that a killed tracer left behind (only rules with tracer's key)",
+		Short:        "Remove what killed tracers left behind: their audit rules and settings; never a running tracer's",
 		Example:      `  tracer cleanup`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -76,7 +76,8 @@ func newCleanupCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with key %q are removed)\n", len(removed), auditrules.Key)
+			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with key %q or %q of a tracer that is gone are removed)\n",
+				len(removed), auditrules.Key, auditrules.Key+"-PID-START")
 			return nil
 		},
 	}

@@ -61,11 +61,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
-	bp, err := tracer.ParseBackpressure(o.backpressure)
-	if err != nil {
-		return err
-	}
-	cfg.Backpressure = bp
+	bp := cfg.Backpressure
 	out, err := openOutput(o.output)
 	if err != nil {
 		return err

@@ -5,10 +5,14 @@
 // records, and reassembles them into tracer.Events.
 //
 // It is audit-aware: when nobody holds the audit PID it takes it, sizes the
-// backlog for bursts and gives everything back at Close; when auditd holds
-// it, it reads the multicast copy of the records and manages its rules
-// through a second socket that never claims the PID, so auditd keeps its
-// PID, its rules and its log.
+// backlog for bursts, keeps audited processes from waiting on it and gives
+// everything back at Close; when auditd (or another tracer) holds it, it
+// reads the multicast copy of the records and manages its rules through a
+// second socket that never claims the PID, so auditd keeps its PID, its
+// rules and its log. Tracers share the node: each one's rules carry a key
+// of its own, the audit PID passes to a tracer still running when its
+// holder exits, and the node's settings are restored by the last to leave
+// (state.go).
 package audit
 
 import (
@@ -42,31 +46,47 @@ const recvBuffer = 64 << 20
 
 // Backend is the audit backend. The zero value is not usable; call New.
 type Backend struct {
-	cfg  tracer.Config
-	ctl  *libaudit.AuditClient // rules and settings; never claims the PID
-	recv *conn                 // records: the PID socket, or the multicast one
+	cfg tracer.Config
+	key string                // this tracer's rule key (auditrules.InstanceKey)
+	ctl *libaudit.AuditClient // rules and settings; never claims the PID
+
+	// recv is the socket records come from: the PID socket, or the
+	// multicast one. Run owns recv, pidc and mcast after Start.
+	recv *conn
 	pidc *libaudit.AuditClient // wraps recv when we hold the PID
+	// mcast is the multicast socket still being read while a handover to
+	// the PID socket completes (handover.go).
+	mcast      *conn
+	multicast  bool
+	registered bool
+	notes      []string // what Start changed or found, for the user
 
 	mu        sync.Mutex
 	added     []rule.WireFormat
 	addedText []string
-	restore   []func() error
-	tookPID   bool
-	multicast bool
-	notes     []string // what Start changed or found, for the user
-
-	state savedState // what Close must restore, also on disk for cleanup
 
 	startLost uint32
 	status    atomic.Pointer[libaudit.AuditStatus]
-	pollStop  chan struct{}
-	pollDone  chan struct{}
+	// pidFree is set by the poller when nobody holds the audit PID any
+	// more (the tracer that held it exited): Run claims it.
+	pidFree  atomic.Bool
+	pollStop chan struct{}
+	pollDone chan struct{}
 
 	r          *reassembler
 	delivered  [5]atomic.Uint64
 	lostReasm  atomic.Uint64
 	lostSocket atomic.Uint64
-	closed     bool
+	// socketLowerBound: an overflow was seen but the kernel's drop count
+	// could not be read, so lostSocket counts overflows, not records.
+	socketLowerBound atomic.Bool
+	socketDrops0     uint64        // the multicast socket's drop counter at Start
+	finalDrops       atomic.Uint64 // drops of multicast sockets already closed
+	mcastPort        atomic.Uint32 // the multicast socket's port id, 0 when none
+	claimAcked       bool          // the kernel confirmed the handover's PID claim
+	handoverEnd      time.Time     // when to stop deduplicating after a handover
+	bufGot, bufAsked int
+	closed           bool
 }
 
 // New returns an audit backend.
@@ -78,6 +98,9 @@ func (b *Backend) Notes() []string { return b.notes }
 
 // Name is "audit".
 func (b *Backend) Name() string { return "audit" }
+
+// Key is the key this backend's rules carry.
+func (b *Backend) Key() string { return b.key }
 
 // Start checks the node, claims the audit PID or joins the multicast group,
 // then installs the rules. On error everything is undone.
@@ -103,30 +126,17 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		}
 		return fmt.Errorf("reading audit status: %w", err)
 	}
-	switch st.Enabled {
-	case 2:
+	if st.Enabled == 2 {
 		return tracer.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
-	case 0:
-		if err := b.enable(); err != nil {
-			return err
-		}
 	}
-	b.startLost = st.Lost
-	b.status.Store(st)
-
-	holder := int(st.PID)
-	if holder != 0 && processAlive(holder) && holder != os.Getpid() {
-		if err := b.joinMulticast(holder); err != nil {
-			return err
-		}
-	} else if err := b.takePID(st); err != nil {
+	if err := b.setup(st); err != nil {
 		return err
 	}
 	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
 
 	set, err := auditrules.Build(auditrules.Options{
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
-		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID,
+		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID, Key: b.key,
 	})
 	if err != nil {
 		return err
@@ -138,11 +148,6 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 			return fmt.Errorf("building audit rule: %w", err)
 		}
 		if err := b.ctl.AddRule(wf); err != nil {
-			if strings.Contains(err.Error(), "rule exists") {
-				// Left by a killed tracer: it works for us, but it is not ours to delete.
-				b.notes = append(b.notes, "rule already loaded (run tracer cleanup to remove leftovers): "+r.Text())
-				continue
-			}
 			return tracer.Usagef("the kernel refused audit rule %q: %v", r.Text(), err)
 		}
 		b.mu.Lock()
@@ -154,24 +159,54 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	return nil
 }
 
-// enable turns audit on for the session and arranges to turn it off again.
+// setup registers this tracer in the state directory, enables audit if
+// needed, and claims the PID or joins the multicast group, all under the
+// state lock so that tracers starting and stopping at once agree.
+func (b *Backend) setup(st *libaudit.AuditStatus) error {
+	unlock, err := lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid())}
+	me.Key = auditrules.InstanceKey(me.PID, me.Start)
+	if err := writeJSON(ownerPath(me.PID), me); err != nil {
+		return err
+	}
+	b.key, b.registered = me.Key, true
+	holder := int(st.PID)
+	beside := holder != 0 && holder != os.Getpid() && processAlive(holder)
+	if !beside {
+		// Refuse before anything changes on the node.
+		if err := b.canHoldPID(st); err != nil {
+			return err
+		}
+	}
+	if st.Enabled == 0 {
+		if err := b.enable(); err != nil {
+			return err
+		}
+	}
+	b.startLost = st.Lost
+	b.status.Store(st)
+	if beside {
+		return b.joinMulticast(holder)
+	}
+	return b.takePID(st)
+}
+
+// enable turns audit on; the last tracer to leave turns it off again.
 func (b *Backend) enable() error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
 		return tracer.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
-	b.state.PID = os.Getpid()
-	if err := b.state.write(); err != nil {
+	if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.Enabled }, 0); err != nil {
 		return err
 	}
 	if err := b.ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
 		return tracer.Usagef("audit is disabled and could not be enabled (%v): run auditctl -e 1, or use --backend ebpf", err)
 	}
-	zero := uint32(0)
-	b.state.Enabled = &zero
-	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again on exit); processes started before audit was first enabled since boot are not audited")
-	b.restore = append(b.restore, func() error {
-		return b.ctl.SetEnabled(false, libaudit.WaitForReply)
-	})
+	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again when the last tracer exits); processes started before audit was first enabled since boot are not audited")
 	return nil
 }
 
@@ -193,52 +228,101 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// takePID makes this process the audit daemon for the session and sizes the
-// backlog; Close gives the PID back and restores the limits.
-func (b *Backend) takePID(st *libaudit.AuditStatus) error {
-	c, err := newConn(0)
-	if err != nil {
-		return fmt.Errorf("opening audit record socket: %w", err)
+// failureModePanic is auditctl -f 2.
+const failureModePanic = 2
+
+// canHoldPID says why this tracer may not be the audit daemon, or nil.
+func (b *Backend) canHoldPID(st *libaudit.AuditStatus) error {
+	if st.Failure == failureModePanic && !b.cfg.AllowPanicFailureMode {
+		return tracer.Usagef("audit failure mode is 2 (panic, auditctl -f 2): tracer will not become the audit daemon, since a full backlog after it died would panic the node; start auditd (tracer then reads beside it), pass --allow-panic-failure-mode to accept the risk, or use --backend ebpf")
 	}
-	c.setRecvBuffer(recvBuffer)
-	b.recv = c
-	b.pidc = &libaudit.AuditClient{Netlink: c}
-	if err := b.pidc.SetPID(libaudit.WaitForReply); err != nil {
-		return tracer.Usagef("cannot become the audit daemon (%v): another process may have just claimed it; retry, or stop it", err)
-	}
-	b.tookPID = true
+	return nil
+}
+
+// prepareHold sizes the backlog and, unless output may block, keeps
+// audited processes from ever waiting on it; the values before are
+// recorded for the last tracer to restore. The state lock is held.
+func (b *Backend) prepareHold(st *libaudit.AuditStatus) error {
 	if st.BacklogLimit < BacklogLimit {
-		old := st.BacklogLimit
-		b.state.PID, b.state.BacklogLimit = os.Getpid(), &old
-		if err := b.state.write(); err != nil {
+		if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.BacklogLimit }, st.BacklogLimit); err != nil {
 			return err
 		}
 		if err := b.ctl.SetBacklogLimit(BacklogLimit, libaudit.WaitForReply); err != nil {
 			return fmt.Errorf("setting audit backlog limit: %w", err)
 		}
-		b.restore = append(b.restore, func() error { return b.ctl.SetBacklogLimit(old, libaudit.WaitForReply) })
 	}
+	if b.cfg.Backpressure == tracer.BackpressureDrop && st.BacklogWaitTime != 0 {
+		// With a wait time, a full backlog makes every audited process
+		// sleep in the kernel; with 0 the kernel drops and counts instead.
+		if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.BacklogWaitTime }, st.BacklogWaitTime); err != nil {
+			return err
+		}
+		if err := b.ctl.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
+			return fmt.Errorf("setting audit backlog_wait_time: %w", err)
+		}
+	}
+	return nil
+}
+
+// takePID makes this process the audit daemon for the session.
+func (b *Backend) takePID(st *libaudit.AuditStatus) error {
+	if err := b.canHoldPID(st); err != nil {
+		return err
+	}
+	if err := b.prepareHold(st); err != nil {
+		return err
+	}
+	c, err := newConn(0)
+	if err != nil {
+		return fmt.Errorf("opening audit record socket: %w", err)
+	}
+	b.sizeBuffer(c)
+	pidc := &libaudit.AuditClient{Netlink: c}
+	if err := pidc.SetPID(libaudit.WaitForReply); err != nil {
+		c.Close()
+		if st.PID != 0 {
+			// The last holder is gone but the kernel has not noticed yet:
+			// read beside it; the poller claims the PID once it is free.
+			return b.joinMulticast(int(st.PID))
+		}
+		return tracer.Usagef("cannot become the audit daemon (%v): another process may have just claimed it; retry, or stop it", err)
+	}
+	b.recv, b.pidc = c, pidc
 	return c.setRecvTimeout(recvTimeout)
 }
 
 // joinMulticast reads records from the READLOG group while another process
-// (auditd) keeps the audit PID. It needs CAP_AUDIT_READ.
+// (auditd, or another tracer) keeps the audit PID. It needs CAP_AUDIT_READ.
 func (b *Backend) joinMulticast(holder int) error {
 	c, err := newConn(netlinkGroupReadLog)
 	if err != nil {
-		return tracer.Usagef("auditd (pid %d) holds the audit PID and joining the audit multicast group failed (%v): run as root with CAP_AUDIT_READ", holder, err)
+		return tracer.Usagef("pid %d holds the audit PID and joining the audit multicast group failed (%v): run as root with CAP_AUDIT_READ", holder, err)
 	}
-	c.setRecvBuffer(recvBuffer)
+	b.sizeBuffer(c)
 	b.recv = c
 	b.multicast = true
+	b.socketDrops0, _ = socketDrops(c.port)
+	b.mcastPort.Store(c.port)
 	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/comm")
 	b.notes = append(b.notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
 		strings.TrimSpace(string(comm)), holder))
 	return c.setRecvTimeout(recvTimeout)
 }
 
+// sizeBuffer asks for a large receive buffer and says so when the kernel
+// gave less (SO_RCVBUFFORCE refused without CAP_NET_ADMIN).
+func (b *Backend) sizeBuffer(c *conn) {
+	b.bufAsked = recvBuffer
+	b.bufGot = c.setRecvBuffer(recvBuffer)
+	if b.bufGot < recvBuffer {
+		b.notes = append(b.notes, fmt.Sprintf("the audit socket's receive buffer is %d bytes, not the %d asked for (SO_RCVBUFFORCE refused: grant CAP_NET_ADMIN or raise net.core.rmem_max): bursts overflow sooner; overflows are counted",
+			b.bufGot, recvBuffer))
+	}
+}
+
 // startPoller reads the kernel's backlog and lost counter on a client of its
-// own, so status requests never interleave with the record stream.
+// own, so status requests never interleave with the record stream, and
+// notices when the audit PID becomes free.
 func (b *Backend) startPoller() {
 	c, err := newConn(0)
 	if err != nil {
@@ -249,11 +333,13 @@ func (b *Backend) startPoller() {
 	go func() {
 		defer close(b.pollDone)
 		defer c.Close()
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(pollInterval)
 		defer t.Stop()
 		for {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
+				free := st.PID == 0 || (int(st.PID) != os.Getpid() && !processAlive(int(st.PID)))
+				b.pidFree.Store(free)
 			}
 			select {
 			case <-b.pollStop:
@@ -263,6 +349,10 @@ func (b *Backend) startPoller() {
 		}
 	}()
 }
+
+// pollInterval bounds how long records go unclaimed by a PID holder after
+// the tracer that held it exits.
+const pollInterval = 100 * time.Millisecond
 
 // Run reads and reassembles records until ctx is done. Then it removes the
 // rules, so no new events come, and drains what the kernel had queued: the
@@ -282,6 +372,23 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := newBatch(64, 9000)
+	feed := func(n int) {
+		for i := 0; i < n; i++ {
+			typ, data, ok := bt.message(i)
+			if !ok {
+				continue
+			}
+			switch {
+			case typ == syscall.NLMSG_ERROR:
+				b.ack(data)
+			case draining && typ == typeConfigChange && b.isOurRemoval(data):
+				fences--
+			default:
+				b.r.feed(typ, data, count)
+			}
+		}
+		b.lostReasm.Store(b.r.lost + b.r.bad)
+	}
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
 			return b.endDrain() // a busy node never goes quiet: bound the drain by the clock too
@@ -293,6 +400,13 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				return err
 			}
 		}
+		if !draining && b.multicast && b.mcast == nil && b.pidFree.Load() {
+			b.claim()
+		}
+		if b.mcast != nil {
+			feed(b.readHandover(bt))
+		}
+		b.endHandover()
 		n, err := b.recv.readBatch(bt)
 		if err != nil {
 			switch {
@@ -306,9 +420,8 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				}
 				continue
 			case errors.Is(err, syscall.ENOBUFS):
-				if b.multicast {
-					// The multicast socket overflowed: the records in it are gone.
-					b.lostSocket.Add(1)
+				if b.pidc == nil {
+					b.overflowed()
 				}
 				// The PID socket's overrun loses nothing: kauditd keeps its
 				// reference and queues the record again.
@@ -318,18 +431,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			}
 		}
 		quiet = 0
-		for i := 0; i < n; i++ {
-			typ, data, ok := bt.message(i)
-			if !ok {
-				continue
-			}
-			if draining && typ == typeConfigChange && isOurRemoval(data) {
-				fences--
-				continue
-			}
-			b.r.feed(typ, data, count)
-		}
-		b.lostReasm.Store(b.r.lost)
+		feed(n)
 		// Past the last fence, events another CPU was logging while the
 		// rules went away may still lack their EOE: read until they have it.
 		if draining && fences <= 0 && len(b.r.pending) == 0 {
@@ -345,8 +447,20 @@ const (
 
 func (b *Backend) endDrain() error {
 	b.r.flush()
-	b.lostReasm.Store(b.r.lost)
+	b.lostReasm.Store(b.r.lost + b.r.bad)
 	return nil
+}
+
+// overflowed books a multicast socket overflow: the records it dropped
+// are gone. The kernel counts them per socket (/proc/net/netlink, Drops);
+// only where that cannot be read is the figure a count of overflows, a
+// lower bound.
+func (b *Backend) overflowed() {
+	if _, ok := socketDrops(b.mcastPort.Load()); ok {
+		return // the poller and Stats read the exact figure
+	}
+	b.lostSocket.Add(1)
+	b.socketLowerBound.Store(true)
 }
 
 func (b *Backend) ruleCount() int {
@@ -356,8 +470,8 @@ func (b *Backend) ruleCount() int {
 }
 
 // isOurRemoval matches the CONFIG_CHANGE record of removing one of our rules.
-func isOurRemoval(data []byte) bool {
-	return bytes.Contains(data, []byte("op=remove_rule")) && bytes.Contains(data, []byte(`key="`+auditrules.Key+`"`))
+func (b *Backend) isOurRemoval(data []byte) bool {
+	return bytes.Contains(data, []byte("op=remove_rule")) && bytes.Contains(data, []byte(`key="`+b.key+`"`))
 }
 
 // removeRules deletes exactly the rules this backend added.
@@ -386,13 +500,29 @@ func (b *Backend) Stats() tracer.Stats {
 		s.AuditBacklog, s.AuditBacklogLimit, s.AuditKernelLost = st.Backlog, st.BacklogLimit, st.Lost
 		s.Lost[tracer.LostKernel] = uint64(st.Lost - b.startLost)
 	}
-	s.Lost[tracer.LostRingbuf] = b.lostSocket.Load()
+	s.Lost[tracer.LostRingbuf] = b.lostSocket.Load() + b.multicastDrops()
+	s.LowerBound[tracer.LostRingbuf] = b.socketLowerBound.Load()
 	s.Lost[tracer.LostReassembly] = b.lostReasm.Load()
+	s.AuditSocketBuffer, s.AuditSocketBufferAsked = b.bufGot, b.bufAsked
 	return s
 }
 
-// Close removes the rules, gives back the audit PID and restores every
-// setting Start changed, in reverse order.
+// multicastDrops is how many records the kernel dropped on the multicast
+// socket since Start, from its per-socket counter. Safe from any goroutine.
+func (b *Backend) multicastDrops() uint64 {
+	port := b.mcastPort.Load()
+	if port == 0 {
+		return b.finalDrops.Load()
+	}
+	n, ok := socketDrops(port)
+	if !ok || n < b.socketDrops0 {
+		return b.finalDrops.Load()
+	}
+	return n - b.socketDrops0
+}
+
+// Close removes the rules, gives back the audit PID, and, as the last
+// tracer on the node, restores every setting tracers changed.
 func (b *Backend) Close() error {
 	if b.closed {
 		return nil
@@ -410,23 +540,43 @@ func (b *Backend) Close() error {
 		// One last read so the summary has the final kernel lost counter.
 		b.status.Store(st)
 	}
+	b.finalDrops.Store(b.multicastDrops())
+	b.mcastPort.Store(0)
+	if b.mcast != nil {
+		errs = append(errs, b.mcast.Close())
+		b.mcast = nil
+	}
 	if b.pidc != nil {
 		// Closing the client that set the PID unsets it (go-libaudit).
 		errs = append(errs, b.pidc.Close())
-		b.recv = nil
 	} else if b.recv != nil {
 		errs = append(errs, b.recv.Close())
 	}
-	for i := len(b.restore) - 1; i >= 0; i-- {
-		errs = append(errs, b.restore[i]())
-	}
-	if b.state.PID != 0 {
-		removeState(b.state.PID)
+	b.multicast, b.recv, b.pidc = false, nil, nil
+	if b.registered {
+		errs = append(errs, b.leave())
 	}
 	if b.ctl != nil {
 		errs = append(errs, b.ctl.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// leave removes this tracer's state file and, when no other tracer runs,
+// restores the node's audit settings.
+func (b *Backend) leave() error {
+	unlock, err := lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	b.registered = false
+	_ = os.Remove(ownerPath(os.Getpid()))
+	if othersAlive() {
+		return nil
+	}
+	_, err = restoreSettings(b.ctl)
+	return err
 }
 
 func (b *Backend) ctlStatus() (*libaudit.AuditStatus, error) {
@@ -436,40 +586,33 @@ func (b *Backend) ctlStatus() (*libaudit.AuditStatus, error) {
 	return b.ctl.GetStatus()
 }
 
-// Cleanup removes the audit rules that carry tracer's key, e.g. after a
-// tracer was killed with SIGKILL, restores the audit settings such a tracer
-// changed, and returns what it did. It never touches rules without the key.
-func Cleanup() ([]string, error) {
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		return nil, tracer.Usagef("cannot open the audit netlink socket (%v): run as root", err)
-	}
-	defer c.Close()
-	rules, err := c.GetRules()
-	if err != nil {
-		return nil, fmt.Errorf("listing audit rules: %w", err)
-	}
-	var removed []string
-	for _, wf := range rules {
-		text, err := rule.ToCommandLine(rule.WireFormat(wf), false)
-		if err != nil || !HasKey(text) {
-			continue
-		}
-		if err := c.DeleteRule(wf); err != nil {
-			return removed, fmt.Errorf("removing audit rule %q: %w", text, err)
-		}
-		removed = append(removed, text)
-	}
-	restored, err := restoreLeftSettings(c)
-	return append(removed, restored...), err
+// HasKey reports whether a rule in auditctl syntax carries one of tracer's
+// keys (Key or a running tracer's InstanceKey).
+func HasKey(text string) bool {
+	key, ok := keyOfText(text)
+	return ok && auditrules.IsTracerKey(key)
 }
 
-// HasKey reports whether a rule in auditctl syntax carries tracer's key.
-func HasKey(text string) bool {
-	for _, f := range strings.Fields(text) {
-		if f == "key="+auditrules.Key || f == "key=\""+auditrules.Key+"\"" {
-			return true
+// keyOfText finds the key of a rule in auditctl syntax (-k K or -F key=K).
+func keyOfText(text string) (string, bool) {
+	f := strings.Fields(text)
+	for i, w := range f {
+		if w == "-k" && i+1 < len(f) {
+			return strings.Trim(f[i+1], `"`), true
+		}
+		if k, ok := strings.CutPrefix(w, "key="); ok {
+			return strings.Trim(k, `"`), true
 		}
 	}
-	return strings.Contains(text, "-k "+auditrules.Key+" ") || strings.HasSuffix(text, "-k "+auditrules.Key)
+	return "", false
+}
+
+// ruleKey decodes a rule from the kernel into its key and auditctl text.
+func ruleKey(wf []byte) (key, text string, ok bool) {
+	text, err := rule.ToCommandLine(rule.WireFormat(wf), false)
+	if err != nil {
+		return "", "", false
+	}
+	key, ok = keyOfText(text)
+	return key, text, ok
 }

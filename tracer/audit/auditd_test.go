@@ -87,8 +87,8 @@ func TestAlongsideAuditd(t *testing.T) {
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
 	b := New()
 	events, _ := runWorkload(t, b, cfg, knownWorkload...)
-	if !b.multicast || b.tookPID {
-		t.Errorf("backend did not use multicast (multicast=%v tookPID=%v)", b.multicast, b.tookPID)
+	if !b.multicast || b.pidc != nil {
+		t.Errorf("backend did not use multicast (multicast=%v holds PID=%v)", b.multicast, b.pidc != nil)
 	}
 	if pid := int(auditStatus(t).PID); pid != auditdPID {
 		t.Errorf("audit PID is %d while tracer runs, want auditd's %d", pid, auditdPID)
@@ -107,18 +107,19 @@ func TestAlongsideAuditd(t *testing.T) {
 	}
 	// auditd's log got the workload's records and our rule removal; and it
 	// keeps receiving: a new event after we left lands there too.
+	key := b.Key()
 	marker := exec.Command("/bin/sh", "-c", "exit 0")
 	_ = marker.Run()
 	deadline := time.Now().Add(5 * time.Second)
 	var log []byte
 	for time.Now().Before(deadline) {
 		log, _ = os.ReadFile(logFile)
-		if strings.Contains(string(log), `op=remove_rule key="tracer"`) && strings.Contains(string(log), `comm="workload"`) {
+		if strings.Contains(string(log), `op=remove_rule key="`+key+`"`) && strings.Contains(string(log), `comm="workload"`) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, want := range []string{`comm="workload"`, `key="tracer"`, `op=remove_rule key="tracer"`} {
+	for _, want := range []string{`comm="workload"`, `key="` + key + `"`, `op=remove_rule key="` + key + `"`} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("auditd's log %s lacks %s", logFile, want)
 		}

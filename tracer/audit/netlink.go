@@ -5,6 +5,9 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -46,13 +49,41 @@ func newConn(groups uint32) (*conn, error) {
 	return c, nil
 }
 
-// setRecvBuffer asks for a large receive buffer; SO_RCVBUFFORCE (root)
-// passes net.core.rmem_max, which matters in multicast mode where a full
-// buffer drops records.
-func (c *conn) setRecvBuffer(bytes int) {
+// setRecvBuffer asks for a large receive buffer and returns what the
+// kernel gave; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes net.core.rmem_max,
+// which matters in multicast mode where a full buffer drops records.
+func (c *conn) setRecvBuffer(bytes int) int {
 	if err := syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, bytes); err != nil {
 		_ = syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, bytes)
 	}
+	got, err := syscall.GetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+	if err != nil {
+		return 0
+	}
+	// The kernel reports twice what it was asked for (its bookkeeping share).
+	return got / 2
+}
+
+// socketDrops reads the kernel's drop counter of this process's audit
+// netlink socket with the given port id from /proc/net/netlink (columns
+// sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode).
+func socketDrops(port uint32) (uint64, bool) {
+	if port == 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile("/proc/net/netlink")
+	if err != nil {
+		return 0, false
+	}
+	want := strconv.FormatUint(uint64(port), 10)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 9 && f[1] == strconv.Itoa(syscall.NETLINK_AUDIT) && f[2] == want {
+			n, err := strconv.ParseUint(f[8], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // setRecvTimeout bounds blocking reads so that the reader notices shutdown.
@@ -152,10 +183,15 @@ func newBatch(n, size int) *batch {
 
 // readBatch blocks until at least one datagram arrives (or the receive
 // timeout passes) and returns how many it read.
-func (c *conn) readBatch(b *batch) (int, error) {
+func (c *conn) readBatch(b *batch) (int, error) { return c.recvmmsg(b, msgWaitForOne) }
+
+// readBatchNow reads what is queued without waiting (EAGAIN when nothing is).
+func (c *conn) readBatchNow(b *batch) (int, error) { return c.recvmmsg(b, syscall.MSG_DONTWAIT) }
+
+func (c *conn) recvmmsg(b *batch, flags int) (int, error) {
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd),
-			uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), msgWaitForOne, 0, 0)
+			uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), uintptr(flags), 0, 0)
 		if errno == syscall.EINTR {
 			continue
 		}

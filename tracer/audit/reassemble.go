@@ -55,6 +55,9 @@ type reassembler struct {
 	delivered [5]uint64
 	lost      uint64 // events evicted without their EOE
 	bad       uint64 // records that failed to parse
+	// dedupe, while a handover reads two sockets that may both carry an
+	// event, holds the serials already emitted (handover.go).
+	dedupe map[uint64]struct{}
 }
 
 func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
@@ -126,6 +129,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	}
 	switch typ {
 	case typeExecve:
+		if r.dedupe != nil && len(p.argv) > 0 {
+			return // the other socket's copy of this record
+		}
 		p.argv = parseExecve(body, p.argv, maxArgv)
 	case typePath:
 		if item, name := parsePath(body); item == 0 && !p.havePath {
@@ -151,6 +157,9 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
 	}
 	if r.scopeAUID != tracer.UnsetID && sc.auid != r.scopeAUID {
 		return
+	}
+	if _, open := r.pending[serial]; open && r.dedupe != nil {
+		return // the other socket's copy of a record already read
 	}
 	// commRaw points into the read buffer, which the next record overwrites.
 	sc.comm, sc.commRaw = r.str(sc.commRaw), nil
@@ -243,6 +252,12 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	case tracer.TypeExit:
 		e.ExitCode = int(int32(sc.args[0]))
 		delete(r.comms, sc.pid)
+	}
+	if r.dedupe != nil {
+		if _, dup := r.dedupe[p.serial]; dup {
+			return
+		}
+		r.dedupe[p.serial] = struct{}{}
 	}
 	r.delivered[e.Type]++
 	emit(e)

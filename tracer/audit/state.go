@@ -10,74 +10,257 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
+	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
 )
 
-// StateDir holds one file per running audit backend with the kernel
-// settings it changed, so that `tracer cleanup` can restore them after a
-// tracer was killed with SIGKILL and could not.
+// StateDir is where running tracers tell each other, and `tracer cleanup`,
+// what they own and what they changed. Each holds a file of its own
+// (audit-PID.json: its pid, start time and rule key); the node's settings
+// as they were before the first tracer changed them are in audit-node.json,
+// restored by the last tracer to leave. Every change to the directory and
+// to the node's audit settings is made under an flock of the directory, so
+// tracers that start and stop at once agree on who is last.
 var StateDir = "/run/tracer"
 
-// savedState is what a backend changed and must give back.
-type savedState struct {
-	PID          int     `json:"pid"`
-	Enabled      *uint32 `json:"enabled_before,omitempty"`
-	BacklogLimit *uint32 `json:"backlog_limit_before,omitempty"`
+// owner is one running tracer's claim: rules with Key belong to it while
+// a process with PID and Start runs.
+type owner struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start_time"` // /proc/PID/stat field 22: tells a reused pid apart
+	Key   string `json:"key"`
 }
 
-func statePath(pid int) string {
-	return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json")
+// nodeSettings are the audit settings as they were before any tracer
+// changed them. A nil field was not changed.
+type nodeSettings struct {
+	Enabled         *uint32 `json:"enabled_before,omitempty"`
+	BacklogLimit    *uint32 `json:"backlog_limit_before,omitempty"`
+	BacklogWaitTime *uint32 `json:"backlog_wait_time_before,omitempty"`
 }
 
-func (s *savedState) write() error {
+func ownerPath(pid int) string { return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json") }
+func nodePath() string         { return filepath.Join(StateDir, "audit-node.json") }
+
+// lockState takes the state directory's lock; the returned func releases it.
+func lockState() (func(), error) {
 	if err := os.MkdirAll(StateDir, 0o700); err != nil {
-		return fmt.Errorf("creating state dir: %w", err)
+		return nil, fmt.Errorf("creating state dir %s (tracer needs it writable, e.g. a hostPath volume in a pod): %w", StateDir, err)
 	}
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(statePath(s.PID), b, 0o600); err != nil {
-		return fmt.Errorf("writing audit state file: %w", err)
+	// The directory itself is the lock: nothing is left behind for it.
+	f, err := os.OpenFile(StateDir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening state lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking state dir: %w", err)
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }
 
-func removeState(pid int) { _ = os.Remove(statePath(pid)) }
-
-// restoreLeftSettings gives back the settings of backends whose process is
-// gone, and returns what it did.
-func restoreLeftSettings(c *libaudit.AuditClient) ([]string, error) {
-	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
-	var done []string
-	var errs []error
-	for _, f := range files {
-		var s savedState
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &s) != nil {
-			continue
-		}
-		if s.PID != os.Getpid() && processAlive(s.PID) && isTracer(s.PID) {
-			continue // still running: it will restore its own
-		}
-		if s.BacklogLimit != nil {
-			if err := c.SetBacklogLimit(*s.BacklogLimit, libaudit.WaitForReply); err != nil {
-				errs = append(errs, fmt.Errorf("restoring backlog limit: %w", err))
-			} else {
-				done = append(done, fmt.Sprintf("restored backlog_limit %d (changed by killed tracer pid %d)", *s.BacklogLimit, s.PID))
-			}
-		}
-		if s.Enabled != nil {
-			if err := c.SetEnabled(*s.Enabled == 1, libaudit.WaitForReply); err != nil {
-				errs = append(errs, fmt.Errorf("restoring audit enabled flag: %w", err))
-			} else {
-				done = append(done, fmt.Sprintf("restored enabled=%d (changed by killed tracer pid %d)", *s.Enabled, s.PID))
-			}
-		}
-		_ = os.Remove(f)
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	return done, errors.Join(errs...)
+	return json.Unmarshal(b, v)
 }
 
-func isTracer(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	return err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "tracer")
+// processStart is field 22 of /proc/PID/stat, the process's start time in
+// clock ticks since boot; 0 when the process is gone.
+func processStart(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// comm (field 2) may hold spaces and parentheses: count from the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
+
+// alive reports whether the owner's process still runs (same pid, same
+// start time: not a later process that reuses the pid).
+func (o owner) alive() bool {
+	if o.PID == os.Getpid() {
+		return true
+	}
+	return o.PID > 0 && o.Start != 0 && processStart(o.PID) == o.Start
+}
+
+// owners reads every owner file, split into live and dead ones.
+func owners() (live, dead []owner) {
+	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
+	for _, f := range files {
+		if f == nodePath() {
+			continue
+		}
+		var o owner
+		if readJSON(f, &o) != nil || o.PID == 0 {
+			continue
+		}
+		if o.alive() {
+			live = append(live, o)
+		} else {
+			dead = append(dead, o)
+		}
+	}
+	return live, dead
+}
+
+// othersAlive reports whether a tracer other than this process runs.
+func othersAlive() bool {
+	live, _ := owners()
+	for _, o := range live {
+		if o.PID != os.Getpid() {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSetting notes a setting's value before the first tracer changes it.
+func recordSetting(set func(*nodeSettings) **uint32, before uint32) error {
+	var s nodeSettings
+	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", nodePath(), err)
+	}
+	if p := set(&s); *p == nil {
+		*p = &before
+		return writeJSON(nodePath(), &s)
+	}
+	return nil
+}
+
+// restoreSettings puts back what audit-node.json recorded and removes it;
+// call it only as the last tracer. It returns what it did.
+func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
+	var s nodeSettings
+	if err := readJSON(nodePath(), &s); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s: %w", nodePath(), err)
+	}
+	var done []string
+	var errs []error
+	if s.BacklogWaitTime != nil {
+		if err := c.SetBacklogWaitTime(int32(*s.BacklogWaitTime), libaudit.WaitForReply); err != nil {
+			errs = append(errs, fmt.Errorf("restoring backlog_wait_time: %w", err))
+		} else {
+			done = append(done, fmt.Sprintf("restored backlog_wait_time %d", *s.BacklogWaitTime))
+		}
+	}
+	if s.BacklogLimit != nil {
+		if err := c.SetBacklogLimit(*s.BacklogLimit, libaudit.WaitForReply); err != nil {
+			errs = append(errs, fmt.Errorf("restoring backlog_limit: %w", err))
+		} else {
+			done = append(done, fmt.Sprintf("restored backlog_limit %d", *s.BacklogLimit))
+		}
+	}
+	if s.Enabled != nil {
+		if err := c.SetEnabled(*s.Enabled == 1, libaudit.WaitForReply); err != nil {
+			errs = append(errs, fmt.Errorf("restoring audit enabled flag: %w", err))
+		} else {
+			done = append(done, fmt.Sprintf("restored enabled=%d", *s.Enabled))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return done, err
+	}
+	_ = os.Remove(nodePath())
+	return done, nil
+}
+
+// Cleanup removes what tracers that are gone (killed with SIGKILL, say)
+// left behind: their audit rules, their state files, and, when no tracer
+// runs any more, the audit settings they changed. Rules of live tracers and
+// rules without tracer's key are never touched. It returns what it did.
+func Cleanup() ([]string, error) {
+	c, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, tracer.Usagef("cannot open the audit netlink socket (%v): run as root", err)
+	}
+	defer c.Close()
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	live, dead := owners()
+	liveKeys := map[string]bool{}
+	for _, o := range live {
+		liveKeys[o.Key] = true
+	}
+	var done []string
+	rules, err := c.GetRules()
+	if err != nil {
+		return nil, fmt.Errorf("listing audit rules: %w", err)
+	}
+	for _, wf := range rules {
+		key, text, ok := ruleKey(wf)
+		if !ok || !auditrules.IsTracerKey(key) || liveKeys[key] || keyOwnerAlive(key) {
+			continue
+		}
+		if err := c.DeleteRule(wf); err != nil {
+			return done, fmt.Errorf("removing audit rule %q: %w", text, err)
+		}
+		done = append(done, "removed "+text)
+	}
+	for _, o := range dead {
+		_ = os.Remove(ownerPath(o.PID))
+		done = append(done, fmt.Sprintf("removed the state of tracer pid %d, which is gone", o.PID))
+	}
+	if len(live) > 0 {
+		if _, err := os.Stat(nodePath()); err == nil {
+			done = append(done, fmt.Sprintf("left the audit settings to the %d tracers still running; the last to exit restores them", len(live)))
+		}
+		return done, nil
+	}
+	restored, err := restoreSettings(c)
+	return append(done, restored...), err
+}
+
+// keyOwnerAlive reports whether the tracer named by an instance key runs.
+func keyOwnerAlive(key string) bool {
+	pid, start, ok := auditrules.ParseInstanceKey(key)
+	return ok && (owner{PID: pid, Start: start}).alive()
 }

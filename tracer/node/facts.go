@@ -164,7 +164,7 @@ const TracerKey = auditrules.Key
 
 // IsTracerKey reports whether an audit rule key is the tracer's (the same
 // test tracer cleanup applies).
-func IsTracerKey(key string) bool { return key == TracerKey }
+func IsTracerKey(key string) bool { return auditrules.IsTracerKey(key) }
 
 // CountTracerRules counts the rules whose key (-k or -F key=) is the tracer's.
 func CountTracerRules(rules []string) int {

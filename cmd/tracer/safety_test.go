@@ -1,0 +1,438 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// The node as tracers must leave it: audit rules, the settings tracers
+// change, and the state directory.
+func nodeSnapshot(t *testing.T) string {
+	t.Helper()
+	st := kernelStatus(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "enabled=%d failure=%d pid=%d backlog_limit=%d backlog_wait_time=%d\n",
+		st.Enabled, st.Failure, st.PID, st.BacklogLimit, st.BacklogWaitTime)
+	for _, r := range kernelRules(t) {
+		b.WriteString(r + "\n")
+	}
+	ents, _ := os.ReadDir("/run/tracer")
+	for _, e := range ents {
+		b.WriteString("/run/tracer/" + e.Name() + "\n")
+	}
+	return b.String()
+}
+
+// waitNodeBack polls until the node is as before (the kernel lets go of a
+// dead audit PID only at its next failed send).
+func waitNodeBack(t *testing.T, before string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	now := nodeSnapshot(t)
+	for now != before && time.Now().Before(deadline) {
+		_ = exec.Command("true").Run()
+		time.Sleep(100 * time.Millisecond)
+		now = nodeSnapshot(t)
+	}
+	if now != before {
+		t.Errorf("node not as found:\nbefore:\n%safter:\n%s", before, now)
+	}
+}
+
+// watcher is a running `tracer watch` whose stderr is collected.
+type watcher struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	lines  []string
+	done   chan struct{}
+	waited chan error
+}
+
+// startWatcher starts `tracer watch args` with stdout to out (nil: a file
+// is not needed) and waits for its watching line.
+func startWatcher(t *testing.T, out *os.File, args ...string) *watcher {
+	t.Helper()
+	w := &watcher{cmd: exec.Command(tracerBin, append([]string{"watch"}, args...)...), done: make(chan struct{}), waited: make(chan error, 1)}
+	w.cmd.Stdout = out
+	stderr, err := w.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			w.mu.Lock()
+			w.lines = append(w.lines, sc.Text())
+			w.mu.Unlock()
+			if !sent && strings.Contains(sc.Text(), "watching") {
+				ready <- true
+				sent = true
+			}
+		}
+		if !sent {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			<-w.done
+			_ = w.cmd.Wait()
+			t.Fatalf("tracer watch %v exited before watching: %s", args, w.stderr())
+		}
+	case <-time.After(30 * time.Second):
+		_ = w.cmd.Process.Kill()
+		t.Fatalf("tracer watch %v did not print its watching line", args)
+	}
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Kill()
+			_ = w.cmd.Wait()
+		}
+	})
+	return w
+}
+
+func (w *watcher) stderr() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n")
+}
+
+// stop sends SIGTERM and waits for the exit.
+func (w *watcher) stop(t *testing.T) {
+	t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	w.wait(t)
+}
+
+func (w *watcher) wait(t *testing.T) {
+	t.Helper()
+	<-w.done
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("tracer watch: %v\n%s", err, w.stderr())
+	}
+}
+
+var summaryLine = regexp.MustCompile(`tracer: (\d+) events seen, (>=)?(\d+) lost \(([^)]*)\)`)
+
+// summary returns the exit line's events seen and lost, and the stages.
+func (w *watcher) summary(t *testing.T) (seen, lost int, stages string) {
+	t.Helper()
+	m := summaryLine.FindStringSubmatch(w.stderr())
+	if m == nil {
+		t.Fatalf("no summary line in watch's stderr:\n%s", w.stderr())
+	}
+	seen, _ = strconv.Atoi(m[1])
+	lost, _ = strconv.Atoi(m[3])
+	return seen, lost, m[4]
+}
+
+// buildStorm compiles a program that sends itself SIGUSR1 (handled) n times.
+func buildStorm(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "storm.c")
+	if err := os.WriteFile(src, []byte(`#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void h(int s) { (void)s; }
+int main(int argc, char **argv) {
+	long n = atol(argv[1]);
+	signal(SIGUSR1, h);
+	for (long i = 0; i < n; i++) kill(getpid(), SIGUSR1);
+	return 0;
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "storm")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func timeRun(t *testing.T, bin string, args ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, out)
+	}
+	return time.Since(start)
+}
+
+// countLines reads r to the end and counts lines that contain want.
+func countLines(r io.Reader, want string) int {
+	n := 0
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			n++
+		}
+	}
+	return n
+}
+
+// A pipe nobody reads must not stall the node: the storm finishes within
+// 3x of its time with a reading consumer, and every event the storm made is
+// either written or counted lost.
+func TestStalledPipeStorm(t *testing.T) {
+	for _, backend := range []string{"audit", "ebpf"} {
+		t.Run(backend, func(t *testing.T) {
+			tracertest.LockAudit(t)
+			storm := buildStorm(t)
+			const kills = 200_000
+			before := nodeSnapshot(t)
+			args := []string{"--backend", backend, "--events", "signal", "--signal", "USR1", "--comm", "storm", "--format", "json"}
+
+			// With a consumer that reads.
+			r, wr, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := startWatcher(t, wr, args...)
+			wr.Close()
+			counted := make(chan int, 1)
+			go func() { counted <- countLines(r, `"type":"signal"`) }()
+			reading := timeRun(t, storm, strconv.Itoa(kills))
+			w.stop(t)
+			r.Close()
+			got := <-counted
+			_, lost, stages := w.summary(t)
+			if got+lost != kills {
+				t.Errorf("reading consumer: %d written + %d lost (%s) = %d, want %d", got, lost, stages, got+lost, kills)
+			}
+
+			// With a consumer that does not read until the storm is over.
+			r, wr, err = os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = startWatcher(t, wr, args...)
+			wr.Close()
+			stalled := timeRun(t, storm, strconv.Itoa(kills))
+			go func() { counted <- countLines(r, `"type":"signal"`) }()
+			w.stop(t)
+			r.Close()
+			got = <-counted
+			_, lost, stages = w.summary(t)
+			t.Logf("%s: storm %v with a reader, %v with a stalled pipe; %d written, %d lost (%s)", backend, reading, stalled, got, lost, stages)
+			if limit := 3*reading + time.Second; stalled > limit {
+				t.Errorf("the stalled pipe stalled the workload: %v, want at most %v (3x %v + 1s)", stalled, limit, reading)
+			}
+			if got+lost != kills {
+				t.Errorf("stalled consumer: %d written + %d lost (%s) = %d, want %d", got, lost, stages, got+lost, kills)
+			}
+			if lost == 0 {
+				t.Logf("nothing lost: the queue absorbed the whole storm")
+			}
+			waitNodeBack(t, before)
+		})
+	}
+}
+
+// `tracer watch | head -1`: SIGPIPE/EPIPE is a normal end: rules removed,
+// settings restored, the summary printed.
+func TestWatchIntoHeadOne(t *testing.T) {
+	for _, backend := range []string{"audit", "ebpf"} {
+		t.Run(backend, func(t *testing.T) {
+			tracertest.LockAudit(t)
+			before := nodeSnapshot(t)
+			sh := exec.Command("sh", "-c", tracerBin+" watch --backend "+backend+" --events exec | head -1 >/dev/null")
+			stderr, err := sh.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sh.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			done := make(chan struct{})
+			watching := make(chan struct{})
+			go func() {
+				defer close(done)
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines = append(lines, sc.Text())
+					if strings.Contains(sc.Text(), "watching") {
+						close(watching)
+					}
+				}
+			}()
+			select {
+			case <-watching:
+			case <-time.After(30 * time.Second):
+				_ = sh.Process.Kill()
+				t.Fatal("no watching line")
+			}
+			// Execs until the pipeline ends: the first fills head's line,
+			// a later write meets the closed pipe.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				select {
+				case <-done:
+				default:
+					if time.Now().After(deadline) {
+						_ = sh.Process.Kill()
+						t.Fatal("tracer did not end after head exited")
+					}
+					_ = exec.Command("/bin/true").Run()
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				break
+			}
+			_ = sh.Wait()
+			out := strings.Join(lines, "\n")
+			if !summaryLine.MatchString(out) {
+				t.Errorf("no exit summary after EPIPE:\n%s", out)
+			}
+			if strings.Contains(out, "signal: broken pipe") {
+				t.Errorf("tracer died of SIGPIPE:\n%s", out)
+			}
+			waitNodeBack(t, before)
+		})
+	}
+}
+
+// execWorkload runs a shell that execs /bin/true 5 times and returns its pid.
+func execWorkload(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// countMatching counts exec events with ppid pid and a true binary.
+func countMatching(t *testing.T, file string, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for l := range strings.Lines(string(b)) {
+		if strings.Contains(l, `"type":"exec"`) && strings.Contains(l, fmt.Sprintf(`"ppid":%d,`, pid)) && strings.Contains(l, `true"`) {
+			n++
+		}
+	}
+	return n
+}
+
+// Two tracers at once each see every event, whichever exits first, and the
+// node is restored only when the last one leaves. A third variant kills the
+// first with SIGKILL and runs cleanup while the second runs.
+func TestTwoTracers(t *testing.T) {
+	cases := []struct {
+		name string
+		// end ends tracer a while b runs.
+		end func(t *testing.T, a *watcher)
+	}{
+		{"first-exits-first", func(t *testing.T, a *watcher) { a.stop(t) }},
+		{"first-killed-then-cleanup", func(t *testing.T, a *watcher) {
+			_ = a.cmd.Process.Kill()
+			<-a.done
+			_ = a.cmd.Wait()
+			if code, out, errOut := runTracer(t, nil, "cleanup"); code != 0 {
+				t.Fatalf("cleanup: exit %d: %s %s", code, out, errOut)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tracertest.LockAudit(t)
+			before := nodeSnapshot(t)
+			dir := t.TempDir()
+			args := func(out string) []string {
+				return []string{"--backend", "audit", "--events", "exec,fork", "--format", "json", "-o", filepath.Join(dir, out)}
+			}
+			a := startWatcher(t, nil, args("a.jsonl")...)
+			b := startWatcher(t, nil, args("b.jsonl")...)
+			rulesBoth := kernelRules(t)
+			c.end(t, a)
+			// b's rules are all still there.
+			if now := kernelRules(t); len(now) == 0 || len(now) >= len(rulesBoth) {
+				t.Errorf("after the first tracer left, rules are %v (both had %v)", now, rulesBoth)
+			}
+			pid := execWorkload(t)
+			time.Sleep(300 * time.Millisecond)
+			b.stop(t)
+			if got := countMatching(t, filepath.Join(dir, "b.jsonl"), pid); got != 5 {
+				t.Errorf("second tracer saw %d of the 5 execs after the first left\n%s", got, b.stderr())
+			}
+			if _, lost, stages := b.summary(t); lost != 0 {
+				t.Errorf("second tracer lost %d (%s)", lost, stages)
+			}
+			waitNodeBack(t, before)
+		})
+	}
+	// The second tracer leaves first: the first still sees everything.
+	t.Run("second-exits-first", func(t *testing.T) {
+		tracertest.LockAudit(t)
+		before := nodeSnapshot(t)
+		dir := t.TempDir()
+		a := startWatcher(t, nil, "--backend", "audit", "--events", "exec", "--format", "json", "-o", filepath.Join(dir, "a.jsonl"))
+		b := startWatcher(t, nil, "--backend", "audit", "--events", "exec", "--format", "json", "-o", filepath.Join(dir, "b.jsonl"))
+		b.stop(t)
+		pid := execWorkload(t)
+		time.Sleep(300 * time.Millisecond)
+		a.stop(t)
+		if got := countMatching(t, filepath.Join(dir, "a.jsonl"), pid); got != 5 {
+			t.Errorf("first tracer saw %d of the 5 execs after the second left", got)
+		}
+		waitNodeBack(t, before)
+	})
+}
+
+// Failure mode 2 (panic): tracer refuses to become the audit daemon, in
+// one line, exit 2, and changes nothing.
+func TestFailureModePanicRefused(t *testing.T) {
+	tracertest.LockAudit(t)
+	st := kernelStatus(t)
+	if st.PID != 0 {
+		t.Skipf("pid %d holds the audit PID: tracer would read beside it", st.PID)
+	}
+	if out, err := exec.Command("auditctl", "-f", "2").CombinedOutput(); err != nil {
+		t.Fatalf("auditctl -f 2: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("auditctl", "-f", strconv.Itoa(int(st.Failure))).CombinedOutput(); err != nil {
+			t.Errorf("restoring the failure mode: %v %s", err, out)
+		}
+	})
+	if got := kernelStatus(t).Failure; got != 2 {
+		t.Fatalf("failure mode %d after auditctl -f 2", got)
+	}
+	before := nodeSnapshot(t)
+	code, _, stderr := runTracer(t, nil, "watch", "--backend", "audit", "--duration", "1s")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 2 || len(lines) != 1 || !strings.Contains(stderr, "failure mode is 2") || !strings.Contains(stderr, "--allow-panic-failure-mode") {
+		t.Errorf("exit %d, stderr %q: want exit 2 and one line naming the failure mode and the flag", code, stderr)
+	}
+	if after := nodeSnapshot(t); after != before {
+		t.Errorf("refusal changed the node:\nbefore:\n%safter:\n%s", before, after)
+	}
+}
