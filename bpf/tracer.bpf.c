@@ -29,6 +29,7 @@
  * The record layouts below are decoded by tracer/ebpf/decode.go.
  */
 #include "headers/kernel.h"
+#include "headers/who.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
@@ -108,15 +109,40 @@ struct event_hdr {
 	__u8 flags;
 	__u8 _pad;
 	char comm[COMM_LEN];
+	/* Who the process is and where it runs (fill_ident). */
+	__u64 start;  /* the process's start_boottime, ns */
+	__u64 pstart; /* its real parent's */
+	__u64 cgid;   /* its cgroup v2 id */
+	__u32 ppid;   /* its real parent's tgid */
+	__u32 _pad2;
 };
 
 /* fork, signal and exit records. */
 struct event {
 	struct event_hdr h;
 	__s32 a; /* fork: child pid; signal: target pid; exit: exit code */
-	__s32 b; /* signal: signal number */
+	__s32 b; /* signal: signal number; exit: the killing signal */
 	__s64 ret;
+	/* signal: what the kernel said of it, and its target; exit: who killed the process */
+	__s32 code;	      /* si_code (XF_CODE) */
+	__u32 xpid;	      /* signal: the target's tgid; exit: the killer's */
+	__u64 xstart;	      /* the start_boottime of xpid */
+	char xcomm[COMM_LEN]; /* the comm of xpid */
+	__u32 status;	      /* exit: the wait status */
+	__u8 result;	      /* signal: TRACE_SIGNAL_* (XF_RESULT) */
+	__u8 xflags;	      /* XF_* */
+	__u8 xsyscall;	      /* exit: the syscall the killer used */
+	__u8 _pad;
 };
+
+/* event.xflags */
+#define XF_CODE 1    /* code is set */
+#define XF_RESULT 2  /* result is set */
+#define XF_KERNEL 4  /* signal: sent by the kernel; exit: the killer was the kernel */
+#define XF_KILLED 8  /* exit: killed by signal b, status set */
+#define XF_KILLER 16 /* exit: the killing signal was seen: code, xpid, xcomm, xsyscall */
+#define XF_OOM 32    /* exit: the OOM killer chose the process */
+#define XF_TARGET 64 /* signal: xpid, xstart and xcomm are the target's */
 
 /* exec records: a fixed part, then filename\0 and argv[0]\0argv[1]\0... */
 struct exec_event {
@@ -139,9 +165,9 @@ struct exec_start {
 	__u64 argv;
 };
 
-_Static_assert(sizeof(struct event_hdr) == 40, "event_hdr layout");
-_Static_assert(sizeof(struct event) == 56, "event layout");
-_Static_assert(__builtin_offsetof(struct exec_event, data) == 64, "exec_event layout");
+_Static_assert(sizeof(struct event_hdr) == 72, "event_hdr layout");
+_Static_assert(sizeof(struct event) == 128, "event layout");
+_Static_assert(__builtin_offsetof(struct exec_event, data) == 96, "exec_event layout");
 
 /* Counting-mode keys. */
 struct exec_key {
@@ -172,6 +198,9 @@ const volatile __u8 cfg_comm_on = 0;	    /* comm filter */
 const volatile __u64 cfg_comm_lo = 0;	    /* the comm, as two words, NUL padded */
 const volatile __u64 cfg_comm_hi = 0;
 const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much is queued */
+const volatile __u8 cfg_sig_sched = 1;	    /* signal_generate reports the signal syscalls' signals too (sched set) */
+const volatile __u64 cfg_cgroup_id = 0;	    /* keep only this cgroup v2 and its descendants (0: all) */
+const volatile __u32 cfg_cgroup_level = 0;  /* its depth below the root */
 
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
@@ -268,6 +297,35 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/* The last fatal signal sent to a process that will die of it, keyed by
+ * its tgid, until its exit record takes it (see note_killer). */
+struct killer {
+	__u64 tstart; /* the target's start_boottime: the entry is for this process only */
+	__u64 start;  /* the sender's */
+	__u32 pid;    /* the sender's tgid (0: the kernel) */
+	__s32 code;
+	__u8 sig;
+	__u8 syscall;
+	__u8 kernel;
+	__u8 _pad[5];
+	char comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct killer);
+} killers SEC(".maps");
+
+/* Processes the OOM killer chose: tgid -> start_boottime. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} oom_victims SEC(".maps");
 
 static __always_inline void lost_inc(__u32 idx)
 {
@@ -510,6 +568,26 @@ static __always_inline __u32 current_auid(bool btf)
 	return 0xffffffff;
 }
 
+/* The process's identity: its and its real parent's start time (exec ids),
+ * its cgroup. BTF programs read the task with direct loads. */
+static __always_inline void fill_ident(struct event_hdr *h, bool btf)
+{
+	if (btf) {
+		struct task_struct___who *t = (void *)bpf_get_current_task_btf();
+		struct task_struct___who *p = t->real_parent;
+		h->start = t->group_leader->start_boottime;
+		h->ppid = p->tgid;
+		h->pstart = p->group_leader->start_boottime;
+	} else {
+		struct task_struct___who *t = (void *)bpf_get_current_task();
+		h->start = BPF_CORE_READ(t, group_leader, start_boottime);
+		h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+		h->pstart = BPF_CORE_READ(t, real_parent, group_leader, start_boottime);
+	}
+	h->cgid = bpf_get_current_cgroup_id();
+	h->_pad2 = 0;
+}
+
 /* Fills a record's header; comm was read by pass_current. */
 static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, const char *comm, __u64 now,
 				     bool btf)
@@ -523,6 +601,7 @@ static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __
 	h->flags = 0;
 	h->_pad = 0;
 	__builtin_memcpy(h->comm, comm, COMM_LEN);
+	fill_ident(h, btf);
 }
 
 /* The caller's comm, 8-byte aligned for pass_comm. */
@@ -531,14 +610,30 @@ union comm {
 	__u64 w[2];
 };
 
-/* The process-tree and comm filters, in order of cost; fills tgid and comm. */
+/* Whether task is in cfg_cgroup_id or below it: its cgroup's ancestor at
+ * that level is that cgroup (the test bpftrace's cgroup predicate makes). */
+static __always_inline bool pass_cgroup(struct task_struct___who *task)
+{
+	if (!cfg_cgroup_id)
+		return true;
+	struct cgroup___who *cg = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+	if (!cg || BPF_CORE_READ(cg, level) < (int)cfg_cgroup_level || cfg_cgroup_level > 255)
+		return false;
+	struct cgroup___who *anc = NULL;
+	bpf_probe_read_kernel(&anc, sizeof(anc),
+			      (void *)cg + bpf_core_field_offset(struct cgroup___who, ancestors) +
+				      cfg_cgroup_level * sizeof(void *));
+	return anc && BPF_CORE_READ(anc, kn, id) == cfg_cgroup_id;
+}
+
+/* The process-tree, comm and cgroup filters, in order of cost; fills tgid and comm. */
 static __always_inline bool pass_current(__u32 *tgid, union comm *comm)
 {
 	*tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!pass_pid(*tgid))
 		return false;
 	bpf_get_current_comm(comm->c, COMM_LEN);
-	return pass_comm(comm->c);
+	return pass_comm(comm->c) && pass_cgroup((void *)bpf_get_current_task());
 }
 
 /* ---- exec ---- */
@@ -708,6 +803,30 @@ out:
 
 /* ---- fork, signal, exit ---- */
 
+/* What signal_generate says of a signal: the tail of its record. */
+struct sig_info {
+	__s32 code;
+	__u32 tgid; /* the target's */
+	__u64 start;
+	char comm[COMM_LEN];
+	__u8 result;
+	__u8 flags; /* XF_* */
+};
+
+/* Fills the tail of a record after ret: from si, or zeros. */
+static __always_inline void fill_tail(struct event *ev, const struct sig_info *si)
+{
+	__builtin_memset(&ev->code, 0, sizeof(*ev) - __builtin_offsetof(struct event, code));
+	if (!si)
+		return;
+	ev->code = si->code;
+	ev->xpid = si->tgid;
+	ev->xstart = si->start;
+	__builtin_memcpy(ev->xcomm, si->comm, COMM_LEN);
+	ev->result = si->result;
+	ev->xflags = si->flags;
+}
+
 /*
  * The bodies of fork, signal and exit records. btf is true in programs on
  * BTF tracepoints, where the task can be read with direct loads.
@@ -735,6 +854,7 @@ static __always_inline int on_fork(void *ctx, __u8 sc, long ret, bool btf)
 	ev->a = (__s32)ret;
 	ev->b = 0;
 	ev->ret = 0;
+	fill_tail(ev, NULL);
 	ev_submit(ctx, ev, now);
 	return 0;
 }
@@ -749,7 +869,8 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
-static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf)
+static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf,
+					const struct sig_info *si)
 {
 	union comm comm;
 	__u32 tgid;
@@ -779,6 +900,7 @@ static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig
 				ev->a = target;
 				ev->b = sig;
 				ev->ret = ret;
+				fill_tail(ev, si);
 				b->len = off + sizeof(struct event);
 				if (b->tick != now)
 					batch_flush(b, now); /* a tick has passed: send what waited */
@@ -801,8 +923,14 @@ static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig
 	ev->a = target;
 	ev->b = sig;
 	ev->ret = ret;
+	fill_tail(ev, si);
 	ev_submit(ctx, ev, now);
 	return 0;
+}
+
+static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf)
+{
+	return on_signal_si(ctx, sc, target, sig, ret, compat, btf, NULL);
 }
 
 static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, bool btf)
@@ -826,6 +954,7 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
 	ev->a = code;
 	ev->b = 0;
 	ev->ret = 0;
+	fill_tail(ev, NULL);
 	ev_submit(ctx, ev, now);
 	return 0;
 }
@@ -1407,40 +1536,259 @@ int sched_fork(__u64 *ctx)
 	return on_fork(ctx, sc, child_vpid(child), true);
 }
 
-/* Runs for every exiting thread; keeps those that called exit or exit_group. */
+/*
+ * The death of a process by a signal: its last thread exits and the
+ * group's wait status holds a signal. No syscall makes it, so it is
+ * reported here, with the sender of the killing signal (note_killer) and
+ * the OOM killer's mark (oom_victim). Returns whether it was one.
+ */
+static __always_inline bool killed_exit(void *ctx, struct task_struct___who *task)
+{
+	struct signal_struct___who *sig = task->signal;
+	if (sig->live.counter != 0)
+		return false; /* not the last thread */
+	__u32 status = (sig->flags & SIGNAL_GROUP_EXIT) ? sig->group_exit_code : task->exit_code;
+	__u32 signo = status & 0x7f;
+	if (signo == 0 || signo == 0x7f)
+		return false; /* an exit call, reported at its syscall */
+	__u32 tgid = task->tgid;
+	__u64 start = task->group_leader->start_boottime;
+	struct killer *k = bpf_map_lookup_elem(&killers, &tgid);
+	__u64 *oom = bpf_map_lookup_elem(&oom_victims, &tgid);
+	union comm comm;
+	if (cfg_count_only || !pass_current(&tgid, &comm))
+		goto out;
+	__u64 now = now_ns();
+	struct event *ev = ev_reserve(now);
+	if (!ev) {
+		lost_inc(LOST_OUTPUT);
+		goto out;
+	}
+	fill_hdr(&ev->h, EV_EXIT, SC_NONE, tgid, comm.c, now, true);
+	ev->a = 0;
+	ev->b = signo;
+	ev->ret = 0;
+	fill_tail(ev, NULL);
+	ev->status = status;
+	ev->xflags = XF_KILLED;
+	if (k && k->tstart == start && k->sig == signo) {
+		ev->xflags |= XF_KILLER | XF_CODE | (k->kernel ? XF_KERNEL : 0);
+		ev->code = k->code;
+		ev->xpid = k->pid;
+		ev->xstart = k->start;
+		__builtin_memcpy(ev->xcomm, k->comm, COMM_LEN);
+		ev->xsyscall = k->syscall;
+	}
+	if (oom && *oom == start)
+		ev->xflags |= XF_OOM;
+	ev_submit(ctx, ev, now);
+out:
+	if (k)
+		bpf_map_delete_elem(&killers, &tgid);
+	if (oom)
+		bpf_map_delete_elem(&oom_victims, &tgid);
+	return true;
+}
+
+/* Runs for every exiting thread; keeps those that called exit or
+ * exit_group, and the deaths of processes by a signal. */
 SEC("tp_btf/sched_process_exit")
 int sched_exit(__u64 *ctx)
 {
 	if (cfg_types & (1 << EV_EXIT)) {
 		const struct pt_regs *regs;
 		bool compat;
-		__u8 sc = current_syscall(&regs, &compat);
-		if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
-			on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, true);
+		if (!killed_exit(ctx, (struct task_struct___who *)ctx[0])) {
+			__u8 sc = current_syscall(&regs, &compat);
+			if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
+				on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, true);
+		}
 	}
 	return track_exit((struct task_struct *)ctx[0]);
 }
 
+/* The syscalls and fentry sets see exit calls at the syscalls; deaths by a
+ * signal make none, so this reports them. It also follows the process
+ * tree in their place: a process leaves the tracked set after its exit
+ * record is made. */
+SEC("tp_btf/sched_process_exit")
+int proc_exit(__u64 *ctx)
+{
+	if (cfg_types & (1 << EV_EXIT))
+		killed_exit(ctx, (struct task_struct___who *)ctx[0]);
+	return track_exit((struct task_struct *)ctx[0]);
+}
+
+/* The OOM killer chose a process (6.8+: the victim task; before: its pid). */
+SEC("tp_btf/mark_victim")
+int oom_victim(__u64 *ctx)
+{
+	struct task_struct___who *task = (struct task_struct___who *)ctx[0];
+	__u32 tgid = task->tgid;
+	__u64 start = task->group_leader->start_boottime;
+	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/mark_victim")
+int oom_victim_pid(__u64 *ctx)
+{
+	__u32 tgid = (__u32)ctx[0];
+	__u64 start = 0;
+	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
+	return 0;
+}
+
+#define TRACE_SIGNAL_DELIVERED 0
 #define TRACE_SIGNAL_OVERFLOW_FAIL 3
+#define TRACE_SIGNAL_LOSE_INFO 4
 #define EAGAIN 11
+#define SIGKILL 9
+#define SI_USER 0
+#define SI_KERNEL 0x80
+#define SI_TIMER -2
+
+/* The signal's si_code; the kernel passes SEND_SIG_NOINFO (0) and
+ * SEND_SIG_PRIV (1) for the siginfo it fills itself. */
+static __always_inline __s32 sig_code(void *info)
+{
+	if ((unsigned long)info == 0)
+		return SI_USER;
+	if ((unsigned long)info == 1)
+		return SI_KERNEL;
+	__s32 code = 0;
+	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced. */
+	bpf_probe_read_kernel(&code, sizeof(code), info + 2 * sizeof(int));
+	return code;
+}
+
+/* Whether a delivered signal will end the target: SIGKILL, or a signal
+ * whose default action ends a process and whose handler is the default. */
+static __always_inline bool sig_kills(struct task_struct___who *t, int sig, int result)
+{
+	if (result != TRACE_SIGNAL_DELIVERED && result != TRACE_SIGNAL_LOSE_INFO)
+		return false;
+	if (sig == SIGKILL)
+		return true;
+	if (sig < 1 || sig > 64)
+		return false;
+	switch (sig) {
+	case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 28:
+		return false; /* CHLD CONT STOP TSTP TTIN TTOU URG WINCH */
+	}
+	void *handler = (void *)1;
+	struct sighand_struct___who *sh = t->sighand;
+	bpf_probe_read_kernel(&handler, sizeof(handler),
+			      (void *)sh + bpf_core_field_offset(struct sighand_struct___who, action) +
+				      (sig - 1) * bpf_core_type_size(struct k_sigaction___who) +
+				      bpf_core_field_offset(struct k_sigaction___who, sa.sa_handler));
+	return handler == NULL; /* SIG_DFL */
+}
+
+/* Remembers who sent a signal that will kill t, for its exit record. */
+static __always_inline void note_killer(struct task_struct___who *t, int sig, __s32 code, __u8 sc)
+{
+	struct killer k;
+	__builtin_memset(&k, 0, sizeof(k));
+	__u32 tgid = t->tgid;
+	k.tstart = t->group_leader->start_boottime;
+	k.sig = sig;
+	k.code = code;
+	k.syscall = sc;
+	if (sc == SC_NONE) {
+		k.kernel = 1;
+	} else {
+		struct task_struct___who *cur = (void *)bpf_get_current_task_btf();
+		k.pid = cur->tgid;
+		k.start = cur->group_leader->start_boottime;
+		bpf_get_current_comm(k.comm, COMM_LEN);
+	}
+	bpf_map_update_elem(&killers, &tgid, &k, BPF_ANY);
+}
+
+/* A signal the kernel sent on its own. No process sent it: the record is
+ * the target's, so the filters and the header are about the target. */
+static __always_inline int kernel_signal(void *ctx, struct task_struct___who *t, int group, int sig,
+					 struct sig_info *si)
+{
+	union comm comm;
+	__u32 tgid = t->tgid;
+	if (!pass_pid(tgid))
+		return 0;
+	bpf_probe_read_kernel(comm.c, COMM_LEN, t->comm);
+	if (!pass_comm(comm.c) || !pass_cgroup(t))
+		return 0;
+	__u64 now = now_ns();
+	struct event *ev = ev_reserve(now);
+	if (!ev) {
+		lost_inc(LOST_OUTPUT);
+		return 0;
+	}
+	struct event_hdr *h = &ev->h;
+	h->ktime = now;
+	h->pid = tgid;
+	h->uid = t->real_cred->uid.val;
+	h->auid = bpf_core_field_exists(t->loginuid) ? t->loginuid.val : 0xffffffff;
+	h->type = EV_SIGNAL;
+	h->syscall = SC_NONE;
+	h->flags = 0;
+	h->_pad = 0;
+	__builtin_memcpy(h->comm, comm.c, COMM_LEN);
+	struct task_struct___who *p = t->real_parent;
+	h->start = t->group_leader->start_boottime;
+	h->ppid = p->tgid;
+	h->pstart = p->group_leader->start_boottime;
+	h->cgid = t->cgroups->dfl_cgrp->kn->id;
+	h->_pad2 = 0;
+	ev->a = group ? tgid : t->pid;
+	ev->b = sig;
+	ev->ret = 0;
+	fill_tail(ev, si);
+	ev_submit(ctx, ev, now);
+	return 0;
+}
 
 /*
- * A signal generated by one of the signal syscalls. The target as given is
- * the syscall's argument (pidfd_send_signal: the target's pid). The
- * syscall's return value is not known yet: 0, or -EAGAIN when the kernel
- * could not queue a real-time signal.
+ * Every generated signal. Those a signal syscall made are the caller's
+ * (sched set; the other sets report them at the syscall): the target as
+ * given is the syscall's argument (pidfd_send_signal: the target's pid),
+ * and the syscall's return value is not known yet: 0, or -EAGAIN when the
+ * kernel could not queue a real-time signal. Those the kernel made on its
+ * own (faults, SIGPIPE, timers, the OOM killer, SIGCHLD) are kept when
+ * they will kill the target, or when --signal names them. A signal that
+ * will kill is remembered for the target's exit record.
  */
 SEC("tp_btf/signal_generate")
 int sched_signal(__u64 *ctx)
 {
 	int sig = (int)ctx[0];
-	struct task_struct *target = (struct task_struct *)ctx[2];
+	void *info = (void *)ctx[1];
+	struct task_struct___who *target = (struct task_struct___who *)ctx[2];
 	int group = (int)ctx[3], result = (int)ctx[4];
-	if (!pass_signal(sig))
-		return 0;
 	const struct pt_regs *regs;
 	bool compat;
 	__u8 sc = current_syscall(&regs, &compat);
+	__s32 code = sig_code(info);
+	/* A timer or the terminal may signal from an interrupt that came
+	 * while the task it interrupted was in a signal syscall. */
+	if (sc < SC_KILL || sc > SC_PIDFD_SEND_SIGNAL || code == SI_KERNEL ||
+	    (code == SI_TIMER && sc != SC_RT_SIGQUEUEINFO && sc != SC_RT_TGSIGQUEUEINFO))
+		sc = SC_NONE;
+	bool note = !cfg_count_only && (cfg_types & (1 << EV_EXIT));
+	bool kills = (note || (sc == SC_NONE && cfg_sig_all)) && sig_kills(target, sig, result);
+	if (kills && note)
+		note_killer(target, sig, code, sc);
+	if (!(cfg_types & (1 << EV_SIGNAL)) || !pass_signal(sig))
+		return 0;
+
+	struct sig_info si;
+	si.code = code;
+	si.tgid = target->tgid;
+	si.start = target->group_leader->start_boottime;
+	bpf_probe_read_kernel(si.comm, COMM_LEN, target->comm);
+	si.result = result;
+	si.flags = XF_CODE | XF_RESULT | XF_TARGET;
+
 	__s32 tpid;
 	switch (sc) {
 	case SC_KILL:
@@ -1453,12 +1801,19 @@ int sched_signal(__u64 *ctx)
 		tpid = (__s32)syscall_arg(regs, 1, compat);
 		break;
 	case SC_PIDFD_SEND_SIGNAL:
-		tpid = group ? BPF_CORE_READ(target, tgid) : BPF_CORE_READ(target, pid);
+		tpid = group ? target->tgid : target->pid;
 		break;
 	default:
-		return 0; /* sent by the kernel (SIGCHLD, SIGSEGV, timers, ...) */
+		/* Sent by the kernel: kept when fatal, or named by --signal. */
+		if (cfg_count_only || (cfg_sig_all && !kills))
+			return 0;
+		si.flags |= XF_KERNEL;
+		return kernel_signal(ctx, target, group, sig, &si);
 	}
-	return on_signal(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, true);
+	if (!cfg_sig_sched)
+		return 0; /* the syscall probes report it */
+	return on_signal_si(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, true,
+			    cfg_count_only ? NULL : &si);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -27,11 +27,20 @@ type TracerCommKey struct {
 }
 
 type TracerEvent struct {
-	_   structs.HostLayout
-	H   TracerEventHdr
-	A   int32
-	B   int32
-	Ret int64
+	_        structs.HostLayout
+	H        TracerEventHdr
+	A        int32
+	B        int32
+	Ret      int64
+	Code     int32
+	Xpid     uint32
+	Xstart   uint64
+	Xcomm    [16]int8
+	Status   uint32
+	Result   uint8
+	Xflags   uint8
+	Xsyscall uint8
+	Pad      uint8
 }
 
 type TracerEventHdr struct {
@@ -45,6 +54,11 @@ type TracerEventHdr struct {
 	Flags   uint8
 	Pad     uint8
 	Comm    [16]int8
+	Start   uint64
+	Pstart  uint64
+	Cgid    uint64
+	Ppid    uint32
+	Pad2    uint32
 }
 
 type TracerExecEvent struct {
@@ -74,6 +88,19 @@ type TracerExecStart struct {
 	Argv     uint64
 }
 
+type TracerKiller struct {
+	_       structs.HostLayout
+	Tstart  uint64
+	Start   uint64
+	Pid     uint32
+	Code    int32
+	Sig     uint8
+	Syscall uint8
+	Kernel  uint8
+	Pad     [5]uint8
+	Comm    [16]int8
+}
+
 type TracerSignalKey struct {
 	_      structs.HostLayout
 	Comm   [16]int8
@@ -100,7 +127,9 @@ const (
 	TracerMapExecs                    = "execs"
 	TracerMapForkCounts               = "fork_counts"
 	TracerMapKeyScratch               = "key_scratch"
+	TracerMapKillers                  = "killers"
 	TracerMapLost                     = "lost"
+	TracerMapOomVictims               = "oom_victims"
 	TracerMapPending                  = "pending"
 	TracerMapSignalCounts             = "signal_counts"
 	TracerMapTick                     = "tick"
@@ -137,6 +166,9 @@ const (
 	TracerProgFexitVfork              = "fexit_vfork"
 	TracerProgFexitVfork0             = "fexit_vfork_0"
 	TracerProgFlushBatch              = "flush_batch"
+	TracerProgOomVictim               = "oom_victim"
+	TracerProgOomVictimPid            = "oom_victim_pid"
+	TracerProgProcExit                = "proc_exit"
 	TracerProgSchedExec               = "sched_exec"
 	TracerProgSchedExit               = "sched_exit"
 	TracerProgSchedFork               = "sched_fork"
@@ -164,6 +196,8 @@ const (
 	TracerProgTrackForkBtf            = "track_fork_btf"
 	TracerProgTrackForkRaw            = "track_fork_raw"
 	TracerVarCfgBatch                 = "cfg_batch"
+	TracerVarCfgCgroupId              = "cfg_cgroup_id"
+	TracerVarCfgCgroupLevel           = "cfg_cgroup_level"
 	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
@@ -173,6 +207,7 @@ const (
 	TracerVarCfgSigAll                = "cfg_sig_all"
 	TracerVarCfgSigHi                 = "cfg_sig_hi"
 	TracerVarCfgSigLo                 = "cfg_sig_lo"
+	TracerVarCfgSigSched              = "cfg_sig_sched"
 	TracerVarCfgTypes                 = "cfg_types"
 	TracerVarCfgWakeBytes             = "cfg_wake_bytes"
 	TracerVarLastFillCheck            = "last_fill_check"
@@ -251,6 +286,9 @@ type TracerProgramSpecs struct {
 	FexitVfork              *ebpf.ProgramSpec `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.ProgramSpec `ebpf:"fexit_vfork_0"`
 	FlushBatch              *ebpf.ProgramSpec `ebpf:"flush_batch"`
+	OomVictim               *ebpf.ProgramSpec `ebpf:"oom_victim"`
+	OomVictimPid            *ebpf.ProgramSpec `ebpf:"oom_victim_pid"`
+	ProcExit                *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	SchedExec               *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit               *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork               *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -292,7 +330,9 @@ type TracerMapSpecs struct {
 	Execs        *ebpf.MapSpec `ebpf:"execs"`
 	ForkCounts   *ebpf.MapSpec `ebpf:"fork_counts"`
 	KeyScratch   *ebpf.MapSpec `ebpf:"key_scratch"`
+	Killers      *ebpf.MapSpec `ebpf:"killers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	OomVictims   *ebpf.MapSpec `ebpf:"oom_victims"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	SignalCounts *ebpf.MapSpec `ebpf:"signal_counts"`
 	Tick         *ebpf.MapSpec `ebpf:"tick"`
@@ -305,20 +345,23 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
-	CfgBatch      *ebpf.VariableSpec `ebpf:"cfg_batch"`
-	CfgCoarse     *ebpf.VariableSpec `ebpf:"cfg_coarse"`
-	CfgCommHi     *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
-	CfgCommLo     *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
-	CfgCommOn     *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
-	CfgCountOnly  *ebpf.VariableSpec `ebpf:"cfg_count_only"`
-	CfgPerfbuf    *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
-	CfgSigAll     *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
-	CfgSigHi      *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
-	CfgSigLo      *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
-	CfgTypes      *ebpf.VariableSpec `ebpf:"cfg_types"`
-	CfgWakeBytes  *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
-	LastFillCheck *ebpf.VariableSpec `ebpf:"last_fill_check"`
-	LastWake      *ebpf.VariableSpec `ebpf:"last_wake"`
+	CfgBatch       *ebpf.VariableSpec `ebpf:"cfg_batch"`
+	CfgCgroupId    *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
+	CfgCoarse      *ebpf.VariableSpec `ebpf:"cfg_coarse"`
+	CfgCommHi      *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
+	CfgCommLo      *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
+	CfgCommOn      *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
+	CfgCountOnly   *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgPerfbuf     *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
+	CfgSigAll      *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
+	CfgSigHi       *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
+	CfgSigLo       *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
+	CfgSigSched    *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
+	CfgTypes       *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgWakeBytes   *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
+	LastFillCheck  *ebpf.VariableSpec `ebpf:"last_fill_check"`
+	LastWake       *ebpf.VariableSpec `ebpf:"last_wake"`
 }
 
 // TracerObjects contains all objects after they have been loaded into the kernel.
@@ -350,7 +393,9 @@ type TracerMaps struct {
 	Execs        *ebpf.Map `ebpf:"execs"`
 	ForkCounts   *ebpf.Map `ebpf:"fork_counts"`
 	KeyScratch   *ebpf.Map `ebpf:"key_scratch"`
+	Killers      *ebpf.Map `ebpf:"killers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	OomVictims   *ebpf.Map `ebpf:"oom_victims"`
 	Pending      *ebpf.Map `ebpf:"pending"`
 	SignalCounts *ebpf.Map `ebpf:"signal_counts"`
 	Tick         *ebpf.Map `ebpf:"tick"`
@@ -370,7 +415,9 @@ func (m *TracerMaps) Close() error {
 		m.Execs,
 		m.ForkCounts,
 		m.KeyScratch,
+		m.Killers,
 		m.Lost,
+		m.OomVictims,
 		m.Pending,
 		m.SignalCounts,
 		m.Tick,
@@ -384,20 +431,23 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
-	CfgBatch      *ebpf.Variable `ebpf:"cfg_batch"`
-	CfgCoarse     *ebpf.Variable `ebpf:"cfg_coarse"`
-	CfgCommHi     *ebpf.Variable `ebpf:"cfg_comm_hi"`
-	CfgCommLo     *ebpf.Variable `ebpf:"cfg_comm_lo"`
-	CfgCommOn     *ebpf.Variable `ebpf:"cfg_comm_on"`
-	CfgCountOnly  *ebpf.Variable `ebpf:"cfg_count_only"`
-	CfgPerfbuf    *ebpf.Variable `ebpf:"cfg_perfbuf"`
-	CfgSigAll     *ebpf.Variable `ebpf:"cfg_sig_all"`
-	CfgSigHi      *ebpf.Variable `ebpf:"cfg_sig_hi"`
-	CfgSigLo      *ebpf.Variable `ebpf:"cfg_sig_lo"`
-	CfgTypes      *ebpf.Variable `ebpf:"cfg_types"`
-	CfgWakeBytes  *ebpf.Variable `ebpf:"cfg_wake_bytes"`
-	LastFillCheck *ebpf.Variable `ebpf:"last_fill_check"`
-	LastWake      *ebpf.Variable `ebpf:"last_wake"`
+	CfgBatch       *ebpf.Variable `ebpf:"cfg_batch"`
+	CfgCgroupId    *ebpf.Variable `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel *ebpf.Variable `ebpf:"cfg_cgroup_level"`
+	CfgCoarse      *ebpf.Variable `ebpf:"cfg_coarse"`
+	CfgCommHi      *ebpf.Variable `ebpf:"cfg_comm_hi"`
+	CfgCommLo      *ebpf.Variable `ebpf:"cfg_comm_lo"`
+	CfgCommOn      *ebpf.Variable `ebpf:"cfg_comm_on"`
+	CfgCountOnly   *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgPerfbuf     *ebpf.Variable `ebpf:"cfg_perfbuf"`
+	CfgSigAll      *ebpf.Variable `ebpf:"cfg_sig_all"`
+	CfgSigHi       *ebpf.Variable `ebpf:"cfg_sig_hi"`
+	CfgSigLo       *ebpf.Variable `ebpf:"cfg_sig_lo"`
+	CfgSigSched    *ebpf.Variable `ebpf:"cfg_sig_sched"`
+	CfgTypes       *ebpf.Variable `ebpf:"cfg_types"`
+	CfgWakeBytes   *ebpf.Variable `ebpf:"cfg_wake_bytes"`
+	LastFillCheck  *ebpf.Variable `ebpf:"last_fill_check"`
+	LastWake       *ebpf.Variable `ebpf:"last_wake"`
 }
 
 // TracerPrograms contains all programs after they have been loaded into the kernel.
@@ -434,6 +484,9 @@ type TracerPrograms struct {
 	FexitVfork              *ebpf.Program `ebpf:"fexit_vfork"`
 	FexitVfork0             *ebpf.Program `ebpf:"fexit_vfork_0"`
 	FlushBatch              *ebpf.Program `ebpf:"flush_batch"`
+	OomVictim               *ebpf.Program `ebpf:"oom_victim"`
+	OomVictimPid            *ebpf.Program `ebpf:"oom_victim_pid"`
+	ProcExit                *ebpf.Program `ebpf:"proc_exit"`
 	SchedExec               *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit               *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork               *ebpf.Program `ebpf:"sched_fork"`
@@ -494,6 +547,9 @@ func (p *TracerPrograms) Close() error {
 		p.FexitVfork,
 		p.FexitVfork0,
 		p.FlushBatch,
+		p.OomVictim,
+		p.OomVictimPid,
+		p.ProcExit,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

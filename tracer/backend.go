@@ -40,6 +40,13 @@ type Config struct {
 	// PID, when non-zero, keeps only events of that process and its
 	// descendants (followed at fork).
 	PID uint32
+	// Cgroup, when set, keeps only events of processes in that cgroup v2
+	// path (relative to the hierarchy's root) and below it: a pod, a
+	// service, a container. eBPF filters in the kernel by cgroup id.
+	Cgroup string
+	// Target, when set (a pid or a comm), keeps only signals sent to, and
+	// exits of, that process, or every process of that comm (target.go).
+	Target string
 
 	// Backpressure is what happens when output falls behind. With drop,
 	// the audit backend also keeps audited processes from waiting on the

@@ -13,6 +13,7 @@ type Filter struct {
 	AuidSet bool
 	// tree holds the --pid root and every descendant seen forking from it.
 	tree map[uint32]struct{}
+	who  *whoFilter // --cgroup and --target (target.go)
 }
 
 // NewFilter builds the user-space filter for cfg.
@@ -21,6 +22,7 @@ func NewFilter(cfg Config) *Filter {
 	if cfg.PID != 0 {
 		f.tree = map[uint32]struct{}{cfg.PID: {}}
 	}
+	f.who = newWhoFilter(cfg)
 	return f
 }
 
@@ -51,6 +53,9 @@ func (f *Filter) Match(e *Event) bool {
 		return false
 	}
 	if f.AuidSet && e.AUID == UnsetID {
+		return false
+	}
+	if f.who != nil && !f.who.match(e) {
 		return false
 	}
 	return true

@@ -26,22 +26,45 @@ const (
 	offSyscall = 21
 	offFlags   = 22
 	offComm    = 24
-	hdrSize    = 40
+	offStart   = 40 // the process's start_boottime, ns
+	offPStart  = 48 // its real parent's
+	offCgid    = 56 // its cgroup v2 id
+	offHdrPPID = 64
+	hdrSize    = 72
 	commLen    = 16
 
 	// struct event: fork, signal, exit.
-	offA      = 40 // child pid, target pid or exit code
-	offB      = 44 // signal
-	offRet    = 48
-	eventSize = 56
+	offA        = 72 // child pid, target pid or exit code
+	offB        = 76 // signal; exit: the killing signal
+	offRet      = 80
+	offCode     = 88 // si_code
+	offXPID     = 92 // signal: the target's tgid; exit: the killer's
+	offXStart   = 96
+	offXComm    = 104
+	offStatus   = 120 // exit: the wait status
+	offResult   = 124
+	offXFlags   = 125
+	offXSyscall = 126
+	eventSize   = 128
 
 	// struct exec_event.
-	offPPID         = 40
-	offFilenameSize = 44
-	offArgvSize     = 46
-	offExecRet      = 48
-	offArgc         = 56
-	offData         = 64
+	offPPID         = 72
+	offFilenameSize = 76
+	offArgvSize     = 78
+	offExecRet      = 80
+	offArgc         = 88
+	offData         = 96
+)
+
+// Flags in event.xflags.
+const (
+	xfCode   = 1  // code is set
+	xfResult = 2  // result is set
+	xfKernel = 4  // signal: sent by the kernel; exit: the killer was the kernel
+	xfKilled = 8  // exit: killed by a signal, status set
+	xfKiller = 16 // exit: the killing signal was seen
+	xfOOM    = 32 // exit: the OOM killer chose the process
+	xfTarget = 64 // signal: xpid, xstart, xcomm are the target's
 )
 
 // Limits of the exec record (bpf/tracer.bpf.c): the filename keeps at most
@@ -73,6 +96,7 @@ var errShortRecord = errors.New("short record")
 type decoder struct {
 	clock   clock
 	strings map[string]string
+	cgroups *cgroupNames // nil: cgroups are not named
 }
 
 const maxInterned = 4096
@@ -123,6 +147,7 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 	if int(sc) < len(syscallNames) && e.Type != tracer.TypeExec && e.Type != tracer.TypeExit {
 		e.Syscall = syscallNames[sc]
 	}
+	d.decodeIdentity(raw, e)
 
 	switch e.Type {
 	case tracer.TypeExec:
@@ -139,8 +164,10 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 			e.TargetPID = a
 			e.Signal = int(int32(le.Uint32(raw[offB:])))
 			e.Ret = int64(le.Uint64(raw[offRet:]))
+			d.decodeSignal(raw, e)
 		case tracer.TypeExit:
 			e.ExitCode = int(a)
+			d.decodeExit(raw, e)
 		}
 		return nil
 	}

@@ -24,6 +24,9 @@ func header(b []byte, ktime uint64, pid, uid, auid uint32, typ tracer.EventType,
 	le.PutUint32(b[offAUID:], auid)
 	b[offType], b[offSyscall], b[offFlags] = uint8(typ), sc, flags
 	copy(b[offComm:offComm+commLen], comm)
+	le.PutUint64(b[offStart:], 123_456_789_000) // 12345 clock ticks
+	le.PutUint32(b[offHdrPPID:], 1)
+	le.PutUint64(b[offPStart:], 29_999_999) // 2 ticks, rounded down
 }
 
 func smallRecord(typ tracer.EventType, sc uint8, a, sig int32, ret int64) []byte {
@@ -64,9 +67,13 @@ func TestDecodeRecords(t *testing.T) {
 		{"fork", smallRecord(tracer.TypeFork, 6, 4300, 0, 0),
 			tracer.Event{Type: tracer.TypeFork, Syscall: "clone3", ChildPID: 4300}},
 		{"kill to a process group", smallRecord(tracer.TypeSignal, 7, -4242, 15, 0),
-			tracer.Event{Type: tracer.TypeSignal, Syscall: "kill", TargetPID: -4242, Signal: 15}},
+			tracer.Event{Type: tracer.TypeSignal, Syscall: "kill", TargetPID: -4242, Signal: 15,
+				HasCode: true, Code: tracer.SIUser, Origin: tracer.OriginUser}},
 		{"failed tgkill", smallRecord(tracer.TypeSignal, 9, 77, 10, -3),
-			tracer.Event{Type: tracer.TypeSignal, Syscall: "tgkill", TargetPID: 77, Signal: 10, Ret: -3}},
+			tracer.Event{Type: tracer.TypeSignal, Syscall: "tgkill", TargetPID: 77, Signal: 10, Ret: -3,
+				HasCode: true, Code: tracer.SITkill, Origin: tracer.OriginUser}},
+		{"pidfd_send_signal: the record does not say whether a siginfo was passed", smallRecord(tracer.TypeSignal, 12, 77, 10, 0),
+			tracer.Event{Type: tracer.TypeSignal, Syscall: "pidfd_send_signal", TargetPID: 77, Signal: 10, Origin: tracer.OriginUser}},
 		{"exit with a negative code", smallRecord(tracer.TypeExit, 14, -1, 0, 0),
 			tracer.Event{Type: tracer.TypeExit, ExitCode: -1}},
 	}
@@ -78,6 +85,7 @@ func TestDecodeRecords(t *testing.T) {
 			}
 			want := c.want
 			want.Backend, want.PID, want.Comm, want.UID, want.AUID = base.Backend, base.PID, base.Comm, base.UID, base.AUID
+			want.ExecID, want.ParentExecID = tracer.ExecID{PID: 4242, Start: 12345}, tracer.ExecID{PID: 1, Start: 2}
 			want.Time, got.Time = time.Time{}, time.Time{}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
@@ -94,7 +102,8 @@ func TestDecodeExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tracer.Event{Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "bash", AUID: tracer.UnsetID,
-		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"}}
+		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"},
+		ExecID: tracer.ExecID{PID: 4243, Start: 12345}, ParentExecID: tracer.ExecID{PID: 1, Start: 2}}
 	e.Time = time.Time{}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("got  %+v\nwant %+v", e, want)
@@ -182,7 +191,19 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"syscall", unsafe.Offsetof(h.Syscall), offSyscall},
 		{"flags", unsafe.Offsetof(h.Flags), offFlags},
 		{"comm", unsafe.Offsetof(h.Comm), offComm},
+		{"start", unsafe.Offsetof(h.Start), offStart},
+		{"pstart", unsafe.Offsetof(h.Pstart), offPStart},
+		{"cgid", unsafe.Offsetof(h.Cgid), offCgid},
+		{"header ppid", unsafe.Offsetof(h.Ppid), offHdrPPID},
 		{"header size", unsafe.Sizeof(h), hdrSize},
+		{"code", unsafe.Offsetof(ev.Code), offCode},
+		{"xpid", unsafe.Offsetof(ev.Xpid), offXPID},
+		{"xstart", unsafe.Offsetof(ev.Xstart), offXStart},
+		{"xcomm", unsafe.Offsetof(ev.Xcomm), offXComm},
+		{"status", unsafe.Offsetof(ev.Status), offStatus},
+		{"result", unsafe.Offsetof(ev.Result), offResult},
+		{"xflags", unsafe.Offsetof(ev.Xflags), offXFlags},
+		{"xsyscall", unsafe.Offsetof(ev.Xsyscall), offXSyscall},
 		{"a", unsafe.Offsetof(ev.A), offA},
 		{"b", unsafe.Offsetof(ev.B), offB},
 		{"ret", unsafe.Offsetof(ev.Ret), offRet},

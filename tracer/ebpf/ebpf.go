@@ -69,6 +69,7 @@ type Backend struct {
 	batch     bool   // signal records are batched per CPU (see flushFunc)
 	transport string // "ringbuf" or "perf"
 	attached  []string
+	linked    []string // program and attach point of each link, so one program is not attached twice
 	coll      *ebpf.Collection
 	links     []link.Link
 	track     []probe // process-tree probes, attached when tracking is on
@@ -77,6 +78,7 @@ type Backend struct {
 	ring      *ringbuf.Reader
 	perf      *perf.Reader
 	bpfStats  io.Closer
+	cgroups   *cgroupNames // names the cgroup ids of records
 
 	events   [tracer.TypeExit + 1]atomic.Uint64
 	perfLost atomic.Uint64
@@ -212,6 +214,21 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	default:
 		events = tracepointProbes(cfg.Types)
 	}
+	if !cfg.CountOnly {
+		who := whoProbes(kernel, cfg.Types, set)
+		for _, p := range who {
+			if p.name == "proc_exit" {
+				// It removes exited processes from the tree after
+				// reporting them: it replaces the tree's exit probe.
+				for i := range b.track {
+					if b.track[i].target == "sched_process_exit" {
+						b.track[i] = p
+					}
+				}
+			}
+		}
+		events = append(events, who...)
+	}
 	b.probes = set
 
 	spec, err := bpf.LoadTracer()
@@ -235,6 +252,9 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		return loadError(err, set)
 	}
 	b.coll = coll
+	if !cfg.CountOnly {
+		b.cgroups = newCgroupNames()
+	}
 
 	// Readers exist before the first record: perf output to a CPU
 	// without a reader fails.
@@ -338,7 +358,13 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_comm_lo":    binary.LittleEndian.Uint64(comm[:8]),
 		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
 		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),
+		"cfg_sig_sched":  boolByte(set == ProbesSched),
 	}
+	cg, err := cgroupFilter(cfg.Cgroup)
+	if err != nil {
+		return err
+	}
+	consts["cfg_cgroup_id"], consts["cfg_cgroup_level"] = cg.id, cg.level
 	for name, v := range consts {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -370,6 +396,8 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeExec))
 	unused("fork_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeFork))
 	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeSignal))
+	unused("killers", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
+	unused("oom_victims", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
 	return nil
 }
 
@@ -423,7 +451,8 @@ func (b *Backend) startTracking(pids ...uint32) error {
 // attach attaches p unless it is attached already (the sched set's fork
 // and exit programs serve both events and the process tree).
 func (b *Backend) attach(p probe) error {
-	if slices.Contains(b.attached, p.String()) {
+	key := p.name + " " + p.String()
+	if slices.Contains(b.linked, key) {
 		return nil
 	}
 	l, err := attach(b.coll, p)
@@ -432,6 +461,7 @@ func (b *Backend) attach(p probe) error {
 	}
 	b.links = append(b.links, l)
 	b.attached = append(b.attached, p.String())
+	b.linked = append(b.linked, key)
 	return nil
 }
 
@@ -506,7 +536,7 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 		_ = rd.Flush()
 	})
 	defer stop()
-	d := newDecoder()
+	d := b.newDecoder()
 	ev := new(tracer.Event)
 	var rec ringbuf.Record
 	rd.SetDeadline(time.Now().Add(pollInterval))
@@ -529,7 +559,7 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*tracer.Event)) error {
 	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
 	defer stop()
-	d := newDecoder()
+	d := b.newDecoder()
 	ev := new(tracer.Event)
 	var rec perf.Record
 	rd.SetDeadline(time.Now().Add(pollInterval))
@@ -680,7 +710,7 @@ func (b *Backend) cleanup() error {
 			errs = append(errs, fmt.Errorf("detaching: %w", err))
 		}
 	}
-	b.links, b.attached, b.tracking = nil, nil, false
+	b.links, b.attached, b.linked, b.tracking = nil, nil, nil, false
 	if b.ring != nil {
 		errs = append(errs, b.ring.Close())
 		b.ring = nil
@@ -697,5 +727,7 @@ func (b *Backend) cleanup() error {
 		errs = append(errs, b.bpfStats.Close())
 		b.bpfStats = nil
 	}
+	b.cgroups.close()
+	b.cgroups = nil
 	return errors.Join(errs...)
 }

@@ -207,7 +207,9 @@ func schedProbes(kernel *btf.Spec, types tracer.TypeSet) (events, track []probe,
 	if types.Has(tracer.TypeFork) {
 		events = append(events, fork)
 	}
-	if types.Has(tracer.TypeSignal) {
+	// signal_generate also remembers the sender of a fatal signal for the
+	// exit record of its target.
+	if types.Has(tracer.TypeSignal) || types.Has(tracer.TypeExit) {
 		events = append(events, probe{name: "sched_signal", prog: "sched_signal", target: "signal_generate"})
 	}
 	if types.Has(tracer.TypeExit) {
@@ -306,4 +308,52 @@ func attach(coll *ebpf.Collection, p probe) (link.Link, error) {
 		group, name, _ := strings.Cut(p.target, "/")
 		return link.Tracepoint(group, name, prog, nil)
 	}
+}
+
+// whoProbes are the programs that see what no syscall makes, for the
+// syscalls and fentry sets (the sched set has them among its own): the
+// kernel's own signals and the senders of fatal ones (signal_generate),
+// deaths by a signal (sched_process_exit), and for every set the OOM
+// killer's choice (oom:mark_victim). Where the kernel lacks a BTF
+// tracepoint, that part is not seen.
+func whoProbes(kernel *btf.Spec, types tracer.TypeSet, set string) []probe {
+	var out []probe
+	if set != ProbesSched {
+		if (types.Has(tracer.TypeSignal) || types.Has(tracer.TypeExit)) && hasTracepoint(kernel, "signal_generate") {
+			out = append(out, probe{name: "sched_signal", prog: "sched_signal", target: "signal_generate"})
+		}
+		if types.Has(tracer.TypeExit) && hasTracepoint(kernel, "sched_process_exit") {
+			out = append(out, probe{name: "proc_exit", prog: "proc_exit", target: "sched_process_exit"})
+		}
+	}
+	if types.Has(tracer.TypeExit) && hasTracepoint(kernel, "mark_victim") {
+		prog := "oom_victim_pid" // before 6.8 the tracepoint passes the victim's pid
+		if tracepointTakesTask(kernel, "mark_victim") {
+			prog = "oom_victim"
+		}
+		out = append(out, probe{name: "oom_victim", prog: prog, target: "mark_victim"})
+	}
+	return out
+}
+
+// tracepointTakesTask reports whether a BTF tracepoint's first argument is a task_struct pointer.
+func tracepointTakesTask(kernel *btf.Spec, name string) bool {
+	var td *btf.Typedef
+	if kernel.TypeByName("btf_trace_"+name, &td) != nil {
+		return false
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return false
+	}
+	fp, ok := ptr.Target.(*btf.FuncProto)
+	if !ok || len(fp.Params) < 2 { // the first parameter is the tracepoint's context
+		return false
+	}
+	p, ok := btf.UnderlyingType(fp.Params[1].Type).(*btf.Pointer)
+	if !ok {
+		return false
+	}
+	st, ok := p.Target.(*btf.Struct)
+	return ok && st.Name == "task_struct"
 }

@@ -1,0 +1,87 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"encoding/binary"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// decodeIdentity fills the exec ids and the cgroup from a record's header.
+// A record with pid 0 (the idle task) has no process to name.
+func (d *decoder) decodeIdentity(raw []byte, e *tracer.Event) {
+	le := binary.LittleEndian
+	if e.PID != 0 {
+		e.ExecID = tracer.ExecID{PID: e.PID, Start: tracer.TicksFromNS(le.Uint64(raw[offStart:]))}
+	}
+	if ppid := le.Uint32(raw[offHdrPPID:]); ppid != 0 {
+		e.ParentExecID = tracer.ExecID{PID: ppid, Start: tracer.TicksFromNS(le.Uint64(raw[offPStart:]))}
+	}
+	if id := le.Uint64(raw[offCgid:]); id != 0 && d.cgroups != nil {
+		if ci, ok := d.cgroups.lookup(id); ok {
+			e.SetCgroup(ci)
+		}
+	}
+}
+
+// decodeSignal fills what the kernel said of a signal: its code, origin,
+// result and target. The syscall probe sets do not see the siginfo: the
+// code is then the one the syscall gives (tracer.SyscallCode), except for
+// pidfd_send_signal, whose siginfo argument the record does not keep.
+func (d *decoder) decodeSignal(raw []byte, e *tracer.Event) {
+	le := binary.LittleEndian
+	xf := raw[offXFlags]
+	switch {
+	case xf&xfCode != 0:
+		e.Code, e.HasCode = int32(le.Uint32(raw[offCode:])), true
+	case e.Syscall != "" && e.Syscall != "pidfd_send_signal":
+		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, true)
+	}
+	switch {
+	case xf&xfKernel != 0:
+		e.Origin = tracer.OriginKernel
+	case e.Syscall != "":
+		e.Origin = tracer.OriginUser
+	}
+	if xf&xfResult != 0 {
+		e.Result = tracer.ResultFromKernel(int(raw[offResult]))
+	}
+	if xf&xfTarget != 0 {
+		e.TargetComm = d.intern(cstring(raw[offXComm : offXComm+commLen]))
+		e.TargetExecID = tracer.ExecID{PID: le.Uint32(raw[offXPID:]), Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
+	}
+}
+
+// decodeExit fills the death of a process by a signal: the signal, the
+// core flag, the OOM mark and the sender. The kernel has no process to
+// name as the sender of its own signals: killed_by says "kernel", or
+// "oom-killer" for the OOM killer's SIGKILL.
+func (d *decoder) decodeExit(raw []byte, e *tracer.Event) {
+	le := binary.LittleEndian
+	xf := raw[offXFlags]
+	if xf&xfKilled == 0 {
+		return
+	}
+	e.SetExitStatus(tracer.DecodeWaitStatus(le.Uint32(raw[offStatus:])))
+	e.OOMKill = xf&xfOOM != 0
+	if xf&xfKiller == 0 {
+		return
+	}
+	k := &e.KilledBy
+	k.Code = int32(le.Uint32(raw[offCode:]))
+	if xf&xfKernel != 0 {
+		k.Origin, k.Comm = tracer.OriginKernel, "kernel"
+		if e.OOMKill {
+			k.Comm = "oom-killer"
+		}
+		return
+	}
+	k.Origin = tracer.OriginUser
+	k.PID = le.Uint32(raw[offXPID:])
+	k.Comm = d.intern(cstring(raw[offXComm : offXComm+commLen]))
+	k.ExecID = tracer.ExecID{PID: k.PID, Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
+	if sc := raw[offXSyscall]; int(sc) < len(syscallNames) {
+		k.Syscall = syscallNames[sc]
+	}
+}

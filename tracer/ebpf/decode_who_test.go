@@ -1,0 +1,115 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// whoRecord is a signal or exit record with the tail the signal_generate
+// and sched_process_exit programs write.
+func whoRecord(typ tracer.EventType, sc uint8, a, sig int32, code int32, xpid uint32, xcomm string, status uint32, result, xflags, xsc uint8) []byte {
+	b := smallRecord(typ, sc, a, sig, 0)
+	le := binary.LittleEndian
+	le.PutUint32(b[offCode:], uint32(code))
+	le.PutUint32(b[offXPID:], xpid)
+	le.PutUint64(b[offXStart:], 70_000_000) // 7 ticks
+	copy(b[offXComm:offXComm+commLen], xcomm)
+	le.PutUint32(b[offStatus:], status)
+	b[offResult], b[offXFlags], b[offXSyscall] = result, xflags, xsc
+	return b
+}
+
+func TestDecodeWho(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+
+	// A fault: the kernel's SIGSEGV to the process itself, delivered.
+	raw := whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Syscall != "" || e.Origin != tracer.OriginKernel || !e.HasCode || tracer.SigCodeName(e.Signal, e.Code) != "SEGV_MAPERR" ||
+		e.Result != tracer.ResultDelivered || e.TargetComm != "segv" || e.TargetExecID != (tracer.ExecID{PID: 4242, Start: 7}) {
+		t.Errorf("kernel SIGSEGV: %+v", e)
+	}
+
+	// The signal_generate view of a kill(2): code and result from the kernel.
+	raw = whoRecord(tracer.TypeSignal, 7, 4300, 15, tracer.SIUser, 4300, "sleep", 0, 1, xfCode|xfResult|xfTarget, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Syscall != "kill" || e.Origin != tracer.OriginUser || e.Code != tracer.SIUser || e.Result != tracer.ResultIgnored || e.TargetComm != "sleep" {
+		t.Errorf("kill: %+v", e)
+	}
+
+	// Killed by SIGTERM from a process's kill(2).
+	raw = whoRecord(tracer.TypeExit, 0, 0, 15, tracer.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	want := tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "systemd", ExecID: tracer.ExecID{PID: 1, Start: 7}, Code: tracer.SIUser, Syscall: "kill"}
+	if !e.Killed() || e.Signal != 15 || e.CoreDumped || e.OOMKill || e.KilledBy != want || e.ExitCode != 0 {
+		t.Errorf("killed by SIGTERM: %+v", e)
+	}
+	if got := string(tracer.AppendText(nil, &e)); !endsWith(got, "killed by SIGTERM from systemd (pid 1) via kill") {
+		t.Errorf("text: %q", got)
+	}
+
+	// A fault that dumped core.
+	raw = whoRecord(tracer.TypeExit, 0, 0, 11, 1, 0, "", 0x8b, 0, xfKilled|xfKiller|xfCode|xfKernel, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if !e.Killed() || e.Signal != 11 || !e.CoreDumped || e.KilledBy.Origin != tracer.OriginKernel || e.KilledBy.Comm != "kernel" || e.Cause() != tracer.CauseCore {
+		t.Errorf("SIGSEGV core: %+v", e)
+	}
+
+	// The OOM killer.
+	raw = whoRecord(tracer.TypeExit, 0, 0, 9, tracer.SIKernel, 0, "", 9, 0, xfKilled|xfKiller|xfCode|xfKernel|xfOOM, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if !e.OOMKill || e.KilledBy.Comm != "oom-killer" || e.Cause() != tracer.CauseOOM {
+		t.Errorf("OOM: %+v", e)
+	}
+	if got := string(tracer.AppendText(nil, &e)); !endsWith(got, "killed by SIGKILL from oom-killer") {
+		t.Errorf("text: %q", got)
+	}
+
+	// Killed, the sender not seen (the tracer started after it was sent).
+	raw = whoRecord(tracer.TypeExit, 0, 0, 9, 0, 0, "", 9, 0, xfKilled, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if !e.Killed() || e.KilledBy.Seen() {
+		t.Errorf("killed, sender unseen: %+v", e)
+	}
+
+	// An exit call: the code, nothing else.
+	raw = whoRecord(tracer.TypeExit, 14, 3, 0, 0, 0, "", 0, 0, 0, 0)
+	if err := d.decode(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Killed() || e.ExitCode != 3 || e.Cause() != tracer.CauseExit {
+		t.Errorf("exit 3: %+v", e)
+	}
+}
+
+func endsWith(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
+
+// The records of the kernel's own signals decode without allocating.
+func TestDecodeWhoAllocations(t *testing.T) {
+	d := newDecoder()
+	var e tracer.Event
+	raw := whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	_ = d.decode(raw, &e)
+	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(raw, &e) }); n != 0 {
+		t.Errorf("%v allocations per decode", n)
+	}
+}

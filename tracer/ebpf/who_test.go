@@ -1,0 +1,232 @@
+//go:build linux
+
+package ebpf
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// runWho runs who with args under b, scoped in the kernel to its tree,
+// and returns every event delivered and what who printed.
+func runWho(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, tracertest.WhoOutput) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `read _ && exec "$0" "$@"`, bin}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir() // the core file lands in the temp dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if cfg.PID == 0 && cfg.Cgroup == "" {
+		cfg.PID = uint32(cmd.Process.Pid)
+	}
+	if err := b.Start(cfg); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	var c tracertest.Collector
+	var all []tracer.Event
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, func(e *tracer.Event) {
+			c.Emit(e)
+			all = append(all, *e)
+		})
+	}()
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("who %v: %v", args, err)
+	}
+	time.Sleep(50 * time.Millisecond) // the reparented grandchild's exit
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return all, tracertest.ParseWho(out.Bytes())
+}
+
+// find returns the events of type typ whose process is id.
+func find(events []tracer.Event, typ tracer.EventType, id tracer.ExecID) []tracer.Event {
+	var out []tracer.Event
+	for _, e := range events {
+		if e.Type == typ && e.ExecID == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// One process per way to die, and exact fields for each: the exit's
+// cause, the sender of the killing signal, the kernel's own signals, exec
+// ids that match /proc, and parent exec ids along the tree, on both the
+// default (sched) and the syscalls probe sets.
+func TestWhoKilledIt(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWho(t)
+	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-"+strconv.Itoa(os.Getpid()), 32<<20)
+	for _, probes := range []string{ProbesSched, ProbesSyscalls} {
+		t.Run(probes, func(t *testing.T) {
+			cfg := tracer.DefaultConfig()
+			cfg.Types, cfg.Probes = allTypes(), probes
+			events, who := runWho(t, New(), cfg, bin,
+				"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse")
+			main, ok := who.Proc("main", 0)
+			if !ok {
+				t.Fatalf("who printed no main line")
+			}
+			checkWho(t, events, who, main)
+		})
+	}
+}
+
+func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, main tracertest.WhoProc) {
+	t.Helper()
+	kernel := func(code int32) tracer.KilledBy {
+		return tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "kernel", Code: code}
+	}
+	cases := []struct {
+		role     string
+		n        int
+		signal   int
+		code     int32 // of the kernel's signal event, when it sent one
+		core     bool
+		oom      bool
+		exitCode int
+		killedBy tracer.KilledBy
+	}{
+		{role: "segv", signal: 11, code: 1, core: true, killedBy: kernel(1)},
+		{role: "segvnocore", signal: 11, code: 1, killedBy: kernel(1)},
+		{role: "kill9", signal: 9, killedBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: main.ExecID.PID, Comm: "who",
+			ExecID: main.ExecID, Code: tracer.SIUser, Syscall: "kill"}},
+		{role: "pipe", signal: 13, code: tracer.SIUser, killedBy: kernel(tracer.SIUser)},
+		{role: "timer", signal: 14, code: tracer.SITimer, killedBy: kernel(tracer.SITimer)},
+		{role: "oom", signal: 9, code: tracer.SIKernel, oom: true,
+			killedBy: tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "oom-killer", Code: tracer.SIKernel}},
+		{role: "exit3", exitCode: 3},
+		{role: "reuse1", exitCode: 3},
+		{role: "reuse2", exitCode: 0},
+		{role: "orphan", exitCode: 0},
+	}
+	for _, c := range cases {
+		p, ok := who.Proc(c.role, c.n)
+		if !ok {
+			t.Errorf("%s: who did not report it", c.role)
+			continue
+		}
+		if want := tracer.DecodeWaitStatus(uint32(p.Status)); (want.Signal != c.signal) || (c.signal == 0 && want.Code != c.exitCode) || want.CoreDumped != c.core {
+			t.Errorf("%s: who reaped status %#x, the test expects signal %d core %v exit %d", c.role, p.Status, c.signal, c.core, c.exitCode)
+		}
+		exits := find(events, tracer.TypeExit, p.ExecID)
+		if len(exits) != 1 {
+			t.Errorf("%s (%s): %d exit events, want 1", c.role, p.ExecID, len(exits))
+			continue
+		}
+		e := exits[0]
+		if e.ParentExecID != main.ExecID || e.PPID != 0 {
+			t.Errorf("%s: parent_exec_id %s, want who's %s", c.role, e.ParentExecID, main.ExecID)
+		}
+		if e.Signal != c.signal || e.CoreDumped != c.core || e.OOMKill != c.oom || e.ExitCode != c.exitCode || e.KilledBy != c.killedBy {
+			t.Errorf("%s: exit signal %d core %v oom %v code %d killed_by %+v\n  want signal %d core %v oom %v code %d killed_by %+v",
+				c.role, e.Signal, e.CoreDumped, e.OOMKill, e.ExitCode, e.KilledBy, c.signal, c.core, c.oom, c.exitCode, c.killedBy)
+		}
+		if c.code == 0 && c.role != "kill9" {
+			continue
+		}
+		// The signal that killed it: the kernel's (the event is the
+		// target's), or who's kill(2).
+		sigs := find(events, tracer.TypeSignal, p.ExecID)
+		if c.role == "kill9" {
+			sigs = nil
+			for _, s := range find(events, tracer.TypeSignal, main.ExecID) {
+				if s.TargetExecID == p.ExecID || s.TargetPID == int32(p.ExecID.PID) {
+					sigs = append(sigs, s)
+				}
+			}
+		}
+		if len(sigs) != 1 {
+			t.Errorf("%s: %d signal events, want 1: %+v", c.role, len(sigs), sigs)
+			continue
+		}
+		s := sigs[0]
+		wantOrigin, wantSyscall, wantCode := tracer.OriginKernel, "", c.code
+		if c.role == "kill9" {
+			wantOrigin, wantSyscall, wantCode = tracer.OriginUser, "kill", tracer.SIUser
+		}
+		if s.Signal != c.signal || !s.HasCode || s.Code != wantCode || s.Origin != wantOrigin || s.Syscall != wantSyscall ||
+			s.TargetPID != int32(p.ExecID.PID) {
+			t.Errorf("%s: signal event %+v", c.role, s)
+		}
+		// The syscall tracepoints see no result or target of a kill(2).
+		if wantOrigin == tracer.OriginKernel || s.Result != tracer.ResultUnknown {
+			if s.Result != tracer.ResultDelivered || s.TargetComm != "who" || s.TargetExecID != p.ExecID {
+				t.Errorf("%s: signal result %q target %q %s, want delivered who %s", c.role, s.Result, s.TargetComm, s.TargetExecID, p.ExecID)
+			}
+		}
+	}
+
+	// The orphan's child: reparented before it exits.
+	g, ok := who.Proc("grandchild", 0)
+	orphan, _ := who.Proc("orphan", 0)
+	if ok {
+		exits := find(events, tracer.TypeExit, g.ExecID)
+		start, alive := tracer.ReadStartTicks(g.PPID)
+		switch {
+		case len(exits) != 1:
+			t.Errorf("grandchild %s: %d exit events", g.ExecID, len(exits))
+		case g.PPID == orphan.ExecID.PID:
+			t.Errorf("grandchild was not reparented (ppid %d)", g.PPID)
+		case alive && exits[0].ParentExecID != (tracer.ExecID{PID: g.PPID, Start: start}):
+			t.Errorf("grandchild's exit: parent_exec_id %s, want its new parent %d (start %d)", exits[0].ParentExecID, g.PPID, start)
+		}
+		forks := find(events, tracer.TypeFork, orphan.ExecID)
+		if len(forks) != 1 || forks[0].ChildPID != g.ExecID.PID || forks[0].ParentExecID != main.ExecID {
+			t.Errorf("the orphan's fork of the grandchild: %+v", forks)
+		}
+	} else {
+		t.Error("no grandchild line")
+	}
+
+	// pid reuse: two processes, one pid, two exec ids.
+	r1, _ := who.Proc("reuse1", 0)
+	r2, _ := who.Proc("reuse2", 0)
+	if r1.ExecID.PID != r2.ExecID.PID || r1.ExecID == r2.ExecID {
+		t.Errorf("reuse: %s and %s", r1.ExecID, r2.ExecID)
+	}
+
+	// Every event of a process who reported carries its exec id, and its
+	// parent's for those whose parent is who.
+	ids := map[uint32][]tracer.ExecID{}
+	for _, p := range who.Procs {
+		ids[p.ExecID.PID] = append(ids[p.ExecID.PID], p.ExecID)
+	}
+	for _, e := range events {
+		known := ids[e.PID]
+		if len(known) == 0 {
+			continue
+		}
+		match := false
+		for _, id := range known {
+			match = match || e.ExecID == id
+		}
+		if !match {
+			t.Errorf("%s event of pid %d: exec_id %s, want one of %v", e.Type, e.PID, e.ExecID, known)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package tracer
+
+import (
+	"strconv"
+	"strings"
+)
+
+// whoFilter is the user-space side of --cgroup and --target.
+type whoFilter struct {
+	cgroup     string // a cgroup v2 path: it and the cgroups below it
+	targetPID  uint32
+	targetComm string
+}
+
+func newWhoFilter(cfg Config) *whoFilter {
+	if cfg.Cgroup == "" && cfg.Target == "" {
+		return nil
+	}
+	w := &whoFilter{cgroup: CleanCgroup(cfg.Cgroup)}
+	if cfg.Target != "" {
+		w.targetPID, w.targetComm, _ = ParseTarget(cfg.Target)
+	}
+	return w
+}
+
+// CleanCgroup makes a --cgroup value a path as events print it:
+// "/system.slice/nginx.service", with one leading slash and none trailing.
+func CleanCgroup(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "/" + strings.Trim(p, "/")
+}
+
+// ParseTarget reads a --target value: a pid, or a comm (the kernel's
+// 15-character process name).
+func ParseTarget(s string) (pid uint32, comm string, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, "", Usagef("empty --target: give a pid or a process name (comm)")
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		if n == 0 {
+			return 0, "", Usagef("--target 0 is no process: give a pid or a process name (comm)")
+		}
+		return uint32(n), "", nil
+	}
+	if len(s) > 15 {
+		return 0, "", Usagef("--target %q is longer than the kernel's 15-character comm: give its first 15 characters", s)
+	}
+	return 0, s, nil
+}
+
+// TargetTypes are the event classes --target keeps.
+var TargetTypes = TypeSet(0).With(TypeSignal).With(TypeExit)
+
+// match applies --cgroup and --target. A process whose cgroup the backend
+// could not read is not known to be in the cgroup, and is dropped.
+func (w *whoFilter) match(e *Event) bool {
+	if w.cgroup != "" && w.cgroup != "/" && e.Cgroup != w.cgroup &&
+		!(len(e.Cgroup) > len(w.cgroup) && e.Cgroup[len(w.cgroup)] == '/' && strings.HasPrefix(e.Cgroup, w.cgroup)) {
+		return false
+	}
+	if w.targetPID == 0 && w.targetComm == "" {
+		return true
+	}
+	switch e.Type {
+	case TypeSignal:
+		if w.targetPID != 0 {
+			return e.TargetExecID.PID == w.targetPID || e.TargetPID == int32(w.targetPID)
+		}
+		return e.TargetComm == w.targetComm
+	case TypeExit:
+		if w.targetPID != 0 {
+			return e.PID == w.targetPID
+		}
+		return e.Comm == w.targetComm
+	}
+	return false
+}

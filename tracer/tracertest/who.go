@@ -1,0 +1,163 @@
+package tracertest
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// BuildWho compiles who.c, the processes that die in known ways.
+func BuildWho(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	out := filepath.Join(t.TempDir(), "who")
+	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "who.c"))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("building who.c with cc: %v", err)
+	}
+	return out
+}
+
+// WhoProc is one process who made, as it reported itself.
+type WhoProc struct {
+	Role   string
+	ExecID tracer.ExecID
+	PPID   uint32
+	Status int // the wait status its parent reaped (-1: not reaped by who)
+}
+
+// WhoOutput is what who printed, by role (a role may repeat: reuse).
+type WhoOutput struct {
+	Procs []WhoProc
+}
+
+// Proc returns the n-th process of role (0-based).
+func (o *WhoOutput) Proc(role string, n int) (WhoProc, bool) {
+	for _, p := range o.Procs {
+		if p.Role == role {
+			if n == 0 {
+				return p, true
+			}
+			n--
+		}
+	}
+	return WhoProc{}, false
+}
+
+// ParseWho reads who's stdout.
+func ParseWho(out []byte) WhoOutput {
+	var o WhoOutput
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 4 && f[0] == "status":
+			pid, _ := strconv.ParseUint(f[2], 10, 32)
+			st, _ := strconv.Atoi(f[3])
+			for i := len(o.Procs) - 1; i >= 0; i-- {
+				if o.Procs[i].Role == f[1] && o.Procs[i].ExecID.PID == uint32(pid) {
+					o.Procs[i].Status = st
+					break
+				}
+			}
+		case len(f) == 4:
+			pid, _ := strconv.ParseUint(f[1], 10, 32)
+			start, _ := strconv.ParseUint(f[2], 10, 64)
+			ppid, _ := strconv.ParseUint(f[3], 10, 32)
+			o.Procs = append(o.Procs, WhoProc{Role: f[0], ExecID: tracer.ExecID{PID: uint32(pid), Start: start}, PPID: uint32(ppid), Status: -1})
+		}
+	}
+	return o
+}
+
+// Cgroup2 returns where the cgroup v2 hierarchy is mounted, or skips t.
+func Cgroup2(t testing.TB) string {
+	t.Helper()
+	m, err := tracer.CgroupMount()
+	if err != nil {
+		t.Skipf("no cgroup v2 hierarchy: %v", err)
+	}
+	return m
+}
+
+// MakeCgroup creates the cgroup rel (and its parents) under mount and
+// removes them when the test ends, once their processes are gone. It
+// returns the directory.
+func MakeCgroup(t testing.TB, mount, rel string) string {
+	t.Helper()
+	rel = strings.Trim(rel, "/")
+	var made []string
+	dir := mount
+	for _, part := range strings.Split(rel, "/") {
+		dir = filepath.Join(dir, part)
+		if _, err := os.Stat(dir); err == nil {
+			continue
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("creating cgroup %s: %v", dir, err)
+		}
+		made = append(made, dir)
+	}
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			var err error
+			for try := 0; try < 100; try++ { // the last member may still be exiting
+				if err = os.Remove(made[i]); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil {
+				t.Errorf("removing cgroup %s: %v", made[i], err)
+			}
+		}
+	})
+	return dir
+}
+
+// MemoryCgroup creates a cgroup limited to limit bytes of memory on the
+// hierarchy that has the memory controller (v2 memory.max, or v1
+// memory.limit_in_bytes on a hybrid node), removed when the test ends. It
+// returns the cgroup's cgroup.procs file, or skips t.
+func MemoryCgroup(t testing.TB, name string, limit int64) string {
+	t.Helper()
+	if m, err := tracer.CgroupMount(); err == nil {
+		if c, err := os.ReadFile(filepath.Join(m, "cgroup.controllers")); err == nil && bytes.Contains(c, []byte("memory")) {
+			sub, _ := os.ReadFile(filepath.Join(m, "cgroup.subtree_control"))
+			if !bytes.Contains(sub, []byte("memory")) {
+				t.Skip("the cgroup v2 root does not delegate the memory controller (cgroup.subtree_control)")
+			}
+			dir := MakeCgroup(t, m, name)
+			writeFile(t, filepath.Join(dir, "memory.max"), strconv.FormatInt(limit, 10))
+			writeFile(t, filepath.Join(dir, "memory.swap.max"), "0")
+			return filepath.Join(dir, "cgroup.procs")
+		}
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory/memory.limit_in_bytes"); err == nil {
+		dir := MakeCgroup(t, "/sys/fs/cgroup/memory", name)
+		writeFile(t, filepath.Join(dir, "memory.limit_in_bytes"), strconv.FormatInt(limit, 10))
+		return filepath.Join(dir, "cgroup.procs")
+	}
+	t.Skip("no memory controller on this node")
+	return ""
+}
+
+func writeFile(t testing.TB, path, v string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+		if strings.HasSuffix(path, "swap.max") {
+			return // no swap accounting: nothing to limit
+		}
+		t.Fatalf("writing %s: %v", path, err)
+	}
+}
