@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
 type traceOptions struct {
@@ -124,6 +125,14 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 		return err
 	}
 	defer b.Close()
+	if held.auid != tracer.UnsetID {
+		// After Start: the kernel drops user messages while audit is
+		// disabled, and the backend enables it for the session.
+		if err := linkAuditTrail(held, args); err != nil {
+			held.abort()
+			return err
+		}
+	}
 	ready()
 	slog.Debug("tracing", "backend", b.Name(), "pid", pid, "auid", held.auid)
 	runDone := make(chan error, 1)
@@ -176,6 +185,30 @@ func runTrace(parent context.Context, o *traceOptions, args []string) error {
 	if code != 0 {
 		return &exitError{code: code}
 	}
+	return nil
+}
+
+// linkAuditTrail writes one record into the node's audit trail that ties
+// CMD's synthetic login uid to the real login uid of whoever ran tracer:
+// every record of CMD's tree carries only the synthetic one, and the
+// node's auditors must still see who ran it. ausearch -m TRUSTED_APP
+// finds it; ausearch -ua <auid_synthetic> finds what CMD did.
+func linkAuditTrail(h *heldCmd, args []string) error {
+	realAUID := "4294967295" // unset: tracer was not started from a login
+	if b, err := os.ReadFile("/proc/self/loginuid"); err == nil {
+		realAUID = strings.TrimSpace(string(b))
+	}
+	// The kernel caps a record near 9 KB and hex doubles the command.
+	cmdline := strings.Join(args, " ")
+	if len(cmdline) > 2048 {
+		cmdline = cmdline[:2048]
+	}
+	text := fmt.Sprintf("op=tracer-trace auid_real=%s auid_synthetic=%d %s pid=%d res=success",
+		realAUID, h.auid, audit.EncodeField("cmd", cmdline), h.cmd.Process.Pid)
+	if err := audit.WriteUserMessage(text); err != nil {
+		return tracer.Usagef("cannot write the audit record that ties the command's login uid %d to yours (%v): trace --backend audit needs CAP_AUDIT_WRITE; or use --backend ebpf", h.auid, err)
+	}
+	slog.Debug("audit trail linked", "record", text)
 	return nil
 }
 

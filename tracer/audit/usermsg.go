@@ -1,0 +1,106 @@
+//go:build linux
+
+package audit
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// UserMessageType is AUDIT_TRUSTED_APP, the record type of WriteUserMessage:
+// a free-form message from a trusted program (AUDIT_USER, 1005, is marked
+// deprecated in the kernel's headers). ausearch -m TRUSTED_APP finds it.
+const UserMessageType = 1121
+
+// userMessageMax bounds the text: the kernel caps a record's payload at
+// MAX_AUDIT_MESSAGE_LENGTH (8970) and prefixes its own fields.
+const userMessageMax = 8000
+
+// WriteUserMessage puts text into the node's audit trail as one
+// AUDIT_TRUSTED_APP record. The kernel adds the sender's pid, uid, auid,
+// session and security context in front of it, then queues it like every
+// other record: to auditd (or whoever holds the audit PID), to the
+// multicast readers. It needs CAP_AUDIT_WRITE and the initial PID
+// namespace; while audit is disabled the kernel accepts the message and
+// drops it. Text should be key=value fields, values encoded with
+// EncodeField where they may hold spaces or quotes.
+//
+// It opens a socket of its own: no audit PID, no multicast group, so it
+// can run next to a backend or auditd.
+func WriteUserMessage(text string) error {
+	if len(text) > userMessageMax {
+		return fmt.Errorf("audit user message of %d bytes is longer than %d", len(text), userMessageMax)
+	}
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
+	if err != nil {
+		return fmt.Errorf("opening audit netlink socket: %w", err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return fmt.Errorf("binding audit netlink socket: %w", err)
+	}
+	// The ack comes at once; the bound only guards against a kernel that
+	// never answers.
+	tv := syscall.NsecToTimeval((5 * time.Second).Nanoseconds())
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("setting audit socket timeout: %w", err)
+	}
+
+	// The payload ends in a NUL, as libaudit sends it; the kernel strips it.
+	const seq = 1
+	payload := append([]byte(text), 0)
+	msg := make([]byte, syscall.NLMSG_HDRLEN+len(payload))
+	binary.NativeEndian.PutUint32(msg[0:4], uint32(len(msg)))
+	binary.NativeEndian.PutUint16(msg[4:6], UserMessageType)
+	binary.NativeEndian.PutUint16(msg[6:8], syscall.NLM_F_REQUEST|syscall.NLM_F_ACK)
+	binary.NativeEndian.PutUint32(msg[8:12], seq)
+	copy(msg[syscall.NLMSG_HDRLEN:], payload)
+	if err := syscall.Sendto(fd, msg, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return fmt.Errorf("sending audit user message: %w", err)
+	}
+
+	buf := make([]byte, 1<<13)
+	for {
+		n, _, err := syscall.Recvfrom(fd, buf, 0)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the kernel's answer to the audit user message: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return fmt.Errorf("parsing the kernel's answer to the audit user message: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Type != syscall.NLMSG_ERROR || m.Header.Seq != seq {
+				continue
+			}
+			if len(m.Data) < 4 {
+				return errors.New("short netlink ack to the audit user message")
+			}
+			if errno := -int32(binary.NativeEndian.Uint32(m.Data[0:4])); errno != 0 {
+				return fmt.Errorf("the kernel refused the audit user message: %w", syscall.Errno(errno))
+			}
+			return nil
+		}
+	}
+}
+
+// EncodeField renders name=value the way audit records carry untrusted
+// strings (libaudit's audit_encode_nv_string): "value" in double quotes
+// when it is plain printable ASCII without spaces or quotes, otherwise
+// upper-case hex without quotes, which ausearch -i decodes.
+func EncodeField(name, value string) string {
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c == '"' || c < 0x21 || c > 0x7e {
+			return name + "=" + strings.ToUpper(hex.EncodeToString([]byte(value)))
+		}
+	}
+	return name + `="` + value + `"`
+}
