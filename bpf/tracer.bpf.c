@@ -1476,7 +1476,7 @@ int sched_exec(__u64 *ctx)
 		__builtin_memcpy(comm.c, old->comm, COMM_LEN);
 	else
 		bpf_get_current_comm(comm.c, COMM_LEN);
-	if (!pass_pid(tgid) || !pass_comm(comm.c))
+	if (!pass_pid(tgid) || !pass_comm(comm.c) || !pass_cgroup((void *)key))
 		goto out;
 	const char *filename = BPF_CORE_READ(bprm, filename);
 	if (cfg_count_only) {

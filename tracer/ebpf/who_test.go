@@ -5,10 +5,12 @@ package ebpf
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +230,125 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		if !match {
 			t.Errorf("%s event of pid %d: exec_id %s, want one of %v", e.Type, e.PID, e.ExecID, known)
 		}
+	}
+}
+
+// Processes in a systemd-style transient scope and in a containerd-style
+// container cgroup: exact cgroup, unit and container id; --cgroup keeps
+// exactly one cgroup's events, filtered in the kernel.
+func TestCgroupNamesAndScope(t *testing.T) {
+	tracertest.NeedRoot(t)
+	mount := tracertest.Cgroup2(t)
+	bin := tracertest.BuildWho(t)
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	base := "/tracer-test-" + strconv.Itoa(os.Getpid()) + ".slice"
+	unit := base + "/run-u42.scope"
+	ctr := base + "/kubepods-besteffort-pod1.slice/cri-containerd-" + id + ".scope"
+	procs := map[string]string{}
+	for _, p := range []string{unit, ctr} {
+		procs[p] = tracertest.MakeCgroup(t, mount, p) + "/cgroup.procs"
+	}
+	want := map[string]tracer.CgroupInfo{
+		unit: {Path: unit, Unit: "run-u42.scope"},
+		ctr:  {Path: ctr, ContainerID: id, Unit: "cri-containerd-" + id + ".scope"},
+	}
+	// who joins its cgroup first, then forks a child that exits 3.
+	run := func(t *testing.T, cgroup string) tracertest.WhoOutput {
+		out, err := exec.Command(bin, "join", procs[cgroup], "exit3").Output()
+		if err != nil {
+			t.Fatalf("who in %s: %v", cgroup, err)
+		}
+		return tracertest.ParseWho(out)
+	}
+	for _, probes := range []string{ProbesSched, ProbesSyscalls} {
+		for _, scope := range []string{"", unit, ctr} {
+			name := probes + ", no --cgroup"
+			if scope != "" {
+				name = probes + ", --cgroup " + scope
+			}
+			t.Run(name, func(t *testing.T) { testCgroupScope(t, probes, scope, want, run) })
+		}
+	}
+}
+
+func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.CgroupInfo, run func(*testing.T, string) tracertest.WhoOutput) {
+	unit, ctr := "", ""
+	for cg, ci := range want {
+		if ci.ContainerID != "" {
+			ctr = cg
+		} else {
+			unit = cg
+		}
+	}
+	cfg := tracer.DefaultConfig()
+	cfg.Types, cfg.Cgroup, cfg.Probes = allTypes(), scope, probes
+	b := New()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var c tracertest.Collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx, c.Emit) }()
+	ran := map[string]tracertest.WhoOutput{unit: run(t, unit), ctr: run(t, ctr)}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for cg, who := range ran {
+		main, _ := who.Proc("main", 0)
+		child, _ := who.Proc("exit3", 0)
+		var events []tracer.Event
+		for _, e := range c.Tree(main.ExecID.PID) {
+			// Before it joined, who was in the test's cgroup.
+			if e.Type == tracer.TypeExec {
+				continue
+			}
+			events = append(events, e)
+			if got := (tracer.CgroupInfo{Path: e.Cgroup, ContainerID: e.ContainerID, Unit: e.Unit}); got != want[cg] {
+				t.Errorf("%s event of pid %d in %s: %+v, want %+v", e.Type, e.PID, cg, got, want[cg])
+			}
+		}
+		n := len(events)
+		if scope != "" && scope != cg {
+			if n != 0 {
+				t.Errorf("%d events of %s with --cgroup %s: %+v", n, cg, scope, events)
+			}
+			continue
+		}
+		// The fork of the child, its exit and who's own.
+		if n != 3 || len(find(events, tracer.TypeExit, child.ExecID)) != 1 || len(find(events, tracer.TypeFork, main.ExecID)) != 1 {
+			t.Errorf("events of %s: %+v", cg, events)
+		}
+	}
+	if scope == "" {
+		return
+	}
+	// Nothing of any other cgroup passed the kernel.
+	var other int
+	for _, e := range c.Events() {
+		if e.Cgroup != scope {
+			other++
+			t.Logf("outside %s: %+v", scope, e)
+		}
+	}
+	if other != 0 {
+		t.Errorf("--cgroup %s let %d events of other cgroups through", scope, other)
+	}
+}
+
+// A --cgroup that names no cgroup: a one-line usage error, nothing loaded.
+func TestBadCgroupIsUsageError(t *testing.T) {
+	tracertest.NeedRoot(t)
+	tracertest.Cgroup2(t)
+	b := New()
+	err := b.Start(tracer.Config{Cgroup: "/no-such-cgroup.slice"})
+	if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--cgroup") {
+		t.Errorf("Start: %v, want a one-line usage error about --cgroup", err)
+	}
+	if b.coll != nil || len(b.links) != 0 {
+		t.Error("something stayed loaded")
 	}
 }

@@ -161,3 +161,10 @@ func writeFile(t testing.TB, path, v string) {
 		t.Fatalf("writing %s: %v", path, err)
 	}
 }
+
+// Events returns a copy of every event c collected.
+func (c *Collector) Events() []tracer.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]tracer.Event(nil), c.events...)
+}
