@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"runtime"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,6 +29,7 @@ type Collector struct {
 
 	events, backendEvents, lost, lostLower     *prometheus.Desc
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
+	auditSocketBuffer                          *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
 	buildInfo                                  *prometheus.Desc
 }
@@ -59,6 +61,9 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		auditLost: prometheus.NewDesc(fq("audit", "kernel_lost"),
 			"The kernel's own audit lost counter (auditctl -s lost); it counts for every audit consumer and is not reset by the tracer.",
 			nil, nil),
+		auditSocketBuffer: prometheus.NewDesc(fq("audit", "socket_buffer_bytes"),
+			"The audit record socket's receive buffer (want: the asked size; smaller when the kernel refused SO_RCVBUFFORCE, and bursts overflow sooner).",
+			[]string{"want"}, nil),
 		progSeconds: prometheus.NewDesc(fq("bpf_program", "run_seconds_total"),
 			"Time the kernel spent running the BPF program (only with --bpf-stats).",
 			[]string{"program"}, nil),
@@ -74,7 +79,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower,
-		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.progSeconds, c.progRuns, c.buildInfo} {
+		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.buildInfo} {
 		ch <- d
 	}
 }
@@ -103,6 +108,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.auditBacklog, prometheus.GaugeValue, float64(st.AuditBacklog))
 		ch <- prometheus.MustNewConstMetric(c.auditBacklogLimit, prometheus.GaugeValue, float64(st.AuditBacklogLimit))
 		ch <- prometheus.MustNewConstMetric(c.auditLost, prometheus.GaugeValue, float64(st.AuditKernelLost))
+		if st.AuditSocketBufferAsked > 0 {
+			ch <- prometheus.MustNewConstMetric(c.auditSocketBuffer, prometheus.GaugeValue,
+				float64(st.AuditSocketBuffer), strconv.Itoa(st.AuditSocketBufferAsked))
+		}
 	}
 	for _, ps := range mergePrograms(st.Programs) {
 		ch <- prometheus.MustNewConstMetric(c.progSeconds, prometheus.CounterValue, ps.RunTime, ps.Name)
