@@ -101,3 +101,15 @@ func CgroupID(mount, path string) (id uint64, level int, err error) {
 	}
 	return st.Ino, level, nil
 }
+
+// CheckCgroup fails with a usage error unless path names a cgroup v2.
+func CheckCgroup(path string) error {
+	mount, err := CgroupMount()
+	if err != nil {
+		return Usagef("--cgroup needs cgroup v2: %v", err)
+	}
+	if _, _, err := CgroupID(mount, CleanCgroup(path)); err != nil {
+		return Usagef("--cgroup %s: no such cgroup under %s (%v): give a path as in /proc/PID/cgroup, e.g. /system.slice/nginx.service", path, mount, err)
+	}
+	return nil
+}

@@ -24,6 +24,7 @@ type streamFlags struct {
 	metricsComm bool
 	// backpressure: drop (count and go on) or block when output falls behind
 	backpressure string
+	cgroup       string // a cgroup v2 path: it and below it
 
 	// audit
 	arch        string
@@ -44,6 +45,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.StringVar(&f.format, "format", formatDefault, formatHelp)
 	fl.StringVarP(&f.output, "output", "o", "", "write output to FILE instead of stdout")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
+	fl.StringVar(&f.cgroup, "cgroup", "", "only processes in this cgroup v2 and below it (a service, a pod, a container), e.g. /system.slice/nginx.service")
 	fl.StringVar(&f.backpressure, "backpressure", "drop", "when output falls behind: drop events and count them (the node never waits), or block (audited processes may wait)")
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
@@ -76,6 +78,12 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		return cfg, tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", f.probes)
 	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
+	if f.cgroup != "" {
+		if err := tracer.CheckCgroup(f.cgroup); err != nil {
+			return cfg, err
+		}
+		cfg.Cgroup = f.cgroup
+	}
 	if cfg.Backpressure, err = tracer.ParseBackpressure(f.backpressure); err != nil {
 		return cfg, err
 	}

@@ -19,6 +19,7 @@ type watchOptions struct {
 	duration time.Duration
 	comm     string
 	pid      string
+	target   targetFlags // watch_target.go
 }
 
 func newWatchCmd() *cobra.Command {
@@ -39,6 +40,7 @@ func newWatchCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	cmd.Flags().StringVar(&o.comm, "comm", "", "only events of processes with this comm")
 	cmd.Flags().StringVar(&o.pid, "pid", "", "only events of this process and its descendants")
+	o.target.register(cmd)
 	return cmd
 }
 
@@ -49,6 +51,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	cfg.Comm = o.comm
 	if cfg.PID, err = parsePID(o.pid); err != nil {
+		return err
+	}
+	if err := o.target.apply(&cfg); err != nil {
 		return err
 	}
 	if o.duration < 0 {
