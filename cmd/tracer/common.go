@@ -45,6 +45,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.StringVar(&f.format, "format", formatDefault, formatHelp)
 	fl.StringVarP(&f.output, "output", "o", "", "write output to FILE instead of stdout")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
+	fl.StringVar(&webConfigFile, "web.config.file", "", webConfigHelp)
 	fl.StringVar(&f.cgroup, "cgroup", "", "only processes in this cgroup v2 and below it (a service, a pod, a container), e.g. /system.slice/nginx.service")
 	fl.StringVar(&f.backpressure, "backpressure", "drop", "when output falls behind: drop events and count them (the node never waits), or block (audited processes may wait)")
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")

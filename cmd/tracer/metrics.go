@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/metrics"
@@ -15,7 +18,16 @@ import (
 // metricsOptions are the metrics flags besides --metrics-addr.
 type metricsOptions struct {
 	byComm bool // --metrics-comm
+	// webConfig is --web.config.file; "" means webConfigFile.
+	webConfig string
 }
+
+// webConfigFile is --web.config.file of watch and trace (one command runs
+// per process): TLS and basic auth for the metrics server, in the
+// Prometheus exporters' web configuration format.
+var webConfigFile string
+
+const webConfigHelp = "serve metrics with TLS and/or basic auth as configured in FILE (Prometheus web configuration format, as node_exporter's --web.config.file)"
 
 // startMetrics serves /metrics and /healthz on addr for the pipeline and
 // backend until ctx ends; addr "" serves nothing. Call it before the backend
@@ -27,11 +39,23 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	if o.webConfig == "" {
+		o.webConfig = webConfigFile
+	}
 	if addr == "" {
 		if o.byComm {
 			return nil, tracer.Usagef("--metrics-comm needs --metrics-addr HOST:PORT")
 		}
+		if o.webConfig != "" {
+			return nil, tracer.Usagef("--web.config.file needs --metrics-addr HOST:PORT")
+		}
 		return func() {}, nil
+	}
+	// A bad file fails here, before anything is installed, not at the
+	// first scrape. The file is read again for each connection and
+	// request, so certificates and passwords can change while tracer runs.
+	if err := web.Validate(o.webConfig); err != nil {
+		return nil, tracer.Usagef("bad --web.config.file %s: %v", o.webConfig, strings.ReplaceAll(err.Error(), "\n", " "))
 	}
 	srv, err := metrics.New(p, b, metrics.Options{Version: version, ByComm: o.byComm})
 	if err != nil {
@@ -41,9 +65,13 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if err != nil {
 		return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464)", addr, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Handshake errors (a scanner, a client speaking plain HTTP to TLS) are
+	// the client's business: logged at debug level only.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(webLogger().Handler(), slog.LevelDebug)}
+	webFlags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &o.webConfig}
 	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := web.Serve(ln, hs, webFlags, webLogger()); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("metrics server stopped", "addr", addr, "err", err)
 		}
 	}()
@@ -53,6 +81,34 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()
-	slog.Debug("serving metrics", "addr", ln.Addr().String())
+	slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
 	return srv.SetReady, nil
+}
+
+// webLogger is the exporter toolkit's logger: it says "Listening on" and
+// "TLS is enabled" at info level, which would clutter trace's report on
+// stderr, so those show only with --log-level debug.
+func webLogger() *slog.Logger {
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		return slog.Default()
+	}
+	return slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
