@@ -121,10 +121,16 @@ type Rule struct {
 	Syscalls []string // names, as the arch's table has them
 	Filters  []string // -F filters after the arch, e.g. "a1=10", "auid!=unset"
 	Key      string   // empty means Key
+	// Exclude, when set, makes this an exclude rule for that record type
+	// (-a never,exclude -F msgtype=T); the other fields are unused.
+	Exclude string
 }
 
 // Text renders the rule in auditctl syntax.
 func (r Rule) Text() string {
+	if r.Exclude != "" {
+		return "-a never,exclude -F msgtype=" + r.Exclude
+	}
 	var b strings.Builder
 	b.WriteString("-a always,exit -F arch=")
 	b.WriteString(r.Arch)
@@ -316,3 +322,18 @@ func SyscallName(nr int, b32 bool) string {
 	}
 	return auparse.AuditSyscalls[t][nr]
 }
+
+// LeanExcludes are the record types tracer asks the kernel not to build
+// while it holds the audit PID ("lean records"): it reads none of them, and
+// each costs the audited process kernel time at syscall exit. PROCTITLE
+// repeats the comm and argv; CWD is not reported; OBJ_PID names a signal's
+// target, which the syscall's arguments give (and, for pidfd_send_signal,
+// the sender's fdinfo). Exclude rules are global: auditd's log would miss
+// these types too, which is why tracer adds them only where no other
+// consumer reads the records, or when asked.
+var LeanExcludes = []string{"PROCTITLE", "CWD", "OBJ_PID"}
+
+// ExcludeRule is the exclude rule for one record type, in auditctl syntax.
+// The kernel's exclude list takes no key, so these rules are tracked by
+// the state tracer keeps, not by a key.
+func ExcludeRule(msgtype string) Rule { return Rule{Exclude: msgtype} }

@@ -61,6 +61,10 @@ type Config struct {
 	ScopeAUID uint32
 	// EnableAudit turns audit on when it is off (and back off at Close).
 	EnableAudit bool
+	// LeanRecords asks the kernel not to build audit records tracer does
+	// not read (auditrules.LeanExcludes). Auto: while no other consumer
+	// (auditd) reads the records.
+	LeanRecords LeanMode
 	// AllowPanicFailureMode lets the audit backend claim the audit PID when
 	// the kernel's failure mode is 2 (panic): if tracer died holding it, a
 	// full backlog would panic the node.
@@ -76,6 +80,16 @@ type Config struct {
 	// BPFStats turns on the kernel's per-program run time accounting.
 	BPFStats bool
 }
+
+// LeanMode is --lean-records: auto, on or off.
+type LeanMode uint8
+
+// Lean modes.
+const (
+	LeanAuto LeanMode = iota // when no other consumer reads the audit records
+	LeanOn                   // also beside auditd, whose log then misses those types
+	LeanOff
+)
 
 // DefaultConfig is what watch uses without flags.
 func DefaultConfig() Config {

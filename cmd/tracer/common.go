@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
@@ -31,6 +32,8 @@ type streamFlags struct {
 	auidSet     bool
 	enableAudit bool
 	allowPanic  bool
+	leanRecords bool
+	flags       *pflag.FlagSet // to tell a flag given from its default
 	// ebpf
 	probes    string
 	ringBytes int
@@ -39,6 +42,7 @@ type streamFlags struct {
 
 func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp string) {
 	fl := cmd.Flags()
+	f.flags = fl
 	fl.StringVar(&f.backend, "backend", "", "audit or ebpf (required)")
 	fl.StringVar(&f.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
 	fl.StringVar(&f.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
@@ -51,6 +55,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
+	fl.BoolVar(&f.leanRecords, "lean-records", true, "audit: ask the kernel not to build the records tracer does not read (PROCTITLE, CWD, OBJ_PID; global exclude rules); default: only where no other consumer such as auditd reads the records; --lean-records forces it, --lean-records=false turns it off")
 	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: become the audit daemon even when the failure mode is 2 (panic): if tracer were killed, a full backlog could panic the node")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: default, sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints) or fentry")
@@ -89,6 +94,12 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		return cfg, err
 	}
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
+	if fl := f.flags.Lookup("lean-records"); fl != nil && fl.Changed {
+		cfg.LeanRecords = tracer.LeanOff
+		if f.leanRecords {
+			cfg.LeanRecords = tracer.LeanOn
+		}
+	}
 	return cfg, nil
 }
 

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/bench"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 )
@@ -17,6 +20,7 @@ type rulesOptions struct {
 	signals string
 	auidSet bool
 	machine string
+	lean    bool
 }
 
 func newRulesCmd() *cobra.Command {
@@ -45,12 +49,24 @@ func newRulesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), set.Text())
-			return err
+			if _, err = fmt.Fprint(cmd.OutOrStdout(), set.Text()); err != nil {
+				return err
+			}
+			if !o.lean {
+				fmt.Fprintf(os.Stderr, "tracer: note: watch and trace also exclude %s records while no other consumer (auditd) reads them: tracer rules --lean-records prints those rules\n",
+					strings.Join(auditrules.LeanExcludes, ", "))
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "# lean records: global exclude rules; auditd's log misses these record types while they are loaded")
+			for _, typ := range auditrules.LeanExcludes {
+				fmt.Fprintln(cmd.OutOrStdout(), auditrules.ExcludeRule(typ).Text())
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.arch, "arch", "auto", "auto (b32 only when a 32-bit process runs), b64, b32 or both")
+	fl.BoolVar(&o.lean, "lean-records", false, "also print the exclude rules of lean records (record types tracer does not read)")
 	fl.StringVar(&o.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
 	fl.StringVar(&o.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
 	fl.BoolVar(&o.auidSet, "auid-set", false, "only processes with a login uid (-F auid!=unset)")
@@ -70,10 +86,14 @@ func newCleanupCmd() *cobra.Command {
 				return err
 			}
 			removed, err := audit.Cleanup()
+			// What a killed tracer bench changed: a stopped auditd, audit
+			// settings, a simulated disk.
+			benchDone, benchErr := bench.Cleanup()
+			removed = append(removed, benchDone...)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}
-			if err != nil {
+			if err = errors.Join(err, benchErr); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with key %q or %q of a tracer that is gone are removed)\n",

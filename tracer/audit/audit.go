@@ -59,6 +59,7 @@ type Backend struct {
 	mcast      *conn
 	multicast  bool
 	registered bool
+	lean       bool // lean-records exclude rules are in force
 	notes      []string // what Start changed or found, for the user
 
 	mu        sync.Mutex
@@ -190,10 +191,68 @@ func (b *Backend) setup(st *libaudit.AuditStatus) error {
 	b.startLost = st.Lost
 	b.status.Store(st)
 	if beside {
-		return b.joinMulticast(holder)
+		err = b.joinMulticast(holder)
+	} else {
+		err = b.takePID(st)
 	}
-	return b.takePID(st)
+	if err != nil {
+		return err
+	}
+	return b.leanRecords(beside, holder)
 }
+
+// leanRecords asks the kernel not to build the record types tracer does
+// not read. Exclude rules are global, so by default only where no other
+// consumer (auditd) reads the records: tracer holds the PID, or another
+// tracer does. The state lock is held.
+func (b *Backend) leanRecords(beside bool, holder int) error {
+	switch b.cfg.LeanRecords {
+	case tracer.LeanOff:
+		return nil
+	case tracer.LeanAuto:
+		if beside && !isTracerOwner(holder) {
+			b.notes = append(b.notes, "lean records off: another consumer reads the audit records (--lean-records to use them anyway)")
+			return nil
+		}
+	case tracer.LeanOn:
+		if beside && !isTracerOwner(holder) {
+			b.notes = append(b.notes, fmt.Sprintf("lean records: the node's audit log misses %s records while tracer runs", strings.Join(auditrules.LeanExcludes, ", ")))
+		}
+	}
+	for _, typ := range auditrules.LeanExcludes {
+		r := auditrules.ExcludeRule(typ)
+		wf, err := r.Wire()
+		if err != nil {
+			return fmt.Errorf("building %q: %w", r.Text(), err)
+		}
+		if err := b.ctl.AddRule(wf); err != nil {
+			if strings.Contains(err.Error(), "rule exists") {
+				continue // another tracer's, or the node's own: not ours to remove
+			}
+			return tracer.Usagef("the kernel refused %q: %v (use --lean-records=false)", r.Text(), err)
+		}
+		if err := recordExclude(typ); err != nil {
+			return err
+		}
+	}
+	b.lean = true
+	return nil
+}
+
+// isTracerOwner reports whether pid is a running tracer (it has an owner
+// file in the state directory).
+func isTracerOwner(pid int) bool {
+	live, _ := owners()
+	for _, o := range live {
+		if o.PID == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// Lean reports whether the kernel builds lean records for this session.
+func (b *Backend) Lean() bool { return b.lean }
 
 // enable turns audit on; the last tracer to leave turns it off again.
 func (b *Backend) enable() error {

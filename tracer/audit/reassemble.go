@@ -246,8 +246,10 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		e.Signal = int(int32(sc.args[auditrules.SignalArg[p.info.name]]))
 		if idx := auditrules.TargetArg[p.info.name]; idx >= 0 {
 			e.TargetPID = int32(sc.args[idx])
-		} else {
-			e.TargetPID = p.objPID
+		} else if e.TargetPID = p.objPID; e.TargetPID == 0 {
+			// No OBJ_PID record (lean records): the sender's pidfd names
+			// the target while it is still open.
+			e.TargetPID = pidfdTarget(sc.pid, sc.args[0])
 		}
 	case tracer.TypeExit:
 		e.ExitCode = int(int32(sc.args[0]))
@@ -286,4 +288,20 @@ func (r *reassembler) commBefore(pid, ppid uint32, after string) string {
 		return c
 	}
 	return after
+}
+
+// pidfdTarget reads the pid a process's pidfd refers to from its fdinfo
+// ("Pid:" line), or 0 when the fd or the process is gone.
+func pidfdTarget(pid uint32, fd uint64) int32 {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/fdinfo/" + strconv.FormatUint(fd, 10))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			return int32(n)
+		}
+	}
+	return 0
 }

@@ -41,6 +41,9 @@ type nodeSettings struct {
 	Enabled         *uint32 `json:"enabled_before,omitempty"`
 	BacklogLimit    *uint32 `json:"backlog_limit_before,omitempty"`
 	BacklogWaitTime *uint32 `json:"backlog_wait_time_before,omitempty"`
+	// Excludes are the lean-records exclude rules tracers added (record
+	// types); ones that were there before are not listed, and stay.
+	Excludes []string `json:"excludes_added,omitempty"`
 }
 
 func ownerPath(pid int) string { return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json") }
@@ -170,6 +173,16 @@ func recordSetting(set func(*nodeSettings) **uint32, before uint32) error {
 	return nil
 }
 
+// recordExclude notes a lean-records exclude rule a tracer added.
+func recordExclude(typ string) error {
+	var s nodeSettings
+	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", nodePath(), err)
+	}
+	s.Excludes = append(s.Excludes, typ)
+	return writeJSON(nodePath(), &s)
+}
+
 // restoreSettings puts back what audit-node.json recorded and removes it;
 // call it only as the last tracer. It returns what it did.
 func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
@@ -182,6 +195,18 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 	}
 	var done []string
 	var errs []error
+	for _, typ := range s.Excludes {
+		r := auditrules.ExcludeRule(typ)
+		wf, err := r.Wire()
+		if err == nil {
+			err = c.DeleteRule(wf)
+		}
+		if err != nil && !strings.Contains(err.Error(), "no such file") {
+			errs = append(errs, fmt.Errorf("removing %q: %w", r.Text(), err))
+		} else {
+			done = append(done, "removed "+r.Text())
+		}
+	}
 	if s.BacklogWaitTime != nil {
 		if err := c.SetBacklogWaitTime(int32(*s.BacklogWaitTime), libaudit.WaitForReply); err != nil {
 			errs = append(errs, fmt.Errorf("restoring backlog_wait_time: %w", err))

@@ -1,0 +1,108 @@
+//go:build linux
+
+package audit
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+func excludeRules(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		if strings.Contains(r, "never,exclude") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runLean runs the known workload with lean records in mode and returns
+// the exclude rules loaded while it ran and the tree's counts.
+func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string]int) {
+	t.Helper()
+	cfg := tracer.DefaultConfig()
+	cfg.Types, _ = tracer.ParseTypes("all")
+	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.LeanRecords = mode
+	b := New()
+	var during []string
+	probe := &startProbe{Backend: b, after: func() { during = excludeRules(loadedRules(t)) }}
+	events, _ := runWorkload(t, probe, cfg, knownWorkload...)
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return b, during, countEvents(events, cfg)
+}
+
+// Lean records: the kernel builds no PROCTITLE, CWD or OBJ_PID records
+// while tracer holds the PID, every event is still exact, and the exclude
+// rules are gone afterwards.
+func TestLeanRecords(t *testing.T) {
+	tracertest.LockAudit(t)
+	before := loadedRules(t)
+	if len(excludeRules(before)) > 0 {
+		t.Skipf("the node has exclude rules of its own: %v", before)
+	}
+	b, during, got := runLean(t, tracer.LeanAuto)
+	if !b.lean || len(during) != 3 {
+		t.Errorf("lean=%v, exclude rules while running: %v, want 3", b.lean, during)
+	}
+	if !mapsEqual(got, knownCounts) {
+		t.Errorf("counts with lean records:\n got  %v\n want %v", got, knownCounts)
+	}
+	if after := loadedRules(t); !slices.Equal(before, after) {
+		t.Errorf("rules left:\n before %v\n after  %v", before, after)
+	}
+	// And off when asked.
+	b, during, got = runLean(t, tracer.LeanOff)
+	if b.lean || len(during) != 0 {
+		t.Errorf("--lean-records=false: lean=%v, exclude rules %v", b.lean, during)
+	}
+	if !mapsEqual(got, knownCounts) {
+		t.Errorf("counts without lean records:\n got  %v\n want %v", got, knownCounts)
+	}
+}
+
+// Beside a real auditd, lean records stay off unless asked: exclude rules
+// are global and auditd's log would miss those records.
+func TestLeanRecordsBesideAuditd(t *testing.T) {
+	tracertest.LockAudit(t)
+	before := loadedRules(t)
+	startAuditd(t, t.TempDir())
+	b, during, got := runLean(t, tracer.LeanAuto)
+	if b.lean || len(during) != 0 {
+		t.Errorf("beside auditd: lean=%v, exclude rules %v; want none", b.lean, during)
+	}
+	if !mapsEqual(got, knownCounts) {
+		t.Errorf("counts beside auditd:\n got  %v\n want %v", got, knownCounts)
+	}
+	b, during, got = runLean(t, tracer.LeanOn)
+	if !b.lean || len(during) != 3 {
+		t.Errorf("beside auditd with --lean-records: lean=%v, exclude rules %v; want 3", b.lean, during)
+	}
+	if !mapsEqual(got, knownCounts) {
+		t.Errorf("counts beside auditd, lean:\n got  %v\n want %v", got, knownCounts)
+	}
+	if after := loadedRules(t); !slices.Equal(before, after) {
+		t.Errorf("rules left:\n before %v\n after  %v", before, after)
+	}
+}
+
+// startProbe looks at the node right after Start.
+type startProbe struct {
+	*Backend
+	after func()
+}
+
+func (p *startProbe) Start(cfg tracer.Config) error {
+	err := p.Backend.Start(cfg)
+	if err == nil {
+		p.after()
+	}
+	return err
+}
