@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 	"unicode/utf8"
 )
 
@@ -49,7 +48,7 @@ func (s *JSONSink) Write(e *Event) error {
 // AppendJSON appends e as one JSON object, with the fields SPEC.md gives its type.
 func AppendJSON(b []byte, e *Event) []byte {
 	b = append(b, `{"time":"`...)
-	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = appendRFC3339Nano(b, e.Time)
 	b = append(b, `","backend":`...)
 	b = appendString(b, e.Backend)
 	b = append(b, `,"type":"`...)
