@@ -199,15 +199,24 @@ func (s Stats) EventsOf(t EventType) uint64 { return s.Events[t] }
 // exit status 2.
 var ErrUsage = errors.New("usage")
 
-// UsageError wraps a message so that errors.Is(err, ErrUsage) holds.
-type UsageError struct{ Msg string }
+// UsageError is an error the user can fix: errors.Is(err, ErrUsage) holds,
+// and its cause, when it has one, stays reachable (errors.Is(err,
+// syscall.EPERM) works through it).
+type UsageError struct {
+	Msg string
+	Err error // the cause, or nil
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
 // Is makes errors.Is(err, ErrUsage) true.
 func (e *UsageError) Is(target error) bool { return target == ErrUsage }
 
-// Usagef builds a UsageError.
+// Unwrap returns the cause.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef builds a UsageError; as with fmt.Errorf, a %w verb names the cause.
 func Usagef(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &UsageError{Msg: err.Error(), Err: errors.Unwrap(err)}
 }

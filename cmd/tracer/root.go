@@ -49,7 +49,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &tracer.UsageError{Msg: err.Error() + " (see --help)"}
+		return &tracer.UsageError{Msg: err.Error() + " (see --help)", Err: err}
 	})
 	root.AddCommand(
 		newWatchCmd(),
@@ -60,6 +60,7 @@ func newRootCmd() *cobra.Command {
 		newReportCmd(),
 		newDoctorCmd(),
 		newHeldCmd(),
+		newAuditFloorCmd(),
 	)
 	return root
 }

@@ -117,13 +117,13 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	}
 	ctlConn, err := newConn(0)
 	if err != nil {
-		return tracer.Usagef("cannot open the audit netlink socket (%v): is audit compiled into this kernel (CONFIG_AUDIT)? use --backend ebpf", err)
+		return tracer.Usagef("cannot open the audit netlink socket (%w): is audit compiled into this kernel (CONFIG_AUDIT)? use --backend ebpf", err)
 	}
 	b.ctl = &libaudit.AuditClient{Netlink: ctlConn}
 	st, err := b.ctl.GetStatus()
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
-			return tracer.Usagef("reading audit status was refused (%v): run as root with CAP_AUDIT_CONTROL", err)
+			return tracer.Usagef("reading audit status was refused (%w): run as root with CAP_AUDIT_CONTROL", err)
 		}
 		return fmt.Errorf("reading audit status: %w", err)
 	}
@@ -263,7 +263,7 @@ func (b *Backend) enable() error {
 		return err
 	}
 	if err := b.ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
-		return tracer.Usagef("audit is disabled and could not be enabled (%v): run auditctl -e 1, or use --backend ebpf", err)
+		return tracer.Usagef("audit is disabled and could not be enabled (%w): run auditctl -e 1, or use --backend ebpf", err)
 	}
 	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again when the last tracer exits); processes started before audit was first enabled since boot are not audited")
 	return nil
@@ -344,7 +344,7 @@ func (b *Backend) takePID(st *libaudit.AuditStatus) error {
 			// read beside it; the poller claims the PID once it is free.
 			return b.joinMulticast(int(st.PID))
 		}
-		return tracer.Usagef("cannot become the audit daemon (%v): another process may have just claimed it; retry, or stop it", err)
+		return tracer.Usagef("cannot become the audit daemon (%w): another process may have just claimed it; retry, or stop it", err)
 	}
 	b.recv, b.pidc = c, pidc
 	return c.setRecvTimeout(recvTimeout)
@@ -355,7 +355,7 @@ func (b *Backend) takePID(st *libaudit.AuditStatus) error {
 func (b *Backend) joinMulticast(holder int) error {
 	c, err := newConn(netlinkGroupReadLog)
 	if err != nil {
-		return tracer.Usagef("pid %d holds the audit PID and joining the audit multicast group failed (%v): run as root with CAP_AUDIT_READ", holder, err)
+		return tracer.Usagef("pid %d holds the audit PID and joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", holder, err)
 	}
 	b.sizeBuffer(c)
 	b.recv = c

@@ -242,7 +242,7 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 func Cleanup() ([]string, error) {
 	c, err := libaudit.NewAuditClient(nil)
 	if err != nil {
-		return nil, tracer.Usagef("cannot open the audit netlink socket (%v): run as root", err)
+		return nil, tracer.Usagef("cannot open the audit netlink socket (%w): run as root", err)
 	}
 	defer c.Close()
 	unlock, err := lockState()
