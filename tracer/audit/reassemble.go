@@ -29,6 +29,7 @@ type pending struct {
 	havePath bool
 	argv     []string
 	objPID   int32
+	objComm  string // the target's comm, from OBJ_PID
 }
 
 // reassembler joins the records of one audit event (SYSCALL, EXECVE, PATH,
@@ -58,6 +59,7 @@ type reassembler struct {
 	// dedupe, while a handover reads two sockets that may both carry an
 	// event, holds the serials already emitted (handover.go).
 	dedupe map[uint64]struct{}
+	who    *whoState // exec ids, cgroups, deaths (who.go)
 }
 
 func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
@@ -67,6 +69,7 @@ func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 		pending: map[uint64]*pending{},
 		comms:   map[uint32]string{},
 		intern:  map[string]string{},
+		who:     newWhoState(),
 		procComm: func(pid uint32) (string, bool) {
 			b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
 			return strings.TrimSpace(string(b)), err == nil
@@ -107,13 +110,17 @@ func archValue(b32 bool) uint32 {
 func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	r.records++
 	switch typ {
-	case typeSyscall, typeExecve, typePath, typeObjPID, typeEOE:
+	case typeSyscall, typeExecve, typePath, typeObjPID, typeEOE, typeAnomAbend:
 	default:
 		return
 	}
 	t, serial, body, err := parseHeader(msg)
 	if err != nil {
 		r.bad++
+		return
+	}
+	if typ == typeAnomAbend {
+		r.abend(t, serial, body, emit)
 		return
 	}
 	if typ == typeSyscall {
@@ -140,6 +147,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	case typeObjPID:
 		if p.objPID == 0 {
 			p.objPID = parseObjPID(body)
+			p.objComm = r.str(parseObjComm(body))
 		}
 	case typeEOE:
 		delete(r.pending, serial)
@@ -261,6 +269,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		}
 		r.dedupe[p.serial] = struct{}{}
 	}
+	r.identify(e, p)
 	r.delivered[e.Type]++
 	emit(e)
 }

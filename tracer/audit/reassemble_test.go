@@ -27,6 +27,7 @@ func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
 	r := newReassembler(types, tracer.UnsetID)
 	// The recording's processes are gone: comm lookups through /proc must not leak in.
 	r.procComm = func(uint32) (string, bool) { return "", false }
+	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var out []tracer.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

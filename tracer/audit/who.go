@@ -1,0 +1,231 @@
+package audit
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// typeAnomAbend is the record the kernel writes when a process dies of a
+// signal whose default action dumps core (audit_core_dumps): not a
+// syscall, so no rule selects it and no EOE follows it.
+const typeAnomAbend = 1701
+
+// maxProcs bounds the per-pid identity cache and the remembered senders.
+const maxProcs = 1 << 16
+
+// procEntry is what /proc said of a process when the backend first saw it.
+type procEntry struct {
+	ok     bool // false: /proc had no such process (kept, so a gone process is read once)
+	id     tracer.ExecID
+	ppid   uint32
+	cgroup tracer.CgroupInfo
+	hasCg  bool
+}
+
+// sender is a fatal signal a process sent with a syscall, kept until the
+// target dies of it (ANOM_ABEND) or the map is full.
+type sender struct {
+	sig     int
+	pid     uint32
+	comm    string
+	id      tracer.ExecID
+	code    int32
+	syscall string
+}
+
+// whoState gives audit events what the records lack: exec ids and cgroups
+// (from /proc, at the time the event is read), target names, and the
+// deaths audit does record.
+//
+// Audit records carry no start time and no cgroup, so the backend reads
+// /proc/PID/stat and /proc/PID/cgroup the first time it sees a pid, and
+// keeps the answer until it sees that pid made anew (a fork that returns
+// it), end (exit_group), or under another parent. A process gone before
+// its first event is read (a short-lived child) has no exec_id or cgroup
+// in its events: they are left out, never guessed.
+type whoState struct {
+	procs   map[uint32]procEntry
+	cgroups map[string]tracer.CgroupInfo
+	senders map[uint32]sender // by target tgid
+	// readProc reads a live process (replaced in tests on recordings).
+	readProc func(pid uint32) (tracer.ProcIdentity, bool)
+}
+
+func newWhoState() *whoState {
+	return &whoState{
+		procs: map[uint32]procEntry{}, cgroups: map[string]tracer.CgroupInfo{}, senders: map[uint32]sender{},
+		readProc: func(pid uint32) (tracer.ProcIdentity, bool) {
+			id, err := tracer.ReadProcIdentity(pid)
+			return id, err == nil
+		},
+	}
+}
+
+// lookup returns pid's identity; ppid, when not 0, is the parent the
+// record names: a cached entry with another parent is read again.
+func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
+	if pid == 0 {
+		return procEntry{}, false
+	}
+	if e, ok := w.procs[pid]; ok && (ppid == 0 || !e.ok || e.ppid == ppid) {
+		return e, e.ok
+	}
+	if len(w.procs) >= maxProcs {
+		clear(w.procs)
+	}
+	pi, ok := w.readProc(pid)
+	if !ok {
+		w.procs[pid] = procEntry{}
+		return procEntry{}, false
+	}
+	e := procEntry{ok: true, id: pi.ExecID, ppid: pi.PPID}
+	if pi.Cgroup != "" {
+		ci, ok := w.cgroups[pi.Cgroup]
+		if !ok {
+			if len(w.cgroups) >= maxProcs {
+				clear(w.cgroups)
+			}
+			ci = tracer.NewCgroupInfo(pi.Cgroup)
+			w.cgroups[pi.Cgroup] = ci
+		}
+		e.cgroup, e.hasCg = ci, true
+	}
+	w.procs[pid] = e
+	return e, true
+}
+
+// identify fills e's exec ids and cgroup, and for a signal its code,
+// origin, target name and target exec id; p is the event's records.
+func (r *reassembler) identify(e *tracer.Event, p *pending) {
+	w := r.who
+	sc := &p.sc
+	if e.Type == tracer.TypeFork {
+		delete(w.procs, e.ChildPID) // a new process has this pid now
+	}
+	if me, ok := w.lookup(e.PID, sc.ppid); ok {
+		e.ExecID = me.id
+		if me.hasCg {
+			e.SetCgroup(me.cgroup)
+		}
+	}
+	if parent, ok := w.lookup(sc.ppid, 0); ok {
+		e.ParentExecID = parent.id
+	}
+	switch e.Type {
+	case tracer.TypeSignal:
+		e.Origin = tracer.OriginUser
+		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, sc.args[2] != 0)
+		target := uint32(p.objPID) // OBJ_PID: the target's tgid
+		if target == 0 && e.TargetPID > 0 && e.Syscall != "tkill" {
+			target = uint32(e.TargetPID) // kill, tgkill, rt_*sigqueueinfo: the tgid is an argument
+			if e.Syscall == "tgkill" || e.Syscall == "rt_tgsigqueueinfo" {
+				target = uint32(int32(sc.args[0]))
+			}
+		}
+		if target != 0 {
+			if t, ok := w.lookup(target, 0); ok {
+				e.TargetExecID = t.id
+			}
+			e.TargetComm = p.objComm
+			if e.TargetComm == "" {
+				e.TargetComm, _ = r.procComm(target)
+			}
+			if e.Ret == 0 && tracer.Fatal(e.Signal) {
+				if len(w.senders) >= maxProcs {
+					clear(w.senders)
+				}
+				w.senders[target] = sender{sig: e.Signal, pid: e.PID, comm: e.Comm, id: e.ExecID, code: e.Code, syscall: e.Syscall}
+			}
+		}
+	case tracer.TypeExit:
+		if p.info.name == "exit_group" {
+			delete(w.procs, e.PID) // the process ends
+		}
+	}
+}
+
+// abend makes the exit event of a process that died of a core-dumping
+// signal (ANOM_ABEND: "... pid=1234 comm="segv" exe=... sig=11 res=1").
+// Whether a core file was written, audit does not say; the sender is
+// known when audit saw a process send that signal with a syscall (a
+// fault, the kernel's own signal, is not audited).
+func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*tracer.Event)) {
+	if !r.types.Has(tracer.TypeExit) {
+		return
+	}
+	var pid, uid, auid uint32
+	var sig int
+	var comm []byte
+	f := fields{rest: body}
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "pid":
+			pid = uint32(decInt(v))
+		case "uid":
+			uid = uint32(decInt(v))
+		case "auid":
+			auid = uint32(decInt(v))
+		case "comm":
+			comm = v
+		case "sig":
+			sig = int(decInt(v))
+		}
+	}
+	if pid == 0 || sig == 0 {
+		r.bad++
+		return
+	}
+	if r.scopeAUID != tracer.UnsetID && auid != r.scopeAUID {
+		return
+	}
+	if r.dedupe != nil {
+		if _, dup := r.dedupe[serial]; dup {
+			return
+		}
+		r.dedupe[serial] = struct{}{}
+	}
+	e := &r.ev
+	e.Reset()
+	e.Time, e.Backend, e.Type = t, r.backend, tracer.TypeExit
+	e.PID, e.UID, e.AUID, e.Comm = pid, uid, auid, r.str(comm)
+	e.Signal, e.CoreUnknown = sig, true
+	w := r.who
+	if me, ok := w.lookup(pid, 0); ok {
+		e.ExecID = me.id
+		if me.hasCg {
+			e.SetCgroup(me.cgroup)
+		}
+		if parent, ok := w.lookup(me.ppid, 0); ok {
+			e.ParentExecID = parent.id
+		}
+	}
+	if s, ok := w.senders[pid]; ok && s.sig == sig {
+		e.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: s.pid, Comm: s.comm, ExecID: s.id, Code: s.code, Syscall: s.syscall}
+	}
+	delete(w.senders, pid)
+	delete(w.procs, pid)
+	delete(r.comms, pid)
+	r.delivered[e.Type]++
+	emit(e)
+}
+
+// parseObjComm returns the target's comm of an OBJ_PID record (ocomm=),
+// undecoded: see reassembler.str.
+func parseObjComm(body []byte) []byte {
+	f := fields{rest: body}
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return nil
+		}
+		if bytes.Equal(k, []byte("ocomm")) {
+			return v
+		}
+	}
+}
