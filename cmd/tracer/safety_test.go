@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -434,5 +436,31 @@ func TestFailureModePanicRefused(t *testing.T) {
 	}
 	if after := nodeSnapshot(t); after != before {
 		t.Errorf("refusal changed the node:\nbefore:\n%safter:\n%s", before, after)
+	}
+}
+
+// --stats-file holds the summary line's figures, for programs.
+func TestStatsFileMatchesSummary(t *testing.T) {
+	tracertest.NeedRoot(t)
+	dir := t.TempDir()
+	sf := filepath.Join(dir, "stats.json")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "exec", "--format", "json", "-o", filepath.Join(dir, "ev.jsonl"), "--stats-file", sf)
+	execWorkload(t)
+	time.Sleep(200 * time.Millisecond)
+	w.stop(t)
+	seen, lost, _ := w.summary(t)
+	b, err := os.ReadFile(sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got tracer.StatsFile
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if int(got.EventsSeen) != seen || int(got.LostTotal) != lost || got.Backend != "ebpf" || got.EventsByType["exec"] < 5 {
+		t.Errorf("stats file %+v, summary seen %d lost %d", got, seen, lost)
+	}
+	if fi, err := os.Stat(sf); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("stats file mode %v (%v), want 0600", fi.Mode(), err)
 	}
 }

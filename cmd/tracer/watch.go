@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,8 @@ type watchOptions struct {
 	comm     string
 	pid      string
 	target   targetFlags // watch_target.go
+	// statsFile receives the exit summary as JSON (tracer.StatsFile).
+	statsFile string
 }
 
 func newWatchCmd() *cobra.Command {
@@ -40,6 +43,7 @@ func newWatchCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	cmd.Flags().StringVar(&o.comm, "comm", "", "only events of processes with this comm")
 	cmd.Flags().StringVar(&o.pid, "pid", "", "only events of this process and its descendants")
+	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
 	o.target.register(cmd)
 	return cmd
 }
@@ -55,6 +59,11 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	if err := o.target.apply(&cfg); err != nil {
 		return err
+	}
+	if o.statsFile != "" {
+		if err := tracer.CheckOutput(o.statsFile); err != nil {
+			return err
+		}
 	}
 	if o.duration < 0 {
 		return tracer.Usagef("--duration must be positive")
@@ -114,6 +123,11 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	// wait on a slow reader; a second Ctrl-C stops waiting (sd.abort).
 	flushErr := p.Close()
 
+	if o.statsFile != "" {
+		if err := writeStatsFile(o.statsFile, tracer.NewStatsFile(p, b)); err != nil {
+			slog.Warn("writing --stats-file", "err", err)
+		}
+	}
 	st := p.Stats(b)
 	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %s%d lost (%s)\n",
 		p.TotalEmitted(), map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
@@ -135,4 +149,19 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		return fmt.Errorf("writing events: %w", flushErr)
 	}
 	return nil
+}
+
+// writeStatsFile writes the exit figures as one JSON object.
+func writeStatsFile(path string, sf tracer.StatsFile) error {
+	f, err := tracer.CreateOutput(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(sf); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -59,7 +59,7 @@ type Backend struct {
 	mcast      *conn
 	multicast  bool
 	registered bool
-	lean       bool // lean-records exclude rules are in force
+	lean       bool     // lean-records exclude rules are in force
 	notes      []string // what Start changed or found, for the user
 
 	mu        sync.Mutex

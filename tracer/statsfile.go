@@ -1,0 +1,34 @@
+package tracer
+
+// StatsFile is what `watch --stats-file` writes when it exits: the figures
+// of the summary line, for programs (bench reads it instead of parsing the
+// line). Stages and types are named as in the metrics.
+type StatsFile struct {
+	Backend string `json:"backend"`
+	// EventsSeen is what passed the filters, by type and in all.
+	EventsSeen   uint64            `json:"events_seen"`
+	EventsByType map[string]uint64 `json:"events_by_type"`
+	// Lost is by stage; a stage in LostLowerBound is only a lower bound.
+	LostTotal      uint64            `json:"lost_total"`
+	Lost           map[string]uint64 `json:"lost"`
+	LostLowerBound []string          `json:"lost_lower_bound,omitempty"`
+}
+
+// NewStatsFile gathers a pipeline's final figures.
+func NewStatsFile(p *Pipeline, b Backend) StatsFile {
+	st := p.Stats(b)
+	f := StatsFile{
+		Backend: b.Name(), EventsSeen: p.TotalEmitted(), LostTotal: st.TotalLost(),
+		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
+	}
+	for _, t := range AllTypes {
+		f.EventsByType[t.String()] = p.Emitted(t)
+	}
+	for s := LossStage(0); s < NumLossStages; s++ {
+		f.Lost[s.String()] = st.Lost[s]
+		if st.LowerBound[s] {
+			f.LostLowerBound = append(f.LostLowerBound, s.String())
+		}
+	}
+	return f
+}
