@@ -102,7 +102,9 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 	w := r.who
 	sc := &p.sc
 	if e.Type == tracer.TypeFork {
-		delete(w.procs, e.ChildPID) // a new process has this pid now
+		// A new process has this pid now: read it while it may still run.
+		delete(w.procs, e.ChildPID)
+		w.lookup(e.ChildPID, 0)
 	}
 	if me, ok := w.lookup(e.PID, sc.ppid); ok {
 		e.ExecID = me.id

@@ -42,7 +42,7 @@ type WhoOutput struct {
 }
 
 // Proc returns the n-th process of role (0-based).
-func (o *WhoOutput) Proc(role string, n int) (WhoProc, bool) {
+func (o WhoOutput) Proc(role string, n int) (WhoProc, bool) {
 	for _, p := range o.Procs {
 		if p.Role == role {
 			if n == 0 {

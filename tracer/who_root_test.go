@@ -1,0 +1,173 @@
+//go:build linux
+
+package tracer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// runWhoUnder runs who args under b (everything, unscoped) and returns the
+// events of processes who reported, and who's report.
+func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]tracer.Event, tracertest.WhoOutput) {
+	t.Helper()
+	cfg := tracer.DefaultConfig()
+	cfg.Types, _ = tracer.ParseTypes("all")
+	if err := b.Start(cfg); err != nil {
+		t.Fatalf("%s Start: %v", b.Name(), err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	var c tracertest.Collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx, c.Emit) }()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("who: %v", err)
+	}
+	who := tracertest.ParseWho(out.Bytes())
+	main, _ := who.Proc("main", 0)
+	// Records reach user space asynchronously: wait for who's own exit.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if evs := c.Events(); len(evs) > 0 && hasExit(evs, main.ExecID.PID) {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("%s Run: %v", b.Name(), err)
+	}
+	pids := map[uint32]bool{}
+	for _, p := range who.Procs {
+		pids[p.ExecID.PID] = true
+	}
+	var mine []tracer.Event
+	for _, e := range c.Events() {
+		if pids[e.PID] {
+			mine = append(mine, e)
+		}
+	}
+	return mine, who
+}
+
+func hasExit(events []tracer.Event, pid uint32) bool {
+	for _, e := range events {
+		if e.Type == tracer.TypeExit && e.PID == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// The who workload under audit and eBPF: what audit sees of each death it
+// sees the same as eBPF: the exit code of exits, the signal of a death by
+// a core-dumping signal (ANOM_ABEND), the kill(2) with its code and
+// origin; exec ids, where audit could read them, equal eBPF's and /proc's.
+func TestWhoBothBackends(t *testing.T) {
+	tracertest.LockAudit(t)
+	bin := tracertest.BuildWho(t)
+	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-both-"+strconv.Itoa(os.Getpid()), 32<<20)
+	args := []string{"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse"}
+	got := map[string][]tracer.Event{}
+	whos := map[string]tracertest.WhoOutput{}
+	for _, b := range []tracer.Backend{audit.New(), ebpf.New()} {
+		got[b.Name()], whos[b.Name()] = runWhoUnder(t, b, bin, args...)
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What each backend says of each process's death, by role.
+	type death struct {
+		exitCode, signal int
+		killed           bool
+		killer           string
+		ids              tracer.ExecID
+	}
+	deaths := func(name string) map[string]death {
+		out := map[string]death{}
+		for _, p := range whos[name].Procs {
+			for _, e := range got[name] {
+				if e.Type != tracer.TypeExit || e.PID != p.ExecID.PID || (!e.ExecID.IsZero() && e.ExecID != p.ExecID) {
+					continue
+				}
+				if p.Role == "reuse1" || p.Role == "reuse2" {
+					if e.ExecID.IsZero() {
+						continue // which of the two, audit could not tell
+					}
+				}
+				d := death{exitCode: e.ExitCode, signal: e.Signal, killed: e.Killed(), ids: e.ExecID}
+				if e.KilledBy.Seen() {
+					d.killer = e.KilledBy.Comm + "/" + e.KilledBy.Origin.String() + "/" + tracer.SigCodeName(e.Signal, e.KilledBy.Code)
+				}
+				out[p.Role] = d
+			}
+		}
+		return out
+	}
+	a, e := deaths("audit"), deaths("ebpf")
+	// eBPF sees every death.
+	for _, role := range []string{"segv", "segvnocore", "kill9", "pipe", "timer", "oom", "exit3", "orphan", "grandchild", "reuse1", "reuse2", "main"} {
+		if _, ok := e[role]; !ok {
+			t.Errorf("ebpf: no exit event of %s", role)
+		}
+	}
+	// Audit sees the exit calls and the core-dumping signals, nothing of
+	// the other deaths (SIGKILL, SIGPIPE, SIGALRM, the OOM killer).
+	for _, role := range []string{"kill9", "pipe", "timer", "oom"} {
+		if d, ok := a[role]; ok {
+			t.Errorf("audit reported the death of %s: %+v", role, d)
+		}
+	}
+	for _, role := range []string{"segv", "segvnocore", "exit3", "orphan", "grandchild", "main"} {
+		ad, ok := a[role]
+		if !ok {
+			t.Errorf("audit: no exit event of %s", role)
+			continue
+		}
+		ed := e[role]
+		if ad.exitCode != ed.exitCode || ad.signal != ed.signal || ad.killed != ed.killed {
+			t.Errorf("%s: audit says %+v, ebpf %+v", role, ad, ed)
+		}
+		// The fault's sender is the kernel, which audit does not record.
+		if ad.killer != "" {
+			t.Errorf("%s: audit named a sender %q", role, ad.killer)
+		}
+		if who, _ := whos["audit"].Proc(role, 0); !ad.ids.IsZero() && ad.ids != who.ExecID {
+			t.Errorf("%s: audit exec_id %s, /proc says %s", role, ad.ids, who.ExecID)
+		}
+	}
+	// who itself lived through its events: audit read its identity.
+	if main, _ := whos["audit"].Proc("main", 0); a["main"].ids != main.ExecID {
+		t.Errorf("audit: who's exit exec_id %s, /proc says %s", a["main"].ids, main.ExecID)
+	}
+	// The kill(2): the same code and origin on both.
+	for name, events := range got {
+		main, _ := whos[name].Proc("main", 0)
+		victim, _ := whos[name].Proc("kill9", 0)
+		n := 0
+		for _, ev := range events {
+			if ev.Type == tracer.TypeSignal && ev.PID == main.ExecID.PID && ev.TargetPID == int32(victim.ExecID.PID) {
+				n++
+				if ev.Signal != 9 || ev.Code != tracer.SIUser || ev.Origin != tracer.OriginUser || ev.Syscall != "kill" || ev.ExecID != main.ExecID {
+					t.Errorf("%s: kill event %+v", name, ev)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d kill events of who to its child", name, n)
+		}
+	}
+}
