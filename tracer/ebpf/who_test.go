@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/metrics"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -94,6 +97,7 @@ func TestWhoKilledIt(t *testing.T) {
 				t.Fatalf("who printed no main line")
 			}
 			checkWho(t, events, who, main)
+			checkCauseMetrics(t, events)
 		})
 	}
 }
@@ -350,5 +354,40 @@ func TestBadCgroupIsUsageError(t *testing.T) {
 	}
 	if b.coll != nil || len(b.links) != 0 {
 		t.Error("something stayed loaded")
+	}
+}
+
+// tracer_signals_total and tracer_exits_total over the who workload.
+func checkCauseMetrics(t *testing.T, events []tracer.Event) {
+	t.Helper()
+	cs := metrics.NewCauseSink()
+	for i := range events {
+		_ = cs.Write(&events[i])
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cs)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			k := mf.GetName()
+			for _, l := range m.GetLabel() {
+				k += " " + l.GetValue()
+			}
+			got[k] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"tracer_exits_total core": 1, "tracer_exits_total exit": 6, "tracer_exits_total oom": 1, "tracer_exits_total signal": 4,
+		"tracer_signals_total kernel SIGSEGV": 2, "tracer_signals_total kernel SIGPIPE": 1, "tracer_signals_total kernel SIGALRM": 1,
+		"tracer_signals_total kernel SIGKILL": 1, "tracer_signals_total user SIGKILL": 1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
 	}
 }

@@ -175,6 +175,12 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_audit_backlog_limit{}`:                                                             8192,
 		`tracer_audit_kernel_lost{}`:                                                               1234,
 		`tracer_build_info{backend="audit",goversion="` + runtime.Version() + `",version="1.2.3"}`: 1,
+		// CauseSink: the emitted signals (no origin said: counted as user) and exits.
+		`tracer_signals_total{origin="user",signal="SIGUSR1"}`: lines["signal"],
+		`tracer_exits_total{cause="exit"}`:                     0,
+		`tracer_exits_total{cause="signal"}`:                   0,
+		`tracer_exits_total{cause="oom"}`:                      0,
+		`tracer_exits_total{cause="core"}`:                     0,
 	}
 	diffValues(t, values(t, s.Registry(), "tracer_"), want)
 
@@ -246,8 +252,8 @@ func TestCommSinkCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Sinks) != 1 {
-		t.Fatalf("New added %d sinks, want the one CommSink", len(p.Sinks))
+	if len(p.Sinks) != 2 {
+		t.Fatalf("New added %d sinks, want the CauseSink and the CommSink", len(p.Sinks))
 	}
 	want := map[string]float64{}
 	key := func(comm, typ string) string {
@@ -412,7 +418,7 @@ func TestSpecMetrics(t *testing.T) {
 		"tracer_events_total", "tracer_events_lost_total", "tracer_audit_backlog",
 		"tracer_audit_backlog_limit", "tracer_audit_kernel_lost", "tracer_bpf_program_run_seconds_total",
 		"tracer_bpf_program_runs_total", "tracer_build_info", "tracer_events_by_comm_total",
-		"go_goroutines", "process_cpu_seconds_total",
+		"tracer_exits_total", "go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !names[want] {
 			t.Errorf("%s is not exported", want)

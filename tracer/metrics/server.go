@@ -38,6 +38,9 @@ func New(p *tracer.Pipeline, b tracer.Backend, o Options) (*Server, error) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
+	cause := NewCauseSink() // tracer_signals_total, tracer_exits_total
+	p.Sinks = append(p.Sinks, cause)
+	cs = append(cs, cause)
 	if o.ByComm {
 		cm := NewCommSink(b.Name())
 		p.Sinks = append(p.Sinks, cm)
