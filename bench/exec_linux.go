@@ -33,20 +33,23 @@ func NewCgroup() (*Cgroup, error) {
 		return nil, nil
 	}
 	removeStaleCgroups(root)
-	path := filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid()))
+	return newCgroupAt(filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
+}
+
+func newCgroupAt(path string) (*Cgroup, error) {
 	if err := os.Mkdir(path, 0o755); err != nil && !os.IsExist(err) {
-		return nil, fmt.Errorf("making workload cgroup: %w", err)
+		return nil, fmt.Errorf("making cgroup %s: %w", path, err)
 	}
 	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("opening workload cgroup: %w", err)
+		return nil, fmt.Errorf("opening cgroup %s: %w", path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("reading workload cgroup id: %w", err)
+		return nil, fmt.Errorf("reading cgroup id of %s: %w", path, err)
 	}
 	// A cgroup v2 id is the inode number of its directory.
 	return &Cgroup{Path: path, ID: st.Ino, fd: fd}, nil
@@ -61,6 +64,7 @@ func removeStaleCgroups(root string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
+		n = strings.TrimPrefix(n, "io-") // the simulated HDD's log writers
 		pid, err := strconv.Atoi(n)
 		if err != nil {
 			continue
@@ -147,6 +151,18 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 		return s, fmt.Errorf("workload %s: %w", w.Name, werr)
 	}
 	return s, nil
+}
+
+// inCgroup makes cmd start in cg, when set.
+func inCgroup(cmd *exec.Cmd, cg *Cgroup) {
+	if cg == nil {
+		return
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = cg.fd
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

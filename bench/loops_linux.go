@@ -10,41 +10,96 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// RunLoop runs the Go half of a built-in workload (`tracer workload NAME`):
-// signal-storm sends itself SIGUSR1 n times, syscall-tax calls getppid n
-// times. At the end it writes the process's thread ids to tidsFile (when
-// set), so that the counting can tell the runtime's thread creations from
-// the workload's events.
+// RunLoop runs the Go half of a built-in workload (`tracer bench workload
+// NAME`): signal-storm sends itself SIGUSR1 n times, syscall-tax calls
+// getppid n times, exec-storm spawns /bin/true n times (the paced variant
+// of the sweep; the bench's own exec-storm is a shell loop). With rate > 0
+// the loop keeps to rate events a second, in bursts of about a
+// millisecond's worth. At the end it writes the process's thread ids to
+// tidsFile (when set), so that the counting can tell the runtime's thread
+// creations from the workload's events.
 //
 // The loops use RawSyscall: no scheduler bookkeeping around each call, so a
 // call costs what it costs in C.
-func RunLoop(name string, n int64, tidsFile string) error {
+func RunLoop(name string, n int64, rate float64, tidsFile string) error {
+	var one func() error
 	switch name {
 	case "signal-storm":
 		// Ignored, the kernel discards the signal at once: the cost measured
 		// is the kill syscall and what watching adds to it.
 		signal.Ignore(syscall.SIGUSR1)
 		pid := uintptr(syscall.Getpid())
-		for i := int64(0); i < n; i++ {
+		one = func() error {
 			if _, _, e := syscall.RawSyscall(syscall.SYS_KILL, pid, uintptr(syscall.SIGUSR1), 0); e != 0 {
 				return fmt.Errorf("kill: %w", e)
 			}
+			return nil
 		}
 	case "syscall-tax":
-		for i := int64(0); i < n; i++ {
+		one = func() error {
 			syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
+			return nil
+		}
+	case "exec-storm":
+		attr := &syscall.ProcAttr{Files: []uintptr{0, 1, 2}}
+		argv := []string{"true"}
+		one = func() error {
+			pid, err := syscall.ForkExec("/bin/true", argv, attr)
+			if err != nil {
+				return fmt.Errorf("spawning /bin/true: %w", err)
+			}
+			var ws syscall.WaitStatus
+			for {
+				_, err = syscall.Wait4(pid, &ws, 0, nil)
+				if err != syscall.EINTR {
+					break
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("waiting for /bin/true: %w", err)
+			}
+			return nil
 		}
 	default:
-		return fmt.Errorf("unknown loop %q: use signal-storm or syscall-tax", name)
+		return fmt.Errorf("unknown loop %q: use signal-storm, syscall-tax or exec-storm", name)
+	}
+	if err := pace(n, rate, one); err != nil {
+		return err
 	}
 	if tidsFile == "" {
 		return nil
 	}
 	return writeTids(tidsFile)
+}
+
+// pace calls one n times, at rate calls a second when rate > 0: a burst of
+// about a millisecond's worth, then a sleep until the schedule catches up.
+func pace(n int64, rate float64, one func() error) error {
+	burst := int64(1)
+	if rate > 0 {
+		burst = max(1, int64(rate/1000))
+	}
+	start := time.Now()
+	for i := int64(0); i < n; {
+		end := min(n, i+burst)
+		for ; i < end; i++ {
+			if err := one(); err != nil {
+				return err
+			}
+		}
+		if rate > 0 {
+			due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+		}
+	}
+	return nil
 }
 
 func writeTids(path string) error {

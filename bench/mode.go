@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Mode is one way of watching a workload: none, this tool's backends, the
@@ -38,8 +39,11 @@ type Run struct {
 	// log; it is removed after Stop.
 	Dir string
 	// CgroupID is the cgroup v2 id of the cgroup the workload runs in (0
-	// when none): bpftrace filters on it like the seed did.
+	// when none): bpftrace filters on it.
 	CgroupID uint64
+	// LogCgroup, when set, is the cgroup a mode's log writer must run in:
+	// the simulated HDD's throttle (cgroup v2 io.max) applies there.
+	LogCgroup *Cgroup
 
 	// Set once the workload ended, before Stop.
 	RootPID int
@@ -60,6 +64,9 @@ type Observation struct {
 	// the run, in the kernel's jiffies (audit modes, where auditctl is installed).
 	BacklogWait float64
 	Note        string
+	// Label is how the mode ran when its name does not say it:
+	// "audit (beside auditd)", "auditd (node's)".
+	Label string
 }
 
 // SkipError says why a mode cannot run on this node and how to fix it.
@@ -86,9 +93,32 @@ func (noneMode) Start(context.Context, *Run) error               { return nil }
 func (noneMode) Teardown() error                                 { return nil }
 func (noneMode) Stop(context.Context, *Run) (Observation, error) { return Observation{Seen: -1}, nil }
 
-// ModeNames lists the modes bench knows, in the order it runs them.
-var ModeNames = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "auditd-incremental", "auditd-sync", "auditd-data", "bpftrace"}
+// ModeNames lists the modes bench knows, in the order it runs them in the
+// first round (later rounds rotate the order).
+var ModeNames = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls",
+	"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "bpftrace"}
 
 // DefaultModes is what bench runs without --modes: every way of watching,
-// with auditd in the flush mode the node configured.
-var DefaultModes = []string{"none", "audit", "ebpf", "ebpf-syscalls", "auditd", "bpftrace"}
+// with auditd in the flush mode the node configured, and the two floors.
+var DefaultModes = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls", "auditd", "bpftrace"}
+
+// IsPeer reports whether a mode measures another tool (auditd, bpftrace)
+// rather than this one: its failure is a finding about the node, not a
+// failure of the bench.
+func IsPeer(mode string) bool {
+	return mode == "bpftrace" || mode == "auditd" || strings.HasPrefix(mode, "auditd-")
+}
+
+// FloorOf names the mode that is mode's lower bound, or "": the audit
+// floor (the same rules, a consumer that discards every record) for this
+// tool's audit backend and for auditd, the eBPF floor (empty programs on
+// the same hooks) for the ebpf backend's default probes.
+func FloorOf(mode string) string {
+	switch {
+	case mode == "audit" || mode == "auditd" || strings.HasPrefix(mode, "auditd-"):
+		return "audit-floor"
+	case mode == "ebpf":
+		return "ebpf-floor"
+	}
+	return ""
+}

@@ -4,10 +4,10 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,22 +25,25 @@ const (
 	auditdRules = "/etc/audit/audit.rules"
 )
 
-// auditdMode is the node's auditd with tracer's minimal rules. When auditd
-// is not running, every run starts it (with the node's auditd.conf, its
-// log_file moved to the run's storage and, for auditd-sync and auditd-data,
-// another flush mode), loads the settings the node's audit.rules give (-b,
+// auditdMode is auditd with tracer's minimal rules. When auditd is not
+// running, every run starts it (with the node's auditd.conf, its log_file
+// moved to the run's storage and, for auditd-sync and auditd-data, another
+// flush mode), loads the settings the node's audit.rules give (-b,
 // --backlog_wait_time, -f, -r; never -D or -e), adds the rules, and after
 // the workload removes them, lets auditd drain, stops it and restores the
-// kernel's audit settings. An auditd that was already running is used as
-// it is: only our rules are added and removed again.
+// kernel's audit settings. The node's own running auditd is measured as it
+// is -- its config, its log, its other rules -- and labelled so: only our
+// rules are added and removed again (`tracer bench --restart-auditd` stops
+// it for the bench instead, and starts it again after).
 type auditdMode struct {
 	name  string
 	flush string // "" as configured, INCREMENTAL, SYNC, DATA
 	self  string
 
 	auditd, auditctl string
-	external         int // pid of an auditd that ran before bench, else 0
+	external         *nodeAuditd // the node's running auditd, else nil
 	externalLog      string
+	writesLogs       bool
 	rules            [][]string
 	settings         [][]string
 	saved            auditStatus
@@ -53,7 +56,7 @@ type auditdMode struct {
 	lost0     uint64
 	wait0     uint64
 	logFile   string
-	logOffset int64
+	log       *logFollower
 	rulesIn   int
 	flushDesc string
 }
@@ -106,15 +109,21 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	if m.saved.Enabled == 2 {
 		return Skipf("audit is locked (enabled 2): rules cannot be added until reboot")
 	}
-	if pid := int(m.saved.PID); pid != 0 {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if strings.TrimSpace(string(comm)) != "auditd" {
-			return fmt.Errorf("the audit daemon slot is held by process %d (%s): stop it first", pid, strings.TrimSpace(string(comm)))
+	confPath := auditdConf
+	if pid, comm := auditHolder(); pid != 0 {
+		if comm != "auditd" {
+			return fmt.Errorf("the audit daemon slot is held by process %d (%s): stop it first", pid, comm)
 		}
 		if m.flush != "" {
-			return Skipf("auditd already runs (pid %d): bench does not change its flush mode; stop auditd to measure %s", pid, m.name)
+			return Skipf("the node's auditd runs (pid %d): bench does not change its flush mode; give --restart-auditd to measure %s with a private auditd", pid, m.name)
 		}
-		m.external = pid
+		if m.external, err = findNodeAuditd(); err != nil {
+			return err
+		}
+		if m.external == nil {
+			return fmt.Errorf("auditd (pid %d) stopped while bench looked at it", pid)
+		}
+		confPath = m.external.Conf
 	}
 	out, err := exec.CommandContext(ctx, m.self, "rules", "--events", "exec,fork,signal").Output()
 	if err != nil {
@@ -131,13 +140,43 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	if b, err := os.ReadFile(auditdRules); err == nil {
 		m.settings = ruleSettings(string(b))
 	}
-	if b, err := os.ReadFile(auditdConf); err == nil {
+	if b, err := os.ReadFile(confPath); err == nil {
 		m.conf = strings.Split(string(b), "\n")
 	}
-	if m.external != 0 {
+	if m.external != nil {
 		m.externalLog = confValue(m.conf, "log_file", "/var/log/audit/audit.log")
+		m.writesLogs = !strings.EqualFold(confValue(m.conf, "write_logs", "yes"), "no") &&
+			!strings.EqualFold(confValue(m.conf, "log_format", "RAW"), "NOLOG")
 	}
 	return nil
+}
+
+// label is how results name the mode: the node's own auditd is not the
+// one bench starts with only our rules.
+func (m *auditdMode) label() string {
+	if m.external != nil {
+		return m.name + " (node's)"
+	}
+	return ""
+}
+
+// externalNote describes the node's auditd as bench found it.
+func (m *auditdMode) externalNote() string {
+	a := m.external
+	other := 0
+	if rules, err := listRules(); err == nil {
+		for _, r := range rules {
+			if !strings.Contains(r, "key="+auditrules.Key) {
+				other++
+			}
+		}
+	}
+	note := fmt.Sprintf("the node's auditd as it runs (pid %d, %s, log_format=%s, backlog_limit %d, %d rules of its own, log %s)",
+		a.PID, m.flushDesc, confValue(m.conf, "log_format", "RAW"), m.saved.BacklogLimit, other, m.externalLog)
+	if !m.writesLogs {
+		note += "; it writes no log: events not counted"
+	}
+	return note
 }
 
 // ruleSettings picks the settings lines of an audit.rules file that the
@@ -200,7 +239,7 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 	}()
 	flush := confValue(m.conf, "flush", "INCREMENTAL_ASYNC")
 	freq := confValue(m.conf, "freq", "50")
-	if m.external == 0 {
+	if m.external == nil {
 		m.logFile = filepath.Join(run.Dir, "audit.log")
 		conf := filepath.Join(run.Dir, "conf")
 		if err := os.Mkdir(conf, 0o750); err != nil {
@@ -221,12 +260,17 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 			return fmt.Errorf("writing auditd.conf: %w", err)
 		}
 		// -n: no fork, so bench is its parent and reads its rusage.
-		w, err := startWatcher(ctx, "auditd", exec.Command(m.auditd, "-n", "-c", conf), false, "", 0)
+		cmd := exec.Command(m.auditd, "-n", "-c", conf)
+		inCgroup(cmd, run.LogCgroup)
+		w, err := startWatcher(ctx, "auditd", cmd, false, "", 0)
 		if err != nil {
 			return err
 		}
 		m.w = w
 		if err := m.waitDaemon(ctx, w); err != nil {
+			return err
+		}
+		if m.log, err = followLog(m.logFile, false); err != nil {
 			return err
 		}
 		for _, set := range m.settings {
@@ -241,10 +285,18 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		return m.addRules(ctx)
 	}
 	m.logFile = m.externalLog
-	if st, err := os.Stat(m.logFile); err == nil {
-		m.logOffset = st.Size()
-	}
 	m.flushDesc = "flush=" + flush
+	if strings.HasPrefix(flush, "INCREMENTAL") {
+		m.flushDesc += " freq=" + freq
+	}
+	if m.writesLogs {
+		// From its end as it is now; the follower keeps every file auditd
+		// rotates to open, so that a busy run's records are all read.
+		var err error
+		if m.log, err = followLog(m.logFile, true); err != nil {
+			return err
+		}
+	}
 	return m.addRules(ctx)
 }
 
@@ -260,7 +312,10 @@ func (m *auditdMode) addRules(ctx context.Context) error {
 		}
 		m.rulesIn++
 	}
-	pid := m.external
+	pid := 0
+	if m.external != nil {
+		pid = m.external.PID
+	}
 	if m.w != nil {
 		pid = m.w.pid()
 	}
@@ -295,7 +350,10 @@ func (m *auditdMode) waitDaemon(ctx context.Context, w *watcher) error {
 }
 
 func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1, Note: m.flushDesc}
+	obs := Observation{Seen: -1, Note: m.flushDesc, Label: m.label()}
+	if m.external != nil {
+		obs.Note = m.externalNote()
+	}
 	// The workload is done, but its records may still wait in the kernel's
 	// backlog or in auditd's own queue. A marker event goes after them:
 	// kill(bench, 0), which our rules log. Records leave both queues in
@@ -310,7 +368,14 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		m.cleanupRun()
 		return obs, fmt.Errorf("sending the marker event: %w", markErr)
 	}
-	if err := m.drain(ctx, marker); err != nil {
+	var evs []procEvent
+	var err error
+	if m.log != nil {
+		evs, err = m.drain(ctx, marker)
+	} else {
+		err = m.waitBacklog(ctx)
+	}
+	if err != nil {
 		m.cleanupRun()
 		return obs, err
 	}
@@ -320,6 +385,8 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 	}
 	obs.KauditdCPU = m.kauditd.Since()
+	counted := m.log != nil
+	m.closeLog()
 	if m.w != nil {
 		w := m.w
 		m.w = nil
@@ -336,9 +403,8 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	} else {
 		obs.TracerCPU = m.cpu.Since()
 	}
-	evs, err := m.readLog()
-	if err != nil {
-		return obs, err
+	if !counted {
+		return obs, nil
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
@@ -346,88 +412,93 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	return obs, nil
 }
 
-func (m *auditdMode) readLog() ([]procEvent, error) {
-	f, err := os.Open(m.logFile)
-	if err != nil {
-		return nil, fmt.Errorf("opening auditd log: %w", err)
+func (m *auditdMode) closeLog() {
+	if m.log != nil {
+		m.log.close()
+		m.log = nil
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading auditd log: %w", err)
-	}
-	if st.Size() < m.logOffset {
-		return nil, fmt.Errorf("auditd log %s was rotated during the run: events cannot be counted", m.logFile)
-	}
-	return readAuditLog(io.NewSectionReader(f, m.logOffset, st.Size()-m.logOffset), auditrules.Key)
 }
 
-// drain waits until the marker event (kill(marker, 0)) is in auditd's
-// log: then every record before it is written. It gives up when auditd
-// died, or when nothing moved (empty backlog, log unchanged) for a minute:
-// the marker was lost.
-func (m *auditdMode) drain(ctx context.Context, marker int) error {
-	f, err := os.Open(m.logFile)
-	if err != nil {
-		return fmt.Errorf("opening auditd log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(m.logOffset, io.SeekStart); err != nil {
-		return fmt.Errorf("reading auditd log: %w", err)
-	}
-	r := bufio.NewReaderSize(f, 1<<20)
-	var partial []byte
+// drain reads auditd's log from where the run began until the marker
+// event (kill(marker, 0)) is in it: then every record before it is
+// written. It returns the events of the run's SYSCALL records that carry
+// our key. It gives up when auditd died, or when nothing moved (empty
+// backlog, log unchanged) for a minute: the marker was lost.
+func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error) {
+	want := []byte(`key="` + auditrules.Key + `"`)
+	var evs []procEvent
 	start, lastMove := time.Now(), time.Now()
 	var read int64
 	for {
 		for {
-			chunk, err := r.ReadSlice('\n')
-			if len(chunk) > 0 {
-				lastMove = time.Now()
-				read += int64(len(chunk))
-			}
-			if err == bufio.ErrBufferFull {
-				partial = append(partial, chunk...)
-				continue
-			}
-			if err != nil { // io.EOF: a line still being written stays partial
-				partial = append(partial, chunk...)
+			line, ok := m.log.next()
+			if !ok {
 				break
 			}
-			line := chunk
-			if len(partial) > 0 {
-				line = append(partial, chunk...)
-				partial = partial[:0]
+			lastMove = time.Now()
+			read += int64(len(line))
+			if !bytes.HasPrefix(line, []byte("type=SYSCALL ")) {
+				continue
+			}
+			if i := bytes.IndexByte(line, 0x1d); i >= 0 {
+				line = line[:i]
 			}
 			if isMarker(line, marker) {
-				return nil
+				return evs, nil
+			}
+			if bytes.Contains(line, want) {
+				if e, ok := parseAuditSyscall(string(line)); ok {
+					evs = append(evs, e)
+				}
 			}
 		}
+		if err := m.log.err(); err != nil {
+			return nil, err
+		}
 		if m.w != nil && m.w.exited() {
-			return fmt.Errorf("auditd exited before it wrote all records: %s", m.w.output())
+			return nil, fmt.Errorf("auditd exited before it wrote all records: %s", m.w.output())
 		}
 		if st, err := m.status(); err == nil && st.Backlog > 0 {
 			lastMove = time.Now()
 		}
 		if time.Since(lastMove) > time.Minute {
-			return fmt.Errorf("auditd's log did not get the marker record: records were lost")
+			return nil, fmt.Errorf("auditd's log %s did not get the marker record within a minute: records were lost", m.logFile)
 		}
 		select {
 		case <-ctx.Done():
 			// Its queue grows faster than it writes: the node makes more
 			// records than this flush mode and disk can take.
-			return fmt.Errorf("auditd had not written the run's records %s after the workload ended (it wrote %.0f KiB/s of log meanwhile, %s): %w",
+			return nil, fmt.Errorf("auditd had not written the run's records %s after the workload ended (it wrote %.0f KiB/s of log meanwhile, %s): %w",
 				time.Since(start).Round(time.Second), float64(read)/1024/time.Since(start).Seconds(), m.flushDesc, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
+// waitBacklog stands in for the marker when the node's auditd writes no
+// log: it waits until the kernel's backlog is empty, for a minute at most.
+func (m *auditdMode) waitBacklog(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if st, err := m.status(); err != nil || st.Backlog == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // isMarker tells the record of kill(marker, 0).
 func isMarker(line []byte, marker int) bool {
+	if !bytes.Contains(line, []byte(" a1=0 ")) || !bytes.Contains(line, []byte(" pid="+strconv.Itoa(marker)+" ")) {
+		return false
+	}
 	s := string(line)
-	if !strings.HasPrefix(s, "type=SYSCALL ") || !strings.Contains(s, " a1=0 ") ||
-		!strings.Contains(s, " pid="+strconv.Itoa(marker)+" ") {
+	if !strings.HasPrefix(s, "type=SYSCALL ") {
 		return false
 	}
 	if i := strings.IndexByte(s, 0x1d); i >= 0 {
@@ -477,6 +548,7 @@ func (m *auditdMode) restore() error {
 // daemon, the settings.
 func (m *auditdMode) cleanupRun() {
 	_ = m.removeRules(context.Background())
+	m.closeLog()
 	if m.w != nil {
 		_, _ = m.w.stop(syscall.SIGTERM, 20*time.Second)
 		m.w = nil

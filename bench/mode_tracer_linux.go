@@ -24,6 +24,7 @@ type tracerMode struct {
 	self    string
 
 	w       *watcher
+	label   string
 	cpu     cpuMeter
 	kauditd cpuMeter
 	// auditctl, when installed, reads the kernel's backlog wait total in audit mode.
@@ -67,7 +68,18 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
 	}
-	w, err := startWatcher(ctx, "tracer watch --backend "+m.backend, exec.Command(m.self, args...), false, "watching", 2*time.Minute)
+	m.label = ""
+	if m.backend == "audit" {
+		// The audit backend reads the multicast copy of the records when
+		// another process holds the audit PID: it then runs beside that
+		// process (auditd), whose cost the workload pays too.
+		if pid, comm := auditHolder(); pid != 0 {
+			m.label = "audit (beside " + comm + ")"
+		}
+	}
+	cmd := exec.Command(m.self, args...)
+	inCgroup(cmd, run.LogCgroup)
+	w, err := startWatcher(ctx, "tracer watch --backend "+m.backend, cmd, false, "watching", 2*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -84,11 +96,13 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	return nil
 }
 
-// summaryRe matches watch's last line: "tracer: N events seen, M lost (...)".
-var summaryRe = regexp.MustCompile(`tracer: (\d+) events seen, (\d+) lost(?: \(([^)]*)\))?`)
+// summaryRe matches watch's last line, "tracer: N events seen, M lost
+// (kernel a, ringbuf b, ...)", where a figure that is a lower bound has a
+// leading ">=" and the stages are whatever watch lists.
+var summaryRe = regexp.MustCompile(`tracer: (>=)?(\d+) events seen, (>=)?(\d+) lost(?: \(([^)]*)\))?`)
 
 func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1}
+	obs := Observation{Seen: -1, Label: m.label}
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
 	}
@@ -116,10 +130,11 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	if summary == nil {
 		return obs, fmt.Errorf("tracer watch printed no summary line: %s", w.output())
 	}
-	obs.Lost, _ = strconv.ParseInt(summary[2], 10, 64)
-	if obs.Lost > 0 {
+	obs.Lost, _ = strconv.ParseInt(summary[4], 10, 64)
+	if obs.Lost > 0 || summary[3] != "" {
 		// Loss is node-wide: say where, so that it can be told apart from the workload's events.
-		obs.Note = joinNote(obs.Note, fmt.Sprintf("the watcher lost %d of %s events node-wide (%s)", obs.Lost, summary[1], summary[3]))
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("the watcher lost %s%d of %s%s events node-wide (%s)",
+			summary[3], obs.Lost, summary[1], summary[2], summary[5]))
 	}
 	evs, err := readJSONLogFile(m.logPath(run))
 	if err != nil {

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -19,51 +22,89 @@ type Options struct {
 	Workloads []string
 	// Command, when set, is the one workload (a command given after --).
 	Command []string
-	// Count overrides the built-in workloads' counts (0: default).
-	Count  int64
+	// Count fixes the built-in workloads' counts (0: sized by Target).
+	Count int64
+	// Target is how long each built-in workload's untraced run lasts at
+	// least (0: DefaultTarget, or QuickTarget with Quick).
+	Target time.Duration
 	Modes  []string
-	Rounds int // 0: 5, or 2 with Quick
+	// Rounds fixes the rounds; 0: adaptive, from DefaultMinRounds to
+	// DefaultRounds (QuickMinRounds to QuickRounds with Quick).
+	Rounds int
 	Quick  bool
 	// Storage kinds (ssd, hdd) for modes that write a log; LogDir instead
 	// puts the logs in a directory of the user's.
 	Storage []string
 	LogDir  string
+	// Sweep adds the ceiling sweep of signal-storm and exec-storm.
+	Sweep bool
+	// RestartAuditd stops the node's running auditd for the bench (the
+	// auditd mode then starts a private one per run, the audit modes run
+	// alone) and starts it again after, as it was.
+	RestartAuditd bool
 	// Self is this program: the watcher and the Go workload loops.
 	Self     string
 	Progress func(Progress)
+	// Log, when set, is told what bench does before the runs (sizing
+	// workloads, stopping auditd).
+	Log func(string)
 }
 
-// DefaultRounds is the number of rounds of a full run and of a --quick run.
+// The default rounds (at least, at most) and untraced duration of a full
+// and of a --quick run.
 const (
-	DefaultRounds = 5
-	QuickRounds   = 2
+	DefaultMinRounds = 3
+	DefaultRounds    = 5
+	QuickMinRounds   = 2
+	QuickRounds      = 3
+	DefaultTarget    = time.Second
+	QuickTarget      = 300 * time.Millisecond
 )
 
+// QuickModes is what --quick runs without --modes: DefaultModes but
+// ebpf-syscalls, an alternative probe set whose syscall tracepoints take a
+// second or more to attach and detach on every run.
+var QuickModes = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "auditd", "bpftrace"}
+
 // Bench is a prepared bench run: storages mounted, workload cgroup made,
-// modes chosen. Close undoes all of it.
+// workloads sized, modes chosen. Close undoes all of it.
 type Bench struct {
 	Runner    *Runner
 	Workloads []*Workload
 	Storages  []*Storage
+	Info      RunInfo
 	cgroup    *Cgroup
 	workDir   string
+	state     *benchState
 }
 
 // Prepare checks o and sets up what the runs need. Errors that the user can
-// fix are tracer.UsageError.
-func Prepare(o Options) (b *Bench, err error) {
-	rounds := o.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-		if o.Quick {
-			rounds = QuickRounds
-		}
-	}
-	if rounds < 1 {
+// fix are tracer.UsageError, returned before anything changed on the node.
+func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
+	rounds, minRounds := o.Rounds, o.Rounds
+	switch {
+	case rounds < 0:
 		return nil, tracer.Usagef("--rounds must be at least 1")
+	case rounds == 0 && o.Quick:
+		rounds, minRounds = QuickRounds, QuickMinRounds
+	case rounds == 0:
+		rounds, minRounds = DefaultRounds, DefaultMinRounds
 	}
 	if o.Count < 0 {
 		return nil, tracer.Usagef("--count must be positive")
+	}
+	target := o.Target
+	if target == 0 {
+		target = DefaultTarget
+		if o.Quick {
+			target = QuickTarget
+		}
+	}
+	if target < 10*time.Millisecond || target > time.Hour {
+		return nil, tracer.Usagef("--target %s is out of range: give a duration from 10ms to 1h, e.g. 1s", target)
+	}
+	if len(o.Modes) == 0 && o.Quick {
+		o.Modes = QuickModes
 	}
 	modes, err := parseModes(o.Modes)
 	if err != nil {
@@ -81,6 +122,15 @@ func Prepare(o Options) (b *Bench, err error) {
 			return nil, tracer.Usagef("unknown workload %q: use %s, or give a command after --", n, strings.Join(Builtins(), ", "))
 		}
 	}
+	var sweepNames []string
+	for _, n := range names {
+		if slices.Contains(SweepWorkloads, n) {
+			sweepNames = append(sweepNames, n)
+		}
+	}
+	if o.Sweep && len(sweepNames) == 0 {
+		return nil, tracer.Usagef("--sweep paces %s: include one of them in --workload", strings.Join(SweepWorkloads, " or "))
+	}
 	if o.LogDir != "" && len(o.Storage) > 0 {
 		return nil, tracer.Usagef("give --storage or --log-dir, not both")
 	}
@@ -96,21 +146,92 @@ func Prepare(o Options) (b *Bench, err error) {
 			return nil, tracer.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", k)
 		}
 	}
-	if slices.ContainsFunc(modes, func(m string) bool { return m != "none" }) && os.Geteuid() != 0 {
+	root := os.Geteuid() == 0
+	if slices.ContainsFunc(modes, func(m string) bool { return m != "none" }) && !root {
 		return nil, tracer.Usagef("tracer bench needs root for modes other than none (rules, probes, auditd): run it with sudo")
 	}
+	if o.RestartAuditd && !root {
+		return nil, tracer.Usagef("--restart-auditd needs root: run it with sudo")
+	}
+	touchesAudit := slices.ContainsFunc(modes, func(m string) bool { return strings.HasPrefix(m, "audit") })
+	var nodeAud *nodeAuditd
+	if root && (touchesAudit || o.RestartAuditd) {
+		if nodeAud, err = findNodeAuditd(); err != nil {
+			return nil, err
+		}
+	}
+	if o.RestartAuditd && nodeAud != nil {
+		if why := nodeAud.restartable(); why != "" {
+			return nil, tracer.Usagef("--restart-auditd: %s; stop it yourself, or run without --restart-auditd to measure it as it runs", why)
+		}
+	}
 
-	b = &Bench{}
+	b = &Bench{Info: RunInfo{Started: time.Now().UTC(), Quick: o.Quick}}
+	b.Info.MachineID, b.Info.BootID = machineIdentity()
 	defer func() {
 		if err != nil {
 			_ = b.Close()
 		}
 	}()
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			o.Log(fmt.Sprintf(format, args...))
+		}
+	}
+	if root && (touchesAudit || o.RestartAuditd || slices.Contains(kinds, "hdd")) {
+		b.state = &benchState{PID: os.Getpid()}
+		if touchesAudit || o.RestartAuditd {
+			if b.state.Audit, err = readAuditSettings(); err != nil {
+				b.state.Audit = nil // audit not in this kernel: the audit modes skip themselves
+			}
+		}
+		if err := b.state.write(); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case nodeAud == nil:
+		b.Info.Auditd = "none running"
+	case o.RestartAuditd:
+		if nodeAud.Rules, err = listRules(); err != nil {
+			return nil, err
+		}
+		b.state.StoppedAuditd = nodeAud
+		if err := b.state.write(); err != nil {
+			return nil, err
+		}
+		logf("stopping the node's auditd (pid %d, %s) for the bench; it is started again after", nodeAud.PID, strings.Join(nodeAud.Argv, " "))
+		if err := nodeAud.stop(); err != nil {
+			return nil, err
+		}
+		b.Info.Auditd = fmt.Sprintf("the node's auditd (%s) stopped for the bench and started again after", strings.Join(nodeAud.Argv, " "))
+	default:
+		b.Info.Auditd = fmt.Sprintf("the node's auditd running (pid %d): measured as it is, the audit modes beside it", nodeAud.PID)
+	}
+
 	if b.workDir, err = os.MkdirTemp("/var/tmp", stalePrefix()); err != nil {
 		return nil, fmt.Errorf("making work directory: %w", err)
 	}
+	if root {
+		removeStale()
+		if b.cgroup, err = NewCgroup(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Count == 0 {
+		b.Info.TargetS = target.Seconds()
+	}
 	for _, n := range names {
-		w, err := NewBuiltin(n, o.Count, o.Quick, o.Self, b.workDir)
+		var w *Workload
+		if o.Count > 0 {
+			w, err = NewBuiltin(n, o.Count, o.Self, b.workDir)
+		} else {
+			var el float64
+			w, el, err = Calibrate(ctx, n, target, o.Self, b.workDir, b.cgroup)
+			if err == nil {
+				logf("workload %s sized to %d for at least %s untraced (took %.2fs)", n, w.Count, target, el)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -119,16 +240,22 @@ func Prepare(o Options) (b *Bench, err error) {
 	if len(o.Command) > 0 {
 		b.Workloads = append(b.Workloads, NewCommand(o.Command))
 	}
-	if os.Geteuid() == 0 {
-		removeStale()
-		if b.cgroup, err = NewCgroup(); err != nil {
+	var all []Mode
+	needLog := false
+	for _, name := range modes {
+		m, err := newMode(name, o.Self, b.cgroup != nil)
+		if err != nil {
 			return nil, err
 		}
+		all = append(all, m)
+		// The node's own auditd writes its own log: the storage is not bench's to choose.
+		if m.WritesLog() && !(IsPeer(name) && strings.HasPrefix(name, "auditd") && nodeAud != nil && !o.RestartAuditd) {
+			needLog = true
+		}
 	}
-	needLog := slices.ContainsFunc(modes, func(m string) bool { return m != "none" && m != "bpftrace" })
 	if needLog {
 		for _, k := range kinds {
-			s, err := OpenStorage(k, o.LogDir)
+			s, err := OpenStorage(k, o.LogDir, b.recordControllers)
 			if err != nil {
 				return nil, err
 			}
@@ -136,26 +263,39 @@ func Prepare(o Options) (b *Bench, err error) {
 		}
 	}
 	var variants []Variant
-	for _, name := range modes {
-		if name == "none" || name == "bpftrace" {
-			m, err := newMode(name, o.Self, b.cgroup != nil)
-			if err != nil {
-				return nil, err
-			}
+	for i, name := range modes {
+		m := all[i]
+		nodeOwn := strings.HasPrefix(name, "auditd") && nodeAud != nil && !o.RestartAuditd
+		if !m.WritesLog() || nodeOwn {
 			variants = append(variants, Variant{Mode: m})
 			continue
 		}
-		for _, s := range b.Storages {
-			m, err := newMode(name, o.Self, b.cgroup != nil)
-			if err != nil {
-				return nil, err
+		for j, s := range b.Storages {
+			if j > 0 {
+				if m, err = newMode(name, o.Self, b.cgroup != nil); err != nil {
+					return nil, err
+				}
 			}
 			variants = append(variants, Variant{Mode: m, Storage: s})
 		}
 	}
-	b.Runner = &Runner{Workloads: b.Workloads, Variants: variants, Rounds: rounds,
+	b.Runner = &Runner{Workloads: b.Workloads, Variants: variants, Rounds: rounds, MinRounds: minRounds,
 		WorkDir: b.workDir, Cgroup: b.cgroup, Progress: o.Progress}
+	if o.Sweep {
+		step := max(target.Seconds(), 0.5)
+		b.Runner.Sweep = NewSweep(sweepNames, step, o.Self)
+	}
 	return b, nil
+}
+
+// recordControllers notes in the state file the cgroup controllers the
+// simulated HDD is about to enable.
+func (b *Bench) recordControllers(enabled []string) error {
+	if b.state == nil {
+		b.state = &benchState{PID: os.Getpid()}
+	}
+	b.state.IOEnabled = append(b.state.IOEnabled, enabled...)
+	return b.state.write()
 }
 
 // parseModes checks mode names and puts the baseline first.
@@ -183,6 +323,10 @@ func newMode(name, self string, hasCgroup bool) (Mode, error) {
 		return noneMode{}, nil
 	case "audit", "ebpf", "ebpf-syscalls":
 		return NewTracerMode(name, self)
+	case "audit-floor":
+		return &auditFloorMode{self: self}, nil
+	case "ebpf-floor":
+		return &ebpfFloorMode{}, nil
 	case "auditd", "auditd-incremental", "auditd-sync", "auditd-data":
 		return NewAuditdMode(name, self)
 	case "bpftrace":
@@ -194,7 +338,9 @@ func newMode(name, self string, hasCgroup bool) (Mode, error) {
 // Run runs the bench (see Runner.Run).
 func (b *Bench) Run(ctx context.Context) ([]Result, error) { return b.Runner.Run(ctx) }
 
-// Close removes the storages, the cgroup and the work directory.
+// Close removes the storages, the cgroup and the work directory, starts
+// the node's auditd again when bench stopped it, and puts back the audit
+// settings as bench found them.
 func (b *Bench) Close() error {
 	var errs []error
 	for i := len(b.Storages) - 1; i >= 0; i-- {
@@ -204,5 +350,43 @@ func (b *Bench) Close() error {
 	if b.workDir != "" {
 		errs = append(errs, os.RemoveAll(b.workDir))
 	}
+	if b.state != nil {
+		// Every mode put back what it changed; this catches what a mode
+		// that failed half-way could not. While another tracer runs, its
+		// own bookkeeping restores the settings when it leaves.
+		if otherTracersRunning() {
+			b.state.Audit = nil
+		}
+		_, err := b.state.undo()
+		errs = append(errs, err)
+		if err == nil {
+			b.state.remove()
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// otherTracersRunning reports whether a tracer with the audit backend runs
+// (its state file names a live process).
+func otherTracersRunning() bool {
+	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
+	for _, f := range files {
+		n := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "audit-"), ".json")
+		if pid, err := strconv.Atoi(n); err == nil && pid != os.Getpid() && processAlive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// machineIdentity reads the machine id and the boot id, which tell apart
+// nodes that share a hostname, and boots of one node.
+func machineIdentity() (machine, boot string) {
+	if b, err := os.ReadFile("/etc/machine-id"); err == nil {
+		machine = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		boot = strings.TrimSpace(string(b))
+	}
+	return machine, boot
 }

@@ -95,8 +95,7 @@ func TestQuickBench(t *testing.T) {
 		if r.UserS+r.SysS <= 0 || r.CPUPct <= 0 || r.RatioElapsed <= 0 {
 			t.Errorf("%s: user %v sys %v cpu %v%% ratio %v", key, r.UserS, r.SysS, r.CPUPct, r.RatioElapsed)
 		}
-		n := DefaultCount(r.Workload, true)
-		w, err := NewBuiltin(r.Workload, n, true, bin, t.TempDir())
+		w, err := NewBuiltin(r.Workload, r.Count, bin, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

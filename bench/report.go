@@ -26,9 +26,12 @@ type Report struct {
 // ReportNode is one result file: the node's facts and verdicts, its bench
 // rows, the bars of the chart, the SSD/HDD comparison and a recommendation.
 type ReportNode struct {
-	Source   string // the file's base name
-	File     *File
-	Name     string // hostname, or the file name when the facts have none
+	Source string // the file's base name
+	File   *File
+	// Name is the hostname (the file name when the facts have none), with
+	// what tells it apart when another node of the report has the same:
+	// its machine id, else its boot id, else its file name.
+	Name     string
 	Verdicts []node.Verdict
 	RuleCost *auditrules.CostReport // nil when the rules were not read
 	Rows     []Result               // measured rows, in workload and mode order
@@ -36,14 +39,23 @@ type ReportNode struct {
 	Charts   []ReportChart
 	Storage  *ReportStorage // nil when no row names a storage
 	Rec      ReportRecommendation
+	// Ceilings are the rows with a --sweep ceiling.
+	Ceilings []Result
+	// HasFloor: some row has a ratio to its floor.
+	HasFloor bool
 }
 
 // ReportChart is one workload's bars: the elapsed-time ratio to mode none
-// per mode (and storage).
+// per mode (and storage), with its 95% interval.
 type ReportChart struct {
 	Workload string
 	Bars     []ReportBar
-	Max      float64 // the scale's end: at least the largest ratio, and 1.5
+	Max      float64 // the scale's end: at least the largest ratio (or interval end), and 1.5
+	// Log: the bars span more than tenfold (auditd at 50x beside ebpf at
+	// 1.1x), so the scale is logarithmic from Min, lest the largest bar
+	// squeeze every other to nothing. Min is 0 on a linear scale.
+	Log bool
+	Min float64
 }
 
 // ReportBar is one bar.
@@ -52,6 +64,39 @@ type ReportBar struct {
 	Mode  string
 	Ratio float64
 	Lost  int64
+	// Lo and Hi are the 95% interval (0 when there is none); Noise: it holds 1.00x.
+	Lo, Hi float64
+	Noise  bool
+}
+
+// logScaleAbove is the spread of ratios beyond which a chart's scale is logarithmic.
+const logScaleAbove = 10
+
+// Pos is where v lies on the chart's scale, from 0 (the scale's start) to 1.
+func (c ReportChart) Pos(v float64) float64 {
+	if !c.Log {
+		return math.Max(0, v/c.Max)
+	}
+	if v <= c.Min {
+		return 0
+	}
+	return math.Log(v/c.Min) / math.Log(c.Max/c.Min)
+}
+
+// Ticks are the grid values of the chart's scale.
+func (c ReportChart) Ticks() []float64 {
+	if !c.Log {
+		return ticks(c.Max)
+	}
+	var out []float64
+	for mag := 0.01; mag <= c.Max*1.0001; mag *= 10 {
+		for _, s := range []float64{1, 2, 5} {
+			if v := s * mag; v >= c.Min*0.9999 && v <= c.Max*1.0001 {
+				out = append(out, math.Round(v*1000)/1000)
+			}
+		}
+	}
+	return out
 }
 
 // ReportStorage compares the same workload and mode on different storage
@@ -87,6 +132,30 @@ type ReportCost struct {
 	Ratio    float64
 	Pct      float64 // (ratio-1)*100
 	Lost     int64
+	// Lo and Hi are the ratio's 95% interval, 0 when unknown (schema 1).
+	Lo, Hi float64
+	// Noise: the run cannot tell this cost from none (the interval holds
+	// 1.00x, or the ratio is below 1: watching never speeds a workload up).
+	Noise bool
+	// Floor is the ratio to the backend's floor, 0 when not measured.
+	Floor float64
+}
+
+// Text is the cost as the report states it: "+31% (1.25x-1.37x)", or
+// "within noise" with the ratio it measured.
+func (c ReportCost) Text() string {
+	iv := ""
+	if c.Hi > 0 {
+		iv = fmt.Sprintf(", 95%% interval %.2fx-%.2fx", c.Lo, c.Hi)
+	}
+	if c.Noise {
+		return fmt.Sprintf("within noise (%.2fx%s)", c.Ratio, iv)
+	}
+	pct := fmt.Sprintf("%+.0f%%", c.Pct)
+	if c.Pct < 1 {
+		pct = "under 1%"
+	}
+	return fmt.Sprintf("%s (%.2fx%s)", pct, c.Ratio, iv)
 }
 
 // ReportFleet summarises many nodes.
@@ -122,8 +191,10 @@ type ReportNoEBPF struct {
 	Reasons          []string
 }
 
-// reportModeOrder puts the modes in the order readers compare them.
-var reportModeOrder = map[string]int{"none": 0, "audit": 1, "auditd": 2, "auditd-sync": 3, "auditd-data": 4, "ebpf": 5, "ebpf-syscalls": 6, "bpftrace": 7}
+// reportModeOrder puts the modes in the order readers compare them, each
+// backend next to its floor.
+var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
+	"auditd-data": 6, "ebpf": 7, "ebpf-floor": 8, "ebpf-syscalls": 9, "bpftrace": 10}
 
 var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3}
 
@@ -147,6 +218,7 @@ func NewReport(names []string, files []*File) (*Report, error) {
 	for i, f := range files {
 		r.Nodes = append(r.Nodes, newReportNode(filepath.Base(names[i]), f))
 	}
+	distinguish(r.Nodes)
 	if len(r.Nodes) == 1 {
 		r.Title = "tracer overhead report: " + r.Nodes[0].Name
 	} else {
@@ -178,7 +250,71 @@ func newReportNode(source string, f *File) *ReportNode {
 	n.Storage = reportStorage(n.Rows)
 	n.Charts = reportCharts(n.Rows, n.Label)
 	n.Rec = recommend(n)
+	for _, r := range n.Rows {
+		if r.MaxEventsPerS != nil {
+			n.Ceilings = append(n.Ceilings, r)
+		}
+		if r.Floor != "" {
+			n.HasFloor = true
+		}
+	}
 	return n
+}
+
+// distinguish renames nodes that share a name (hostnames repeat: "vm",
+// "localhost", clones of one image) by what tells them apart: the machine
+// id, else the boot id (one machine measured twice), else the file name.
+func distinguish(nodes []*ReportNode) {
+	byName := map[string][]*ReportNode{}
+	for _, n := range nodes {
+		byName[n.Name] = append(byName[n.Name], n)
+	}
+	short := func(id string) string {
+		id = strings.ReplaceAll(id, "-", "")
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		return id
+	}
+	for name, ns := range byName {
+		if len(ns) < 2 {
+			continue
+		}
+		ids := func(f func(*RunInfo) string) (map[string]int, bool) {
+			seen := map[string]int{}
+			for _, n := range ns {
+				if n.File.Run == nil || f(n.File.Run) == "" {
+					return nil, false
+				}
+				seen[short(f(n.File.Run))]++
+			}
+			for _, c := range seen {
+				if c > 1 {
+					return nil, false
+				}
+			}
+			return seen, true
+		}
+		switch {
+		case func() bool { _, ok := ids(func(r *RunInfo) string { return r.MachineID }); return ok }():
+			for _, n := range ns {
+				n.Name = fmt.Sprintf("%s (machine %s)", name, short(n.File.Run.MachineID))
+			}
+		case func() bool { _, ok := ids(func(r *RunInfo) string { return r.BootID }); return ok }():
+			for _, n := range ns {
+				n.Name = fmt.Sprintf("%s (boot %s)", name, short(n.File.Run.BootID))
+			}
+		default:
+			seen := map[string]int{}
+			for _, n := range ns {
+				seen[n.Source]++
+				n.Name = fmt.Sprintf("%s (%s)", name, n.Source)
+				if k := seen[n.Source]; k > 1 {
+					n.Name = fmt.Sprintf("%s (%s #%d)", name, n.Source, k)
+				}
+			}
+		}
+	}
 }
 
 func sortResults(rs []Result) {
@@ -207,17 +343,9 @@ func sortResults(rs []Result) {
 // the node measured more than one kind of storage.
 func (n *ReportNode) Label(r Result) string {
 	if n.Storage == nil {
-		return r.Mode
+		return r.Name()
 	}
 	return r.ModeLabel()
-}
-
-// ModeLabel is a row's mode with its storage, when it names one.
-func (r Result) ModeLabel() string {
-	if r.Storage == "" {
-		return r.Mode
-	}
-	return r.Mode + " (" + r.Storage + ")"
 }
 
 func reportCharts(rows []Result, label func(Result) string) []ReportChart {
@@ -231,15 +359,42 @@ func reportCharts(rows []Result, label func(Result) string) []ReportChart {
 		if r.Mode == "none" && ratio == 0 {
 			ratio = 1
 		}
-		c.Bars = append(c.Bars, ReportBar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost})
-		if ratio > c.Max {
-			c.Max = ratio
+		b := ReportBar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost, Noise: r.Noise}
+		if len(r.RatioCI95) == 2 && r.Mode != "none" {
+			b.Lo, b.Hi = r.RatioCI95[0], r.RatioCI95[1]
 		}
+		c.Bars = append(c.Bars, b)
 	}
 	for i := range out {
-		out[i].Max = niceCeil(out[i].Max)
+		c := &out[i]
+		lo, hi := 1.0, 1.5
+		for _, b := range c.Bars {
+			lo, hi = math.Min(lo, b.Ratio), math.Max(hi, b.Ratio)
+			if b.Hi > 0 {
+				// An interval from 2 rounds can reach far: the scale follows
+				// it only as far as the bars themselves, times 3.
+				hi = math.Max(hi, math.Min(b.Hi, 3*b.Ratio))
+			}
+		}
+		if lo > 0 && hi/lo > logScaleAbove {
+			c.Log = true
+			c.Min = niceFloor(math.Min(lo, 1) * 0.9)
+		}
+		c.Max = niceCeil(hi)
 	}
 	return out
+}
+
+// niceFloor rounds a log scale's start down to 1, 0.5, 0.2, 0.1, ...
+func niceFloor(x float64) float64 {
+	for v := 1.0; v > 1e-6; v /= 10 {
+		for _, s := range []float64{1, 0.5, 0.2} {
+			if s*v <= x+1e-12 {
+				return s * v
+			}
+		}
+	}
+	return x
 }
 
 // niceCeil rounds a scale end up to 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, ...
@@ -327,7 +482,12 @@ func recommend(n *ReportNode) ReportRecommendation {
 		if (r.Mode != "audit" && r.Mode != "ebpf") || (r.Storage != "" && r.Storage != "ssd") {
 			continue
 		}
-		costs[r.Mode] = append(costs[r.Mode], ReportCost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost})
+		c := ReportCost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
+			Noise: r.Noise || r.RatioElapsed < 1, Floor: r.RatioFloor}
+		if len(r.RatioCI95) == 2 {
+			c.Lo, c.Hi = r.RatioCI95[0], r.RatioCI95[1]
+		}
+		costs[r.Mode] = append(costs[r.Mode], c)
 		worst[r.Mode] = math.Max(worst[r.Mode], r.RatioElapsed)
 	}
 	var rec ReportRecommendation
@@ -358,6 +518,14 @@ func recommend(n *ReportNode) ReportRecommendation {
 	}
 	rec.Costs = costs[rec.Backend]
 	rec.Summary = costSummary(rec.Costs)
+	if rec.Backend == "audit" {
+		for _, r := range n.Rows {
+			if r.Mode == "audit" && r.Label != "" {
+				rec.Why += "; measured " + strings.TrimPrefix(r.Label, "audit ") + ", which pays for its own copy of every record too"
+				break
+			}
+		}
+	}
 
 	arch := "b64"
 	if f.Has32Bit() {
@@ -442,23 +610,52 @@ func nextPow2(v uint32) uint32 {
 	return p
 }
 
+// costSummary says what the recommended backend cost: the range of the
+// costs the run could tell from none, and the workloads where it could not
+// ("within noise"), never a negative or a sub-percent figure.
 func costSummary(cs []ReportCost) string {
 	if len(cs) == 0 {
 		return "not measured"
 	}
-	lo, hi := cs[0], cs[0]
-	for _, c := range cs[1:] {
-		if c.Ratio < lo.Ratio {
-			lo = c
-		}
-		if c.Ratio > hi.Ratio {
-			hi = c
+	var noise []string
+	var sig []ReportCost
+	for _, c := range cs {
+		if c.Noise {
+			noise = append(noise, c.Workload)
+		} else {
+			sig = append(sig, c)
 		}
 	}
-	if len(cs) == 1 || lo.Workload == hi.Workload {
-		return fmt.Sprintf("%+.0f%% (%s)", hi.Pct, hi.Workload)
+	pct := func(c ReportCost) string {
+		if c.Pct < 1 {
+			return "under 1%"
+		}
+		return fmt.Sprintf("%+.0f%%", c.Pct)
 	}
-	return fmt.Sprintf("%+.0f%% (%s) to %+.0f%% (%s)", lo.Pct, lo.Workload, hi.Pct, hi.Workload)
+	var parts []string
+	if len(sig) > 0 {
+		lo, hi := sig[0], sig[0]
+		for _, c := range sig[1:] {
+			if c.Ratio < lo.Ratio {
+				lo = c
+			}
+			if c.Ratio > hi.Ratio {
+				hi = c
+			}
+		}
+		if lo.Workload == hi.Workload {
+			parts = append(parts, fmt.Sprintf("%s (%s)", pct(hi), hi.Workload))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%s) to %s (%s)", pct(lo), lo.Workload, pct(hi), hi.Workload))
+		}
+	}
+	switch {
+	case len(noise) == len(cs):
+		parts = append(parts, "within noise on every workload")
+	case len(noise) > 0:
+		parts = append(parts, "within noise on "+strings.Join(noise, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func newReportFleet(nodes []*ReportNode) *ReportFleet {
@@ -523,7 +720,12 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 			if r.Mode == "none" {
 				continue
 			}
-			label := n.Label(r)
+			// By mode, not label: the fleet view compares a backend across
+			// nodes, beside auditd or not.
+			label := r.Mode
+			if n.Storage != nil && r.Storage != "" {
+				label += " (" + r.Storage + ")"
+			}
 			k := r.Workload + "\x00" + label
 			a, ok := accs[k]
 			if !ok {
@@ -544,7 +746,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 	}
 	sortResults(keys)
 	for _, k := range keys {
-		a := accs[k.Workload+"\x00"+k.ModeLabel()]
+		a := accs[k.Workload+"\x00"+k.ModeLabel()] // k has no label: its mode and storage
 		s := ReportSpread{Workload: k.Workload, Mode: a.label, N: len(a.ratios), LostNodes: a.lost}
 		for i, v := range a.ratios {
 			if i == 0 || v < s.Min {

@@ -55,6 +55,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 var modeColors = map[string]string{
 	"none":          "#7a8ca3",
 	"audit":         "#e08a2c",
+	"audit-floor":   "#f2c189",
+	"ebpf-floor":    "#9fc2e4",
 	"auditd":        "#c0392b",
 	"auditd-sync":   "#8e2418",
 	"auditd-data":   "#d4634f",
@@ -71,12 +73,14 @@ func modeColor(m string) string {
 }
 
 // svgChart draws one node's charts: a panel per workload, a horizontal bar
-// per mode, each panel on its own scale with a dashed line at 1x.
+// per mode with its 95% interval as a whisker, each panel on its own scale
+// -- logarithmic when its bars span more than tenfold -- with a dashed line
+// at 1x.
 func svgChart(charts []ReportChart) htmltemplate.HTML {
 	const (
 		width   = 760
-		labelW  = 170
-		barW    = 470
+		labelW  = 200
+		barW    = 440
 		rowH    = 24
 		barH    = 16
 		headH   = 26
@@ -88,29 +92,52 @@ func svgChart(charts []ReportChart) htmltemplate.HTML {
 		height += headH + len(c.Bars)*rowH + axisH + panelGp
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="ratio of elapsed time to the untraced run, per workload and mode">`,
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="ratio of elapsed time to the untraced run, per workload and mode, with 95%% intervals">`,
 		width, height, width, height)
 	y := 0
 	esc := htmltemplate.HTMLEscapeString
 	for _, c := range charts {
-		fmt.Fprintf(&b, `<g class="panel" data-workload="%s">`, esc(c.Workload))
-		fmt.Fprintf(&b, `<text x="0" y="%d" class="ptitle">%s</text>`, y+17, esc(c.Workload))
+		fmt.Fprintf(&b, `<g class="panel" data-workload="%s" data-scale="%s">`, esc(c.Workload), map[bool]string{true: "log", false: "linear"}[c.Log])
+		title := c.Workload
+		if c.Log {
+			title += " (log scale)"
+		}
+		fmt.Fprintf(&b, `<text x="0" y="%d" class="ptitle">%s</text>`, y+17, esc(title))
 		top := y + headH
 		bottom := top + len(c.Bars)*rowH
-		x := func(v float64) float64 { return labelW + v/c.Max*barW }
-		// Grid lines and tick labels.
-		for _, t := range ticks(c.Max) {
+		x := func(v float64) float64 { return labelW + c.Pos(v)*barW }
+		for _, t := range c.Ticks() {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="grid"/>`, x(t), top-4, x(t), bottom)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick">%gx</text>`, x(t), bottom+15, t)
 		}
 		for i, bar := range c.Bars {
 			by := top + i*rowH
 			fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text>`, labelW-8, by+barH-3, esc(bar.Label))
-			w := math.Max(1, bar.Ratio/c.Max*barW)
-			fmt.Fprintf(&b, `<rect class="bar" data-mode="%s" data-ratio="%.2f" x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %.2fx</title></rect>`,
-				esc(bar.Mode), bar.Ratio, labelW, by, w, barH, modeColor(bar.Mode), esc(c.Workload), esc(bar.Label), bar.Ratio)
+			w := BarWidth(c, bar.Ratio, barW)
+			tip := fmt.Sprintf("%s %s: %.2fx", c.Workload, bar.Label, bar.Ratio)
+			if bar.Hi > 0 {
+				tip += fmt.Sprintf(", 95%% interval %.2fx-%.2fx", bar.Lo, bar.Hi)
+			}
+			class := "bar"
+			if bar.Noise && bar.Mode != "none" {
+				class = "bar noise"
+				tip += ", within noise"
+			}
+			fmt.Fprintf(&b, `<rect class="%s" data-mode="%s" data-ratio="%.2f" x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
+				class, esc(bar.Mode), bar.Ratio, labelW, by, w, barH, modeColor(bar.Mode), esc(tip))
+			end := labelW + w
+			if bar.Hi > 0 {
+				lo, hi := x(bar.Lo), math.Min(x(bar.Hi), labelW+barW)
+				cy := float64(by) + barH/2.0
+				fmt.Fprintf(&b, `<g class="ci"><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`,
+					lo, cy, hi, cy, lo, cy-5, lo, cy+5, hi, cy-5, hi, cy+5)
+				end = math.Max(end, hi)
+			}
 			val := fmt.Sprintf("%.2fx", bar.Ratio)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="value">%s`, labelW+w+6, by+barH-3, val)
+			if bar.Noise && bar.Mode != "none" {
+				val += " (noise)"
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="value">%s`, end+6, by+barH-3, val)
 			if bar.Lost > 0 {
 				fmt.Fprintf(&b, ` <tspan class="lost">%d lost</tspan>`, bar.Lost)
 			}
@@ -122,6 +149,12 @@ func svgChart(charts []ReportChart) htmltemplate.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return htmltemplate.HTML(b.String())
+}
+
+// BarWidth is the drawn width of a bar of ratio v on chart c, full scale
+// being full pixels: at least 1 pixel, so that no bar disappears.
+func BarWidth(c ReportChart, v float64, full float64) float64 {
+	return math.Max(1, c.Pos(v)*full)
 }
 
 // ticks returns up to 6 round grid values from 0 to max.

@@ -38,12 +38,50 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 // a table cell for the format.
 func reportFuncs(cell func(string) string) template.FuncMap {
 	return template.FuncMap{
-		"cell":      cell,
-		"join":      strings.Join,
-		"f0":        func(v float64) string { return fmt.Sprintf("%.0f", v) },
-		"f2":        func(v float64) string { return fmt.Sprintf("%.2f", v) },
-		"ratio":     func(v float64) string { return fmt.Sprintf("%.2fx", v) },
-		"pct":       func(v float64) string { return fmt.Sprintf("%+.0f%%", v) },
+		"cell":  cell,
+		"join":  strings.Join,
+		"f0":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
+		"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
+		"ratio": func(v float64) string { return fmt.Sprintf("%.2fx", v) },
+		"pct":   func(v float64) string { return fmt.Sprintf("%+.0f%%", v) },
+		"interval": func(r Result) string {
+			if r.Mode == "none" || len(r.RatioCI95) != 2 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f-%.2f", r.RatioCI95[0], r.RatioCI95[1])
+		},
+		"significance": func(r Result) string {
+			switch {
+			case r.Mode == "none":
+				return ""
+			case len(r.RatioCI95) != 2 && r.Rounds < 2:
+				return "not significant (1 round)"
+			case r.Noise || r.RatioElapsed < 1:
+				// Watching never speeds a workload up: below 1x is noise too.
+				return "within noise"
+			}
+			return ""
+		},
+		"floorcell": func(r Result) string {
+			if r.Floor == "" || r.RatioFloor == 0 {
+				return "-"
+			}
+			s := fmt.Sprintf("%.2fx", r.RatioFloor)
+			if len(r.RatioFloorCI95) == 2 {
+				s += fmt.Sprintf(" (%.2f-%.2f)", r.RatioFloorCI95[0], r.RatioFloorCI95[1])
+			}
+			return s
+		},
+		"maxrate": func(r Result) string {
+			if r.MaxEventsPerS == nil {
+				return "-"
+			}
+			return FormatRate(*r.MaxEventsPerS, r.MaxEventsLimit)
+		},
+		"limitwhy": func(limit string) string {
+			return map[string]string{"lost": "the next step lost events", "slowed": "it held the workload below the asked rate",
+				"workload": "the workload could go no faster here"}[limit]
+		},
 		"textchart": textChart,
 		"count": func(v int64) string {
 			if v < 0 {
@@ -146,7 +184,9 @@ func factsDisk(f node.Facts) string {
 }
 
 // textChart draws one workload's bars with Unicode blocks, 1/8 of a cell
-// per step, on the chart's own scale.
+// per step, on the chart's own scale (logarithmic when the bars span more
+// than tenfold), and each bar's 95% interval: shaded from its low end to
+// the bar's end, a line with a cap past it to its high end.
 func textChart(c ReportChart) string {
 	const width = 40
 	labelW := len(c.Workload)
@@ -154,9 +194,25 @@ func textChart(c ReportChart) string {
 		labelW = max(labelW, len(b.Label)+2)
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s (scale 0 to %gx)\n", c.Workload, c.Max)
+	legend := ""
 	for _, b := range c.Bars {
-		fmt.Fprintf(&sb, "  %-*s %s %6.2fx", labelW-2, b.Label, unicodeBar(b.Ratio/c.Max*width, width), b.Ratio)
+		if b.Hi > 0 {
+			legend = "; ▒ and ─┤: 95% interval"
+		}
+	}
+	if c.Log {
+		fmt.Fprintf(&sb, "%s (log scale %gx to %gx%s)\n", c.Workload, c.Min, c.Max, legend)
+	} else {
+		fmt.Fprintf(&sb, "%s (scale 0 to %gx%s)\n", c.Workload, c.Max, legend)
+	}
+	for _, b := range c.Bars {
+		fmt.Fprintf(&sb, "  %-*s %s %6.2fx", labelW-2, b.Label, intervalBar(c, b, width), b.Ratio)
+		if b.Hi > 0 {
+			fmt.Fprintf(&sb, " [%.2f-%.2f]", b.Lo, b.Hi)
+		}
+		if b.Noise && b.Mode != "none" {
+			sb.WriteString(" within noise")
+		}
 		if b.Lost > 0 {
 			fmt.Fprintf(&sb, "  (%d lost)", b.Lost)
 		}
@@ -164,6 +220,28 @@ func textChart(c ReportChart) string {
 	}
 	sb.WriteByte('\n')
 	return sb.String()
+}
+
+// intervalBar is unicodeBar with the interval drawn over it.
+func intervalBar(c ReportChart, b ReportBar, width int) string {
+	bar := []rune(unicodeBar(c.Pos(b.Ratio)*float64(width), width))
+	if b.Hi <= 0 {
+		return string(bar)
+	}
+	cell := func(v float64) int {
+		return min(width-1, max(0, int(math.Floor(c.Pos(v)*float64(width)))))
+	}
+	lo, mid, hi := cell(b.Lo), cell(b.Ratio), cell(b.Hi)
+	for i := lo; i < mid; i++ {
+		bar[i] = '▒'
+	}
+	for i := mid + 1; i < hi; i++ {
+		bar[i] = '─'
+	}
+	if hi > mid {
+		bar[hi] = '┤'
+	}
+	return string(bar)
 }
 
 var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}

@@ -4,28 +4,53 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
-// Schema is the version of the result file format (SPEC.md "bench result file").
-const Schema = 1
+// Schema is the version of the result file format this tracer writes.
+// Schema 2 adds to schema 1's rows the ratio's 95% interval, whether it is
+// within noise, the ratio to the mode's floor and the sweep's ceiling; both
+// are read.
+const Schema = 2
 
 // File is one `tracer bench --out` result: the node it ran on and one row per
 // workload and mode.
 type File struct {
 	Schema  int        `json:"schema"`
 	Node    node.Facts `json:"node"`
+	Run     *RunInfo   `json:"run,omitempty"`
 	Results []Result   `json:"results"`
+	// Sweep holds every step of a --sweep, for the report's ceiling table.
+	Sweep []SweepStep `json:"sweep,omitempty"`
+}
+
+// RunInfo says which machine and boot a result file comes from (hostnames
+// repeat across a fleet) and how the bench was sized.
+type RunInfo struct {
+	MachineID string    `json:"machine_id,omitempty"` // /etc/machine-id
+	BootID    string    `json:"boot_id,omitempty"`    // /proc/sys/kernel/random/boot_id
+	Started   time.Time `json:"started"`
+	// TargetS is the untraced duration each built-in workload was sized to
+	// (0 when --count fixed the counts).
+	TargetS float64 `json:"target_s,omitempty"`
+	Quick   bool    `json:"quick,omitempty"`
+	// Auditd is what bench found and did about the node's auditd: "none",
+	// "running (pid N): measured as it is", "stopped for the bench and restarted".
+	Auditd string `json:"auditd,omitempty"`
 }
 
 // Result is one (workload, mode) row. Times are medians over rounds; ratio is
 // the median of the per-round ratios to mode none in the same round.
 type Result struct {
-	Workload       string  `json:"workload"`
-	Mode           string  `json:"mode"`
+	Workload string `json:"workload"`
+	Mode     string `json:"mode"`
+	// Label is what tables show for the mode when it ran in a way its name
+	// does not say: "audit (beside auditd)", "auditd (node's)".
+	Label          string  `json:"label,omitempty"`
 	Storage        string  `json:"storage,omitempty"` // ssd, hdd, hdd-simulated, or a --log-dir
+	Count          int64   `json:"count,omitempty"`   // the built-in workload's iterations, kills, calls or spawns
 	Rounds         int     `json:"rounds"`
 	ElapsedS       float64 `json:"elapsed_s"`
 	UserS          float64 `json:"user_s"`
@@ -41,9 +66,71 @@ type Result struct {
 	EventsLost     int64   `json:"events_lost"`
 	Skipped        string  `json:"skipped,omitempty"` // why the mode did not run (tool not installed, ...)
 	Note           string  `json:"note,omitempty"`
+
+	// Schema 2.
+
+	// RatioCI95 is the 95% interval of the ratio to none; nil with fewer
+	// than two rounds.
+	RatioCI95 []float64 `json:"ratio_ci95,omitempty"`
+	// Noise is true when RatioCI95 contains 1.0 (or there is no interval):
+	// the run cannot tell this mode's cost from no cost.
+	Noise bool `json:"noise"`
+	// Floor names the mode whose run is this mode's lower bound (audit and
+	// auditd: audit-floor; ebpf: ebpf-floor); RatioFloor is the median
+	// per-round ratio to it, RatioFloorCI95 its interval.
+	Floor          string    `json:"floor,omitempty"`
+	RatioFloor     float64   `json:"ratio_floor,omitempty"`
+	RatioFloorCI95 []float64 `json:"ratio_floor_ci95,omitempty"`
+	// MaxEventsPerS is, from --sweep, the highest event rate the mode
+	// delivered with nothing lost; MaxEventsLimit says what stopped the
+	// sweep there: "lost" (the next step lost events), "slowed" (the mode
+	// held the workload below the asked rate) or "workload" (the workload
+	// could go no faster: the mode's ceiling is higher).
+	MaxEventsPerS  *float64 `json:"max_events_per_s,omitempty"`
+	MaxEventsLimit string   `json:"max_events_limit,omitempty"`
 }
 
-// ReadFile reads and checks a result file.
+// SweepStep is one run of a --sweep: a workload paced at TargetPerS under
+// one mode.
+type SweepStep struct {
+	Workload   string  `json:"workload"`
+	Mode       string  `json:"mode"`
+	Label      string  `json:"label,omitempty"`
+	Storage    string  `json:"storage,omitempty"`
+	TargetPerS float64 `json:"target_per_s"`
+	Events     int64   `json:"events_expected"`
+	ElapsedS   float64 `json:"elapsed_s"`
+	// PerS is the rate the workload reached: its events over its elapsed time.
+	PerS float64 `json:"events_per_s"`
+	Seen int64   `json:"events_seen"`
+	Lost int64   `json:"events_lost"`
+	// OK: nothing lost and, where the mode counts, every event seen.
+	OK  bool   `json:"ok"`
+	Err string `json:"error,omitempty"`
+}
+
+// ModeLabel is a row's mode as tables show it: its label, with its storage
+// when it names one.
+func (r Result) ModeLabel() string {
+	m := r.Mode
+	if r.Label != "" {
+		m = r.Label
+	}
+	if r.Storage == "" {
+		return m
+	}
+	return m + " (" + r.Storage + ")"
+}
+
+// Name is the row's mode or label, without storage.
+func (r Result) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return r.Mode
+}
+
+// ReadFile reads and checks a result file of schema 1 or 2.
 func ReadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -53,28 +140,19 @@ func ReadFile(path string) (*File, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("parsing result file %s: %w", path, err)
 	}
-	if f.Schema != Schema {
-		return nil, fmt.Errorf("result file %s has schema %d, this tracer reads schema %d", path, f.Schema, Schema)
+	if f.Schema < 1 || f.Schema > Schema {
+		return nil, fmt.Errorf("result file %s has schema %d, this tracer reads schemas 1 to %d", path, f.Schema, Schema)
 	}
 	return &f, nil
 }
 
-// WriteFile writes f as indented JSON, to a file made by tracer.CreateOutput
-// (mode 0600, never through a symlink).
+// WriteFile writes f as indented JSON.
 func WriteFile(path string, f *File) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding result file: %w", err)
 	}
-	out, err := tracer.CreateOutput(path)
-	if err != nil {
-		return fmt.Errorf("writing result file: %w", err)
-	}
-	_, err = out.Write(append(b, '\n'))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing result file: %w", err)
 	}
 	return nil

@@ -44,21 +44,44 @@ type Progress struct {
 }
 
 // Runner runs every workload under every variant, rounds interleaved: for
-// each workload, round 1 runs all variants in order, then round 2, ...,
-// so that drift on a shared machine hits all modes alike. Setup and Stop
-// of a mode are outside the timed part.
+// each workload, round 1 runs all variants, then round 2, ..., so that
+// drift on a shared machine hits all modes alike. Each round starts one
+// variant further down the list, so that no mode always runs right after
+// the same other one (whose log is still being written back, say). Setup
+// and Stop of a mode are outside the timed part.
 type Runner struct {
 	Workloads []*Workload
 	// Variants in run order; the one whose mode is "none" is the baseline
 	// of the ratios.
 	Variants []Variant
 	Rounds   int
+	// MinRounds, when between 1 and Rounds, makes the rounds adaptive:
+	// after MinRounds, a mode runs further rounds only while the 95%
+	// interval of its ratio to none still holds 1.0x (with its floor, so
+	// that the two stay paired). A mode whose cost is already beyond doubt
+	// -- often the slowest, auditd at 50x -- is not run again for nothing.
+	MinRounds int
 	// WorkDir holds thread id files and the logs of modes without storage.
 	WorkDir string
 	// Cgroup, when set, is where workloads run (bpftrace filters on it).
 	Cgroup *Cgroup
+	// Sweep, when set, runs after the rounds (see Sweep).
+	Sweep *Sweep
 	// Progress, when set, is called after each run.
 	Progress func(Progress)
+	// SweepSteps holds the sweep's runs after Run.
+	SweepSteps []SweepStep
+}
+
+// Failures lists the modes that could not complete, this tool's own apart
+// from the peers (auditd, bpftrace): a peer that fails says something
+// about the node, not about this tool.
+type Failures struct {
+	Own, Peer []error
+}
+
+func (f *Failures) Error() string {
+	return errors.Join(append(append([]error(nil), f.Own...), f.Peer...)...).Error()
 }
 
 type variantState struct {
@@ -69,8 +92,8 @@ type variantState struct {
 }
 
 // Run runs the bench and returns one result per workload and variant. The
-// error joins the failures of modes that could not complete (skipped modes
-// are not failures: their results say why they were skipped) and ctx's
+// error is a *Failures for modes that could not complete (skipped modes are
+// not failures: their results say why they were skipped), joined with ctx's
 // error when the run was interrupted; results hold what was measured.
 func (r *Runner) Run(ctx context.Context) ([]Result, error) {
 	if r.Rounds < 1 {
@@ -87,7 +110,15 @@ func (r *Runner) Run(ctx context.Context) ([]Result, error) {
 			}
 		}
 	}()
-	var failures []error
+	fail := &Failures{}
+	addFailure := func(st *variantState, err error) {
+		err = fmt.Errorf("%s: %w", st.v, err)
+		if IsPeer(st.v.Mode.Name()) {
+			fail.Peer = append(fail.Peer, err)
+		} else {
+			fail.Own = append(fail.Own, err)
+		}
+	}
 	for _, st := range states {
 		if ctx.Err() != nil {
 			break
@@ -97,7 +128,7 @@ func (r *Runner) Run(ctx context.Context) ([]Result, error) {
 			_ = st.v.Mode.Teardown()
 			st.err = err
 			if !IsSkip(err) {
-				failures = append(failures, fmt.Errorf("%s: %w", st.v, err))
+				addFailure(st, err)
 			}
 			continue
 		}
@@ -113,12 +144,41 @@ func (r *Runner) Run(ctx context.Context) ([]Result, error) {
 		}
 		return n
 	}
+	var base *variantState
+	floors := map[string]*variantState{}
+	for _, st := range states {
+		switch n := st.v.Mode.Name(); {
+		case n == "none" && base == nil:
+			base = st
+		case n == "audit-floor" || n == "ebpf-floor":
+			floors[n] = st
+		}
+	}
 	done, total := 0, len(r.Workloads)*r.Rounds*active()
 loop:
 	for wi, w := range r.Workloads {
 		for round := 1; round <= r.Rounds; round++ {
-			for _, st := range states {
+			var settled map[*variantState]bool
+			if round > r.minRounds() && base != nil {
+				settled = r.settled(states, base, w)
+				left := 0
+				for _, st := range states {
+					if st != base && st.ready && st.err == nil && !settled[st] {
+						left++
+					}
+				}
+				if left == 0 {
+					total -= (r.Rounds - round + 1) * active()
+					break
+				}
+			}
+			for k := range states {
+				st := states[(k+round-1)%len(states)]
 				if !st.ready || st.err != nil {
+					continue
+				}
+				if settled[st] {
+					total--
 					continue
 				}
 				if ctx.Err() != nil {
@@ -129,7 +189,7 @@ loop:
 				if err != nil && ctx.Err() == nil {
 					// A mode that failed once would fail again: drop it.
 					st.err = fmt.Errorf("%s round %d: %w", w.Name, round, err)
-					failures = append(failures, fmt.Errorf("%s: %w", st.v, st.err))
+					addFailure(st, st.err)
 					total -= (r.Rounds - round) + (len(r.Workloads)-wi-1)*r.Rounds
 				} else if err == nil {
 					st.samples[w] = append(st.samples[w], s)
@@ -142,18 +202,11 @@ loop:
 		}
 	}
 
-	var base *variantState
-	for _, st := range states {
-		if st.v.Mode.Name() == "none" {
-			base = st
-			break
-		}
-	}
 	var results []Result
 	for _, w := range r.Workloads {
 		for _, st := range states {
 			res := Result{Workload: w.Name, Mode: st.v.Mode.Name(), Storage: st.v.StorageLabel(),
-				EventsExpected: -1, EventsSeen: -1}
+				Count: w.Count, EventsExpected: -1, EventsSeen: -1}
 			if w.Known {
 				res.EventsExpected = w.Expected.Total()
 			}
@@ -180,6 +233,9 @@ loop:
 				}
 			}
 			Summarize(&res, samples, baseSamples)
+			if f := floors[FloorOf(res.Mode)]; f != nil {
+				SummarizeFloor(&res, f.v.Mode.Name(), samples, f.samples[w])
+			}
 			if st == base {
 				res.EventsSeen = -1
 			}
@@ -201,10 +257,54 @@ loop:
 			results = append(results, res)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		failures = append(failures, err)
+	if r.Sweep != nil && ctx.Err() == nil {
+		var ready []*variantState
+		for _, st := range states {
+			if st.ready && st.err == nil {
+				ready = append(ready, st)
+			}
+		}
+		r.SweepSteps = r.runSweep(ctx, ready, results)
 	}
-	return results, errors.Join(failures...)
+	var err error
+	if len(fail.Own)+len(fail.Peer) > 0 {
+		err = fail
+	}
+	if ctx.Err() != nil {
+		err = errors.Join(err, ctx.Err())
+	}
+	return results, err
+}
+
+func (r *Runner) minRounds() int {
+	if r.MinRounds < 1 || r.MinRounds > r.Rounds {
+		return r.Rounds
+	}
+	return r.MinRounds
+}
+
+// settled returns the variants that need no further round of w: those
+// whose ratio to none has an interval that lies above 1.0x, and floors
+// whose own interval does and whose backends are settled too.
+func (r *Runner) settled(states []*variantState, base *variantState, w *Workload) map[*variantState]bool {
+	out := map[*variantState]bool{}
+	for _, st := range states {
+		if st == base {
+			continue
+		}
+		lo, _, ok := RatioCI95(RoundRatios(st.samples[w], base.samples[w]))
+		out[st] = ok && lo > 1
+	}
+	for _, st := range states {
+		if f := FloorOf(st.v.Mode.Name()); f != "" && !out[st] && st.ready && st.err == nil {
+			for _, fl := range states {
+				if fl.v.Mode.Name() == f {
+					out[fl] = false
+				}
+			}
+		}
+	}
+	return out
 }
 
 // notes keeps the distinct parts of the samples' notes, in order, with the
@@ -259,6 +359,9 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	if r.Cgroup != nil {
 		run.CgroupID = r.Cgroup.ID
 	}
+	if v.Storage != nil {
+		run.LogCgroup = v.Storage.cgroup
+	}
 	tids := filepath.Join(r.WorkDir, "tids")
 	_ = os.Remove(tids)
 
@@ -282,6 +385,6 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	s.Round = round
 	s.Seen, s.Lost = obs.Seen, obs.Lost
 	s.TracerCPU, s.KauditdCPU, s.BacklogWait = obs.TracerCPU, obs.KauditdCPU, obs.BacklogWait
-	s.Note = obs.Note
+	s.Note, s.Label = obs.Note, obs.Label
 	return s, nil
 }

@@ -91,12 +91,14 @@ func TestRunnerInterleavesRounds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	// Round 2 starts one mode further down the list: no mode always runs
+	// right after the same other one.
 	want := []string{
 		"none setup", "a setup", "skipped setup", "skipped teardown",
 		"none start w1 r1", "none stop w1 r1", "a start w1 r1", "a stop w1 r1",
-		"none start w1 r2", "none stop w1 r2", "a start w1 r2", "a stop w1 r2",
+		"a start w1 r2", "a stop w1 r2", "none start w1 r2", "none stop w1 r2",
 		"none start w2 r1", "none stop w2 r1", "a start w2 r1", "a stop w2 r1",
-		"none start w2 r2", "none stop w2 r2", "a start w2 r2", "a stop w2 r2",
+		"a start w2 r2", "a stop w2 r2", "none start w2 r2", "none stop w2 r2",
 		"a teardown", "none teardown",
 	}
 	if strings.Join(*calls, "\n") != strings.Join(want, "\n") {
@@ -192,5 +194,43 @@ func TestRunnerInterrupted(t *testing.T) {
 	got := strings.Join(*calls, ",")
 	if !strings.HasSuffix(got, "none stop /bin/sleep 30 r1,none teardown") {
 		t.Errorf("calls = %s: want stop and teardown after Ctrl-C", got)
+	}
+}
+
+// Past MinRounds only the modes whose cost is still within noise run, with
+// the floor of any such backend.
+func TestRunnerSettled(t *testing.T) {
+	w := &Workload{Name: "w"}
+	mk := func(name string, ratios ...float64) *variantState {
+		st := &variantState{v: Variant{Mode: &fakeMode{name: name}}, ready: true, samples: map[*Workload][]Sample{}}
+		for i, x := range ratios {
+			st.samples[w] = append(st.samples[w], Sample{Round: i + 1, Elapsed: x})
+		}
+		return st
+	}
+	base := mk("none", 1, 1)
+	audit := mk("audit", 5, 5.5)       // settled: far above 1x
+	floor := mk("audit-floor", 4, 4.4) // settled, and so is its backend
+	ebpf := mk("ebpf", 1.02, 0.99)     // within noise: another round
+	efloor := mk("ebpf-floor", 3, 3.3) // settled, but ebpf is not
+	got := (&Runner{}).settled([]*variantState{base, audit, floor, ebpf, efloor}, base, w)
+	want := map[string]bool{"audit": true, "audit-floor": true, "ebpf": false, "ebpf-floor": false}
+	for _, st := range []*variantState{audit, floor, ebpf, efloor} {
+		if got[st] != want[st.v.Mode.Name()] {
+			t.Errorf("%s settled %v, want %v", st.v.Mode.Name(), got[st], want[st.v.Mode.Name()])
+		}
+	}
+}
+
+// A peer mode's failure is told apart from this tool's own.
+func TestRunnerPeerFailure(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	peer := &fakeMode{name: "bpftrace", failAt: 1}
+	vs, _ := newFakes(none, peer)
+	r := &Runner{Workloads: []*Workload{NewCommand([]string{"/bin/true"})}, Variants: vs, Rounds: 1, WorkDir: t.TempDir()}
+	_, err := r.Run(context.Background())
+	var f *Failures
+	if !errors.As(err, &f) || len(f.Own) != 0 || len(f.Peer) != 1 {
+		t.Errorf("err %v: want one peer failure", err)
 	}
 }

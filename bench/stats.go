@@ -21,6 +21,8 @@ type Sample struct {
 	// Seen is -1 when the mode cannot tell (none, or a log that rotated away).
 	Seen, Lost int64
 	Note       string
+	// Label is what the mode says it ran as, when its name does not say it.
+	Label string
 }
 
 // CPUPct is (user+sys)/elapsed in percent, as /usr/bin/time prints it.
@@ -81,11 +83,63 @@ func RoundRatios(samples, base []Sample) []float64 {
 	return out
 }
 
+// tQuantile975 is the 97.5% quantile of Student's t distribution by degrees
+// of freedom (1 to 30), for 95% two-sided intervals.
+var tQuantile975 = []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+func tQuantile(df int) float64 {
+	switch {
+	case df < 1:
+		return math.NaN()
+	case df < len(tQuantile975):
+		return tQuantile975[df]
+	case df < 60:
+		return 2.021
+	case df < 120:
+		return 2.000
+	}
+	return 1.960
+}
+
+// RatioCI95 is a 95% confidence interval of a ratio from its per-round
+// values: Student's t interval of the mean of their logarithms, turned back
+// into ratios. Logarithms because a ratio's noise is multiplicative (a round
+// 10% slower is 1.1x, one 10% faster 0.91x), and the interval stays
+// positive. Rounds are few, so t rather than a normal or bootstrap interval:
+// with 2 or 3 rounds it is wide, as it should be. ok is false with fewer
+// than 2 values.
+func RatioCI95(ratios []float64) (lo, hi float64, ok bool) {
+	var logs []float64
+	for _, r := range ratios {
+		if r > 0 && !math.IsNaN(r) && !math.IsInf(r, 0) {
+			logs = append(logs, math.Log(r))
+		}
+	}
+	n := len(logs)
+	if n < 2 {
+		return 0, 0, false
+	}
+	mean := 0.0
+	for _, l := range logs {
+		mean += l
+	}
+	mean /= float64(n)
+	ss := 0.0
+	for _, l := range logs {
+		ss += (l - mean) * (l - mean)
+	}
+	half := tQuantile(n-1) * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+	return math.Exp(mean - half), math.Exp(mean + half), true
+}
+
 // Summarize turns the samples of one workload and mode into a result row:
 // medians of the times, min and max elapsed, the median of the per-round
-// ratios to base (nil base: the row is the baseline, ratio 1), medians of
-// the tracer's CPU, and events seen as the smallest count of any round and
-// lost as the largest, so that one bad round is never hidden by the others.
+// ratios to base (nil base: the row is the baseline, ratio 1) and their 95%
+// interval, medians of the tracer's CPU, and events seen as the smallest
+// count of any round and lost as the largest, so that one bad round is
+// never hidden by the others.
 func Summarize(r *Result, samples, base []Sample) {
 	var el, us, sy, pct, tcpu, kcpu []float64
 	seen, lost := int64(-1), int64(0)
@@ -111,11 +165,44 @@ func Summarize(r *Result, samples, base []Sample) {
 	r.ElapsedMinS, r.ElapsedMaxS = MinMax(el)
 	if base == nil {
 		r.RatioElapsed = 1
+		r.RatioCI95 = []float64{1, 1}
+		r.Noise = true
 	} else {
-		r.RatioElapsed = Median(RoundRatios(samples, base))
+		ratios := RoundRatios(samples, base)
+		r.RatioElapsed = Median(ratios)
+		r.RatioCI95, r.Noise = interval(ratios)
+	}
+	for _, s := range samples {
+		if s.Label != "" {
+			r.Label = s.Label
+		}
 	}
 	r.TracerCPUS = Median(tcpu)
 	r.KauditdCPUS = Median(kcpu)
 	r.EventsSeen = seen
 	r.EventsLost = lost
+}
+
+// interval is RatioCI95 as a result row holds it, and whether it contains
+// 1.0; without an interval (one round) nothing is significant.
+func interval(ratios []float64) ([]float64, bool) {
+	lo, hi, ok := RatioCI95(ratios)
+	if !ok {
+		return nil, true
+	}
+	return []float64{round4(lo), round4(hi)}, lo <= 1 && 1 <= hi
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// SummarizeFloor adds to r the ratio to floor, the samples of the mode
+// that is r's lower bound, round by round as the ratio to none.
+func SummarizeFloor(r *Result, floor string, samples, floorSamples []Sample) {
+	ratios := RoundRatios(samples, floorSamples)
+	if len(ratios) == 0 {
+		return
+	}
+	r.Floor = floor
+	r.RatioFloor = Median(ratios)
+	r.RatioFloorCI95, _ = interval(ratios)
 }

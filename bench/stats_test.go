@@ -148,3 +148,47 @@ func TestTableFlagsLoss(t *testing.T) {
 		}
 	}
 }
+
+// The 95% interval is Student's t on the logarithms of the per-round
+// ratios: wide with two rounds, narrower with more, never below zero.
+func TestRatioCI95(t *testing.T) {
+	if _, _, ok := RatioCI95([]float64{1.2}); ok {
+		t.Error("an interval from one round")
+	}
+	// Logs ln 1.1 and ln 1.3: mean 0.1788, sd 0.1181, se 0.0835, t(1) 12.706.
+	lo, hi, ok := RatioCI95([]float64{1.1, 1.3})
+	if !ok || math.Abs(lo-0.4138) > 1e-3 || math.Abs(hi-3.456) > 1e-3 {
+		t.Errorf("two rounds: %v..%v", lo, hi)
+	}
+	lo5, hi5, _ := RatioCI95([]float64{1.1, 1.3, 1.2, 1.15, 1.25})
+	if !(lo5 > 1 && hi5 < 1.35 && lo5 < 1.2 && hi5 > 1.2) {
+		t.Errorf("five rounds: %v..%v, want around 1.2 and above 1", lo5, hi5)
+	}
+	if lo, hi, _ := RatioCI95([]float64{2, 2, 2}); lo != 2 || hi != 2 {
+		t.Errorf("identical rounds: %v..%v", lo, hi)
+	}
+}
+
+func TestSummarizeInterval(t *testing.T) {
+	base := []Sample{{Round: 1, Elapsed: 1}, {Round: 2, Elapsed: 1}, {Round: 3, Elapsed: 1}}
+	var r Result
+	Summarize(&r, []Sample{{Round: 1, Elapsed: 0.97}, {Round: 2, Elapsed: 1.02}, {Round: 3, Elapsed: 0.99}}, base)
+	if len(r.RatioCI95) != 2 || !r.Noise {
+		t.Errorf("a cost of -1%% within noise: %+v", r)
+	}
+	r = Result{}
+	Summarize(&r, []Sample{{Round: 1, Elapsed: 3}, {Round: 2, Elapsed: 3.1}, {Round: 3, Elapsed: 2.9}}, base)
+	if r.Noise || r.RatioCI95[0] <= 1 {
+		t.Errorf("3x is not noise: %+v", r)
+	}
+	floor := []Sample{{Round: 1, Elapsed: 2.5}, {Round: 2, Elapsed: 2.6}, {Round: 3, Elapsed: 2.4}}
+	SummarizeFloor(&r, "audit-floor", []Sample{{Round: 1, Elapsed: 3}, {Round: 2, Elapsed: 3.1}, {Round: 3, Elapsed: 2.9}}, floor)
+	if r.Floor != "audit-floor" || math.Abs(r.RatioFloor-1.2) > 1e-9 || len(r.RatioFloorCI95) != 2 {
+		t.Errorf("ratio to floor: %+v", r)
+	}
+	r = Result{}
+	Summarize(&r, []Sample{{Round: 1, Elapsed: 2}}, base)
+	if r.RatioCI95 != nil || !r.Noise {
+		t.Errorf("one round: %+v, want no interval and noise", r)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,8 +23,8 @@ import (
 // The simulated HDD: what a 7200 rpm disk sustains for small synchronous
 // writes and for streaming.
 const (
-	hddWriteIOPS = 150
-	hddWriteBPS  = 100 << 20
+	hddIOPS      = 150
+	hddBPS       = 100 << 20
 	hddImageSize = 4 << 30 // sparse: only what is written takes space
 )
 
@@ -35,12 +36,18 @@ type Storage struct {
 	Dir   string
 	Desc  string // the device under Dir and how it behaves
 	undo  []func() error
+	// cgroup, when set, is where the log writers must run for the
+	// simulated disk's throttle to apply (cgroup v2).
+	cgroup *Cgroup
 }
 
 // OpenStorage prepares a log directory of the given kind: "ssd" (a
 // directory on the root disk), "hdd" (a rotational disk when the node has
 // one, else a simulated one) or "dir" (logDir as given). Close undoes it.
-func OpenStorage(kind, logDir string) (s *Storage, err error) {
+// record is told, before they change, which cgroup controllers the
+// simulated disk enables on the node, so that `tracer cleanup` can disable
+// them again should bench be killed.
+func OpenStorage(kind, logDir string, record func(enabled []string) error) (s *Storage, err error) {
 	s = &Storage{Kind: kind}
 	defer func() {
 		if err != nil {
@@ -84,7 +91,7 @@ func OpenStorage(kind, logDir string) (s *Storage, err error) {
 			}
 		}
 		s.Kind, s.Label = "hdd-simulated", "hdd-simulated"
-		if err := s.simulateHDD(); err != nil {
+		if err := s.simulateHDD(record); err != nil {
 			return nil, err
 		}
 		return s, nil
@@ -110,14 +117,27 @@ func (s *Storage) Close() error {
 }
 
 // simulateHDD makes a loop device on a sparse file, formats it ext4, mounts
-// it and throttles its writes in the root blkio cgroup (v1), so that every
-// writer -- the tracer, auditd, the page cache flusher and the ext4 journal
-// thread -- meets a disk of hddWriteIOPS and hddWriteBPS. The device is the
-// bench's own: nothing else on the node is slowed.
-func (s *Storage) simulateHDD() error {
-	blkio := cgroupV1Mount("blkio")
-	if blkio == "" {
-		return tracer.Usagef("cannot simulate an HDD: no blkio cgroup (v1) controller is mounted; give --log-dir on a real disk instead")
+// it and throttles it to what a 7200 rpm disk sustains, with what the node
+// has:
+//
+//   - cgroup v2 (RHEL 9, every v2-only node): io.max (rbps, wbps, riops,
+//     wiops) on the loop device in a cgroup of bench's own, where the log
+//     writers (tracer watch, bench's auditd) run. The memory controller is
+//     enabled with io where the node has it, so that the page cache's
+//     writeback of their logs is charged, and throttled, there too.
+//   - cgroup v1 blkio (RHEL 7 and 8): the write throttles of the root blkio
+//     cgroup on the loop device, which every writer meets -- the tracer,
+//     auditd, the page cache flusher and the ext4 journal thread.
+//
+// The device is the bench's own: nothing else on the node is slowed.
+func (s *Storage) simulateHDD(record func([]string) error) error {
+	v2 := cgroupV2Mount()
+	useV2 := v2 != "" && slices.Contains(cgroupControllers(v2), "io")
+	blkio := ""
+	if !useV2 {
+		if blkio = cgroupV1Mount("blkio"); blkio == "" {
+			return tracer.Usagef("cannot simulate an HDD: this node has neither the io controller of cgroup v2 nor the blkio controller of cgroup v1; give --log-dir on a real disk instead")
+		}
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -180,30 +200,117 @@ func (s *Storage) simulateHDD() error {
 		return fmt.Errorf("reading device number of %s: %w", loop, err)
 	}
 	dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
-	limits := map[string]string{
-		"blkio.throttle.write_iops_device": strconv.Itoa(hddWriteIOPS),
-		"blkio.throttle.write_bps_device":  strconv.Itoa(hddWriteBPS),
-	}
-	for _, file := range []string{"blkio.throttle.write_iops_device", "blkio.throttle.write_bps_device"} {
-		path := filepath.Join(blkio, file)
-		if err := os.WriteFile(path, []byte(dev+" "+limits[file]), 0); err != nil {
-			return fmt.Errorf("throttling %s in %s: %w", loop, path, err)
+	how := ""
+	if useV2 {
+		if how, err = s.throttleV2(v2, dev, record); err != nil {
+			return err
 		}
-		s.undo = append(s.undo, func() error {
-			if err := os.WriteFile(path, []byte(dev+" 0"), 0); err != nil {
-				return fmt.Errorf("removing throttle of %s from %s: %w", loop, path, err)
+	} else {
+		limits := map[string]string{
+			"blkio.throttle.write_iops_device": strconv.Itoa(hddIOPS),
+			"blkio.throttle.write_bps_device":  strconv.Itoa(hddBPS),
+		}
+		for _, file := range []string{"blkio.throttle.write_iops_device", "blkio.throttle.write_bps_device"} {
+			path := filepath.Join(blkio, file)
+			if err := os.WriteFile(path, []byte(dev+" "+limits[file]), 0); err != nil {
+				return fmt.Errorf("throttling %s in %s: %w", loop, path, err)
 			}
-			return nil
-		})
+			s.undo = append(s.undo, func() error {
+				if err := os.WriteFile(path, []byte(dev+" 0"), 0); err != nil {
+					return fmt.Errorf("removing throttle of %s from %s: %w", loop, path, err)
+				}
+				return nil
+			})
+		}
+		how = fmt.Sprintf("throttled to %d write IOPS and %d MB/s in the root blkio cgroup (v1)", hddIOPS, hddBPS>>20)
 	}
 	dir := filepath.Join(mnt, "logs")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("making log directory: %w", err)
 	}
 	s.Dir = dir
-	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) throttled to %d write IOPS and %d MB/s in the blkio cgroup",
-		loop, diskOf(base).name, hddWriteIOPS, hddWriteBPS>>20)
+	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) %s", loop, diskOf(base).name, how)
 	return nil
+}
+
+// throttleV2 makes the log writers' cgroup with io.max on device dev,
+// enabling the io (and memory) controllers in the root cgroup first where
+// they are not.
+func (s *Storage) throttleV2(root, dev string, record func([]string) error) (string, error) {
+	want := []string{"io"}
+	if slices.Contains(cgroupControllers(root), "memory") {
+		want = append(want, "memory")
+	}
+	enabled := cgroupSubtree(root)
+	var enable []string
+	for _, c := range want {
+		if !slices.Contains(enabled, c) {
+			enable = append(enable, c)
+		}
+	}
+	if len(enable) > 0 {
+		if record != nil {
+			if err := record(enable); err != nil {
+				return "", err
+			}
+		}
+		if err := writeSubtree(root, "+", enable); err != nil {
+			return "", fmt.Errorf("enabling the %s controllers in %s: %w", strings.Join(enable, " and "), root, err)
+		}
+		s.undo = append(s.undo, func() error {
+			_, err := disableControllers(root, enable)
+			return err
+		})
+	}
+	cg, err := newCgroupAt(filepath.Join(root, fmt.Sprintf("tracer-bench-io-%d", os.Getpid())))
+	if err != nil {
+		return "", err
+	}
+	s.undo = append(s.undo, cg.Close)
+	limit := fmt.Sprintf("%s rbps=%d wbps=%d riops=%d wiops=%d", dev, hddBPS, hddBPS, hddIOPS, hddIOPS)
+	if err := os.WriteFile(filepath.Join(cg.Path, "io.max"), []byte(limit), 0); err != nil {
+		return "", fmt.Errorf("throttling %s in %s: %w", dev, cg.Path, err)
+	}
+	s.cgroup = cg
+	return fmt.Sprintf("throttled to %d IOPS and %d MB/s by io.max in cgroup %s (v2), where the log writers run",
+		hddIOPS, hddBPS>>20, strings.TrimPrefix(cg.Path, root)), nil
+}
+
+func cgroupControllers(root string) []string {
+	b, _ := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	return strings.Fields(string(b))
+}
+
+func cgroupSubtree(root string) []string {
+	b, _ := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	return strings.Fields(string(b))
+}
+
+func writeSubtree(root, sign string, ctrls []string) error {
+	var parts []string
+	for _, c := range ctrls {
+		parts = append(parts, sign+c)
+	}
+	return os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(strings.Join(parts, " ")), 0)
+}
+
+// disableControllers disables ctrls in root's subtree_control where they
+// are still enabled, and says what it did.
+func disableControllers(root string, ctrls []string) ([]string, error) {
+	enabled := cgroupSubtree(root)
+	var on []string
+	for _, c := range ctrls {
+		if slices.Contains(enabled, c) {
+			on = append(on, c)
+		}
+	}
+	if len(on) == 0 {
+		return nil, nil
+	}
+	if err := writeSubtree(root, "-", on); err != nil {
+		return nil, fmt.Errorf("disabling the %s controllers bench enabled in %s: %w", strings.Join(on, " and "), root, err)
+	}
+	return []string{"disabled the cgroup controllers " + strings.Join(on, ", ") + " bench had enabled"}, nil
 }
 
 // stalePrefix names bench's directories under /var/tmp after its pid, so

@@ -3,18 +3,32 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
 
-// WriteTable prints results as the seed printed its figures (elapsed, user,
-// sys, CPU% of the workload), one row per workload, mode and storage, with
-// the ratio to none, the watcher's own CPU and events expected, seen and
+// WriteTable prints results one row per workload, mode and storage: the
+// workload's elapsed, user, sys and CPU% as /usr/bin/time prints them, the
+// ratio to none with its 95% interval ("noise" when that interval holds
+// 1.00x: the run cannot tell the mode's cost from none), the ratio to the
+// mode's floor, events expected, seen and lost, the watcher's own CPU and,
+// after a --sweep, the highest event rate the mode delivered with nothing
 // lost. A mode that loses or misses events says so right after its ratio.
 // Notes follow the table.
 func WriteTable(out io.Writer, results []Result) error {
+	sweep := false
+	for _, r := range results {
+		if r.MaxEventsPerS != nil {
+			sweep = true
+		}
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tMODE\tSTORAGE\tELAPSED\tMIN..MAX\tUSER\tSYS\tCPU\tRATIO\t\tEVENTS EXP/SEEN/LOST\tTRACER CPU")
+	head := "WORKLOAD\tMODE\tSTORAGE\tELAPSED\tMIN..MAX\tUSER\tSYS\tCPU\tRATIO\t95% INTERVAL\t\tVS FLOOR\tEVENTS EXP/SEEN/LOST\tTRACER CPU"
+	if sweep {
+		head += "\tMAX EVENTS/S"
+	}
+	fmt.Fprintln(tw, head)
 	var notes []string
 	for _, r := range results {
 		storage := r.Storage
@@ -26,15 +40,19 @@ func WriteTable(out io.Writer, results []Result) error {
 			if strings.HasPrefix(r.Skipped, "failed") {
 				what = "FAILED"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\n", r.Workload, r.Mode, storage, what)
-			notes = append(notes, fmt.Sprintf("%s %s: %s", r.Workload, r.Mode, r.Skipped))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\n", r.Workload, r.Name(), storage, what)
+			notes = append(notes, fmt.Sprintf("%s %s: %s", r.Workload, r.Name(), r.Skipped))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%.2f..%.2f\t%.2f\t%.2f\t%.0f%%\t%.2fx\t%s\t%s\t%s\n",
-			r.Workload, r.Mode, storage, r.ElapsedS, r.ElapsedMinS, r.ElapsedMaxS, r.UserS, r.SysS, r.CPUPct,
-			r.RatioElapsed, lossFlag(r), events(r), tracerCPU(r))
+		line := fmt.Sprintf("%s\t%s\t%s\t%.2fs\t%.2f..%.2f\t%.2f\t%.2f\t%.0f%%\t%.2fx\t%s\t%s\t%s\t%s\t%s",
+			r.Workload, r.Name(), storage, r.ElapsedS, r.ElapsedMinS, r.ElapsedMaxS, r.UserS, r.SysS, r.CPUPct,
+			r.RatioElapsed, intervalCell(r), lossFlag(r), floorCell(r), events(r), tracerCPU(r))
+		if sweep {
+			line += "\t" + maxRateCell(r)
+		}
+		fmt.Fprintln(tw, line)
 		if r.Note != "" {
-			label := r.Workload + " " + r.Mode
+			label := r.Workload + " " + r.Name()
 			if r.Storage != "" {
 				label += "@" + r.Storage
 			}
@@ -44,12 +62,114 @@ func WriteTable(out io.Writer, results []Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	notes = append(notes, "ratio: median of the per-round ratios to none; 95% interval: Student's t on their logarithms; "+
+		"noise: the interval holds 1.00x, so this run cannot tell the cost from none")
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(out, "  "+n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// intervalCell is a row's 95% interval, with "noise" when it holds 1.00x.
+func intervalCell(r Result) string {
+	if r.Mode == "none" {
+		return "-"
+	}
+	if len(r.RatioCI95) != 2 {
+		return "n/a (1 round) noise"
+	}
+	s := fmt.Sprintf("%.2f-%.2f", r.RatioCI95[0], r.RatioCI95[1])
+	if r.Noise {
+		s += " noise"
+	}
+	return s
+}
+
+// floorCell is a row's ratio to its floor and that ratio's interval.
+func floorCell(r Result) string {
+	if r.Floor == "" || r.RatioFloor == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%.2fx", r.RatioFloor)
+	if len(r.RatioFloorCI95) == 2 {
+		s += fmt.Sprintf(" (%.2f-%.2f)", r.RatioFloorCI95[0], r.RatioFloorCI95[1])
+	}
+	return s
+}
+
+func maxRateCell(r Result) string {
+	if r.MaxEventsPerS == nil {
+		return "-"
+	}
+	return FormatRate(*r.MaxEventsPerS, r.MaxEventsLimit)
+}
+
+// FormatRate writes a sweep ceiling: "410k/s", ">= 560k/s" when the
+// workload itself could go no faster, "< 20k/s" when even the first step
+// lost events.
+func FormatRate(v float64, limit string) string {
+	switch {
+	case limit == "workload":
+		return ">=" + humanRate(v)
+	case v <= 0:
+		return "lost at every rate"
+	}
+	return humanRate(v)
+}
+
+func humanRate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM/s", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk/s", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk/s", v/1e3)
+	}
+	return fmt.Sprintf("%.0f/s", math.Round(v))
+}
+
+// WriteSweepTable prints the sweep's steps: per workload and asked rate,
+// the rate each mode reached and what it lost.
+func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "SWEEP: the rate each mode reached at each asked rate (events/s; LOST: events lost or missed)")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tMODE\tSTORAGE\tASKED\tREACHED\tEVENTS\tLOST")
+	for _, s := range steps {
+		storage := s.Storage
+		if storage == "" {
+			storage = "-"
+		}
+		name := s.Mode
+		if s.Label != "" {
+			name = s.Label
+		}
+		lost := fmt.Sprint(s.Lost)
+		switch {
+		case s.Err != "":
+			lost = "FAILED: " + s.Err
+		case s.Seen >= 0 && s.Seen < s.Events:
+			lost = fmt.Sprintf("%d (missed %d)", s.Lost, s.Events-s.Seen)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Workload, name, storage, humanRate(s.TargetPerS), humanRate(s.PerS), s.Events, lost)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "CEILING: the highest rate delivered with nothing lost")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, r := range results {
+		if r.MaxEventsPerS == nil {
+			continue
+		}
+		why := map[string]string{"lost": "the next step lost events", "slowed": "the mode held the workload below the asked rate",
+			"workload": "the workload could go no faster"}[r.MaxEventsLimit]
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Workload, r.ModeLabel(), maxRateCell(r), why)
+	}
+	return tw.Flush()
 }
 
 // lossFlag is what stands next to a mode's ratio when it did not see

@@ -50,35 +50,38 @@ var execStormScript []byte
 
 type builtin struct {
 	name, desc string
-	def, quick int64
-	script     []byte
-	expected   func(n int64) Counts
-	goRuntime  bool
-	countNoun  string
+	// start is the count calibration begins with: small enough to run in
+	// well under a tenth of a second anywhere.
+	start     int64
+	script    []byte
+	expected  func(n int64) Counts
+	goRuntime bool
+	countNoun string
 }
 
-// The built-in workloads of SPEC.md. Each expected count includes the exec
-// of the workload's first process (sh, or this binary), which every mode
-// sees because watching starts before the workload is spawned.
+// The built-in workloads. Each expected count includes the exec of the
+// workload's first process (sh, or this binary), which every mode sees
+// because watching starts before the workload is spawned. Counts are not
+// fixed: bench sizes each workload by time (see Calibrate).
 var builtins = []builtin{
 	{
-		name: "cis-shell", desc: "the seed's CIS check loop in sh (6 forks, 4 execs per iteration)",
-		def: 300, quick: 30, script: cisShellScript, countNoun: "iterations",
+		name: "cis-shell", desc: "a CIS benchmark check loop in sh (6 forks, 4 execs per iteration)",
+		start: 3, script: cisShellScript, countNoun: "iterations",
 		expected: func(n int64) Counts { return Counts{Exec: 1 + 4*n, Fork: 6 * n} },
 	},
 	{
 		name: "signal-storm", desc: "kill(getpid(), SIGUSR1) in a tight loop, SIGUSR1 ignored",
-		def: 200000, quick: 50000, goRuntime: true, countNoun: "kills",
+		start: 10000, goRuntime: true, countNoun: "kills",
 		expected: func(n int64) Counts { return Counts{Exec: 1, Signal: n} },
 	},
 	{
 		name: "syscall-tax", desc: "getppid() in a tight loop: a syscall no rule names",
-		def: 3000000, quick: 500000, goRuntime: true, countNoun: "getppid calls",
+		start: 50000, goRuntime: true, countNoun: "getppid calls",
 		expected: func(n int64) Counts { return Counts{Exec: 1} },
 	},
 	{
 		name: "exec-storm", desc: "sh spawning /bin/true in a loop (1 fork, 1 exec each)",
-		def: 2000, quick: 200, script: execStormScript, countNoun: "spawns",
+		start: 20, script: execStormScript, countNoun: "spawns",
 		expected: func(n int64) Counts { return Counts{Exec: 1 + n, Fork: n} },
 	},
 }
@@ -92,55 +95,75 @@ func Builtins() []string {
 	return names
 }
 
-// DefaultCount is a built-in workload's count (iterations, kills, calls,
-// spawns) for a full or a --quick run, or 0 for an unknown name.
-func DefaultCount(name string, quick bool) int64 {
+func findBuiltin(name string) (builtin, bool) {
 	for _, b := range builtins {
 		if b.name == name {
-			if quick {
-				return b.quick
-			}
-			return b.def
+			return b, true
 		}
 	}
-	return 0
+	return builtin{}, false
 }
 
-// NewBuiltin returns the built-in workload name with count n (0: the
-// default). self is this program (for the Go loops), dir a directory to
-// write the shell scripts to.
-func NewBuiltin(name string, n int64, quick bool, self, dir string) (*Workload, error) {
-	for _, b := range builtins {
-		if b.name != name {
-			continue
-		}
-		if n <= 0 {
-			n = DefaultCount(name, quick)
-		}
-		w := &Workload{
-			Name: name, Desc: fmt.Sprintf("%s; %d %s", b.desc, n, b.countNoun),
-			Count: n, Expected: b.expected(n), Known: true, GoRuntime: b.goRuntime,
-		}
-		count := strconv.FormatInt(n, 10)
-		if b.script != nil {
-			path := filepath.Join(dir, name+".sh")
-			if err := os.WriteFile(path, b.script, 0o644); err != nil {
-				return nil, fmt.Errorf("writing workload script: %w", err)
-			}
-			// /bin/sh as the seed ran it: dash on Debian, bash on RHEL; the
-			// scripts make the same processes in both.
-			w.argv = func(string) []string { return []string{"/bin/sh", path, count} }
-		} else {
-			// Async preemption would make the runtime signal its own threads
-			// (tgkill SIGURG): events no workload asked for.
-			w.Env = []string{"GODEBUG=asyncpreemptoff=1"}
-			w.argv = func(tids string) []string {
-				return []string{self, "bench", "workload", name, "--count", count, "--tids", tids}
-			}
-		}
-		return w, nil
+// StartCount is the count a built-in workload's calibration begins with,
+// or 0 for an unknown name.
+func StartCount(name string) int64 {
+	b, _ := findBuiltin(name)
+	return b.start
+}
+
+// NewBuiltin returns the built-in workload name with count n (0: its
+// calibration's starting count). self is this program (for the Go loops),
+// dir a directory to write the shell scripts to.
+func NewBuiltin(name string, n int64, self, dir string) (*Workload, error) {
+	b, ok := findBuiltin(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown workload %q: use %s, or give a command after --", name, strings.Join(Builtins(), ", "))
 	}
-	return nil, fmt.Errorf("unknown workload %q: use %s, or give a command after --", name, strings.Join(Builtins(), ", "))
+	if n <= 0 {
+		n = b.start
+	}
+	w := &Workload{
+		Name: name, Desc: fmt.Sprintf("%s; %d %s", b.desc, n, b.countNoun),
+		Count: n, Expected: b.expected(n), Known: true, GoRuntime: b.goRuntime,
+	}
+	count := strconv.FormatInt(n, 10)
+	if b.script != nil {
+		path := filepath.Join(dir, name+".sh")
+		if err := os.WriteFile(path, b.script, 0o644); err != nil {
+			return nil, fmt.Errorf("writing workload script: %w", err)
+		}
+		// /bin/sh as the node has it: dash on Debian, bash on RHEL; the
+		// scripts make the same processes in both.
+		w.argv = func(string) []string { return []string{"/bin/sh", path, count} }
+	} else {
+		w.Env = goLoopEnv
+		w.argv = func(tids string) []string {
+			return []string{self, "bench", "workload", name, "--count", count, "--tids", tids}
+		}
+	}
+	return w, nil
+}
+
+// Async preemption would make the runtime signal its own threads (tgkill
+// SIGURG): events no workload asked for.
+var goLoopEnv = []string{"GODEBUG=asyncpreemptoff=1"}
+
+// NewPaced returns the sweep's form of signal-storm or exec-storm: n
+// events at rate events a second, from a Go loop of this program.
+func NewPaced(name string, n int64, rate float64, self string) (*Workload, error) {
+	b, ok := findBuiltin(name)
+	if !ok || (name != "signal-storm" && name != "exec-storm") {
+		return nil, fmt.Errorf("no paced form of workload %q: the sweep runs signal-storm and exec-storm", name)
+	}
+	count := strconv.FormatInt(n, 10)
+	r := strconv.FormatFloat(rate, 'f', 0, 64)
+	return &Workload{
+		Name: name, Desc: fmt.Sprintf("%s, paced at %s/s; %d %s", b.desc, r, n, b.countNoun),
+		Count: n, Expected: b.expected(n), Known: true, GoRuntime: true, Env: goLoopEnv,
+		argv: func(tids string) []string {
+			return []string{self, "bench", "workload", name, "--count", count, "--rate", r, "--tids", tids}
+		},
+	}, nil
 }
 
 // NewCommand returns a workload that runs argv. Its events are not known in

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -19,14 +20,17 @@ import (
 )
 
 type benchOptions struct {
-	workloads string
-	modes     string
-	rounds    int
-	out       string
-	quick     bool
-	storage   string
-	logDir    string
-	count     int64
+	workloads     string
+	modes         string
+	rounds        int
+	out           string
+	quick         bool
+	storage       string
+	logDir        string
+	count         int64
+	target        time.Duration
+	sweep         bool
+	restartAuditd bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -57,13 +61,17 @@ func newBenchCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.workloads, "workload", "", "built-in workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default all)")
-	fl.StringVar(&o.modes, "modes", strings.Join(bench.DefaultModes, ","), "modes, comma-separated: "+strings.Join(bench.ModeNames, ", "))
-	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default %d, --quick %d)", bench.DefaultRounds, bench.QuickRounds))
+	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out ebpf-syscalls)")
+	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default: %d to %d, --quick %d to %d; past the first, only for modes whose cost is still within noise)",
+		bench.DefaultMinRounds, bench.DefaultRounds, bench.QuickMinRounds, bench.QuickRounds))
 	fl.StringVar(&o.out, "out", "", "write the result file (JSON) to FILE")
-	fl.BoolVar(&o.quick, "quick", false, "a run of about a minute: fewer rounds, smaller counts")
+	fl.BoolVar(&o.quick, "quick", false, fmt.Sprintf("a short run: %d to %d rounds, workloads sized to %s untraced", bench.QuickMinRounds, bench.QuickRounds, bench.QuickTarget))
 	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
 	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")
-	fl.Int64Var(&o.count, "count", 0, "override the workloads' count (iterations, kills, calls, spawns)")
+	fl.Int64Var(&o.count, "count", 0, "fix the workloads' count (iterations, kills, calls, spawns) instead of sizing them by --target")
+	fl.DurationVar(&o.target, "target", 0, fmt.Sprintf("size each built-in workload so that its untraced run lasts at least this long (default %s, --quick %s)", bench.DefaultTarget, bench.QuickTarget))
+	fl.BoolVar(&o.sweep, "sweep", false, "also raise the event rate of signal-storm and exec-storm step by step: each mode's highest rate with nothing lost")
+	fl.BoolVar(&o.restartAuditd, "restart-auditd", false, "stop the node's running auditd for the bench (a private one per run in mode auditd) and start it again after")
 	cmd.AddCommand(newWorkloadCmd())
 	return cmd
 }
@@ -97,11 +105,12 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	defer stop()
 
 	prog := newBenchProgress()
-	b, err := bench.Prepare(bench.Options{
-		Workloads: splitList(o.workloads), Command: command, Count: o.count,
+	b, err := bench.Prepare(ctx, bench.Options{
+		Workloads: splitList(o.workloads), Command: command, Count: o.count, Target: o.target,
 		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
-		Storage: splitList(o.storage), LogDir: o.logDir, Self: self,
-		Progress: prog.update,
+		Storage: splitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
+		Self: self, Progress: prog.update,
+		Log: func(s string) { fmt.Fprintf(os.Stderr, "tracer: %s\n", s) },
 	})
 	if err != nil {
 		return err
@@ -127,6 +136,11 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	if err := bench.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
+	if steps := b.Runner.SweepSteps; len(steps) > 0 {
+		if err := bench.WriteSweepTable(os.Stdout, results, steps); err != nil {
+			return err
+		}
+	}
 	if ctx.Err() != nil {
 		return errors.New("interrupted: rules, probes and daemons are removed; no result file written")
 	}
@@ -135,10 +149,21 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 		if ferr != nil {
 			fmt.Fprintf(os.Stderr, "tracer: reading node facts: %v\n", ferr)
 		}
-		if err := bench.WriteFile(o.out, &bench.File{Schema: bench.Schema, Node: facts, Results: results}); err != nil {
+		info := b.Info
+		if err := bench.WriteFile(o.out, &bench.File{Schema: bench.Schema, Node: facts, Run: &info,
+			Results: results, Sweep: b.Runner.SweepSteps}); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "tracer: results written to %s\n", o.out)
+	}
+	// A peer tool that failed (auditd could not keep up, bpftrace missing a
+	// probe) is a finding about the node: listed, not a failed bench.
+	var fail *bench.Failures
+	if errors.As(runErr, &fail) && len(fail.Own) == 0 {
+		for _, e := range fail.Peer {
+			fmt.Fprintf(os.Stderr, "tracer: peer mode failed (this tool's modes are measured): %v\n", e)
+		}
+		return nil
 	}
 	return runErr
 }
@@ -165,6 +190,18 @@ func newBenchProgress() *benchProgress {
 
 func (p *benchProgress) update(u bench.Progress) {
 	line := fmt.Sprintf("%s %s round %d", u.Workload, u.Variant, u.Round)
+	if u.Total < 0 { // the sweep: its length depends on where modes reach their ceiling
+		line = fmt.Sprintf("%s %s", u.Workload, u.Variant)
+		if p.bar != nil {
+			_ = p.bar.Clear()
+		}
+		if u.Err != nil {
+			fmt.Fprintf(os.Stderr, "tracer: %s: %v\n", line, u.Err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "tracer: %s: %.2fs (seen %d, lost %d)\n", line, u.Sample.Elapsed, u.Sample.Seen, u.Sample.Lost)
+		return
+	}
 	if p.bar != nil {
 		p.bar.ChangeMax(u.Total)
 		p.bar.Describe(line)

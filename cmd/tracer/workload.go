@@ -8,13 +8,15 @@ import (
 )
 
 // newWorkloadCmd is the hidden `tracer bench workload` command that runs the
-// Go loops of bench's built-in workloads (signal-storm, syscall-tax) as a
-// process of their own. It hangs under bench, which owns it.
+// Go loops of bench's built-in workloads (signal-storm, syscall-tax, and
+// the sweep's paced exec-storm) as a process of their own. It hangs under
+// bench, which owns it.
 func newWorkloadCmd() *cobra.Command {
 	var count int64
+	var rate float64
 	var tids string
 	cmd := &cobra.Command{
-		Use:          "workload signal-storm|syscall-tax --count N",
+		Use:          "workload signal-storm|syscall-tax|exec-storm --count N [--rate R]",
 		Short:        "Run a built-in bench workload loop (used by tracer bench)",
 		Hidden:       true,
 		Args:         cobra.ExactArgs(1),
@@ -23,10 +25,14 @@ func newWorkloadCmd() *cobra.Command {
 			if count < 0 {
 				return tracer.Usagef("--count must not be negative")
 			}
-			return bench.RunLoop(args[0], count, tids)
+			if rate < 0 {
+				return tracer.Usagef("--rate must not be negative")
+			}
+			return bench.RunLoop(args[0], count, rate, tids)
 		},
 	}
-	cmd.Flags().Int64Var(&count, "count", 0, "how many kills or calls")
+	cmd.Flags().Int64Var(&count, "count", 0, "how many kills, calls or spawns")
+	cmd.Flags().Float64Var(&rate, "rate", 0, "events a second (0: as fast as it goes)")
 	cmd.Flags().StringVar(&tids, "tids", "", "write the process's thread ids to FILE at the end")
 	return cmd
 }

@@ -1,0 +1,48 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Calibrate sizes built-in workload name by time: it runs it untraced,
+// starting from a small count and scaling the count by how far the run fell
+// short, until one run lasts at least target. A fixed count would last 20
+// ms on one machine and 20 s on another; a run this short is mostly process
+// start-up and scheduler noise, and its ratios say nothing. The returned
+// elapsed is that last run's.
+func Calibrate(ctx context.Context, name string, target time.Duration, self, dir string, cg *Cgroup) (*Workload, float64, error) {
+	n := StartCount(name)
+	if n == 0 {
+		return nil, 0, fmt.Errorf("unknown workload %q", name)
+	}
+	tids := filepath.Join(dir, "calibrate-tids")
+	defer os.Remove(tids)
+	want := target.Seconds()
+	for try := 0; ; try++ {
+		w, err := NewBuiltin(name, n, self, dir)
+		if err != nil {
+			return nil, 0, err
+		}
+		s, err := runWorkload(ctx, w, &Run{Workload: w}, tids, cg)
+		if err != nil {
+			return nil, 0, fmt.Errorf("calibrating %s: %w", name, err)
+		}
+		if s.Elapsed >= want {
+			return w, s.Elapsed, nil
+		}
+		if try == 12 {
+			return nil, 0, fmt.Errorf("calibrating %s: a count of %d still lasts only %.3fs", name, n, s.Elapsed)
+		}
+		// Scale by the shortfall with 15% to spare, but at most tenfold:
+		// a very short run is mostly start-up, which does not scale.
+		f := math.Min(10, want/math.Max(s.Elapsed, 1e-3)*1.15)
+		n = max(n+1, int64(math.Ceil(float64(n)*f)))
+	}
+}

@@ -1,0 +1,445 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	libaudit "github.com/elastic/go-libaudit/v2"
+	"github.com/elastic/go-libaudit/v2/rule"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// The audit floor: the audit mode's rules, read by a consumer that does
+// nothing with the records. What a workload pays then is the kernel's own
+// cost -- building the SYSCALL, EXECVE, PATH, OBJ_PID and PROCTITLE
+// records at syscall exit and queueing them -- plus the least any reader
+// adds. The audit mode's distance to it is what tracer's backend costs.
+
+// floorBacklog and the zero wait time are what the audit backend sets
+// while it holds the audit PID, so that both run against the same queue.
+const floorBacklog = 1 << 17
+
+// AuditFloorStats is what the floor consumer read.
+type AuditFloorStats struct {
+	Records uint64
+	// KernelLost is the growth of the kernel's lost counter; SocketLost
+	// counts receive-buffer overflows (multicast only).
+	KernelLost, SocketLost uint64
+	Beside                 string // the holder of the audit PID it read beside, or ""
+}
+
+// RunAuditFloor is `tracer __audit-floor`: it loads the rules `tracer
+// watch --backend audit` loads (exec, fork, signal; classic records, no
+// exclude rules), takes the audit PID as the audit backend does -- or, when
+// another process (auditd) holds it, reads the multicast group as the
+// backend does then -- and discards every record until ctx ends. ready is
+// called once the rules are in place. Everything it changed is put back
+// before it returns.
+func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloorStats, err error) {
+	if os.Geteuid() != 0 {
+		return st, tracer.Usagef("the audit floor needs root: run tracer bench with sudo")
+	}
+	ctl, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return st, fmt.Errorf("opening the audit netlink socket: %w", err)
+	}
+	defer ctl.Close()
+	status, err := ctl.GetStatus()
+	if err != nil {
+		return st, fmt.Errorf("reading audit status: %w", err)
+	}
+	if status.Enabled == 2 {
+		return st, tracer.Usagef("audit is locked (enabled 2): no rule can be added until reboot")
+	}
+	var undo []func() error
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			if uerr := undo[i](); uerr != nil && err == nil {
+				err = uerr
+			}
+		}
+	}()
+	if status.Enabled == 0 {
+		if err := ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
+			return st, fmt.Errorf("enabling audit: %w", err)
+		}
+		undo = append(undo, func() error { return ctl.SetEnabled(false, libaudit.WaitForReply) })
+	}
+	lost0 := status.Lost
+
+	var c *floorConn
+	holder := int(status.PID)
+	if holder != 0 && processAlive(holder) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", holder))
+		st.Beside = strings.TrimSpace(string(comm))
+		if c, err = newFloorConn(1); err != nil { // AUDIT_NLGRP_READLOG
+			return st, fmt.Errorf("joining the audit multicast group: %w", err)
+		}
+		undo = append(undo, c.Close)
+	} else {
+		if status.Failure == 2 {
+			return st, tracer.Usagef("audit failure mode is 2 (panic): the floor will not hold the audit PID, since a full backlog after it died would panic the node")
+		}
+		if c, err = newFloorConn(0); err != nil {
+			return st, err
+		}
+		if status.BacklogLimit < floorBacklog {
+			if err := ctl.SetBacklogLimit(floorBacklog, libaudit.WaitForReply); err != nil {
+				return st, fmt.Errorf("setting audit backlog limit: %w", err)
+			}
+			old := status.BacklogLimit
+			undo = append(undo, func() error { return ctl.SetBacklogLimit(old, libaudit.WaitForReply) })
+		}
+		if status.BacklogWaitTime != 0 {
+			if err := ctl.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
+				return st, fmt.Errorf("setting audit backlog_wait_time: %w", err)
+			}
+			old := status.BacklogWaitTime
+			undo = append(undo, func() error { return ctl.SetBacklogWaitTime(int32(old), libaudit.WaitForReply) })
+		}
+		pc := &libaudit.AuditClient{Netlink: c}
+		if err := pc.SetPID(libaudit.WaitForReply); err != nil {
+			c.Close()
+			return st, fmt.Errorf("taking the audit PID: %w", err)
+		}
+		// Closing the client that set the PID gives it back (go-libaudit).
+		undo = append(undo, pc.Close)
+	}
+	c.setRecvBuffer(64 << 20)
+	if err := c.setRecvTimeout(100 * time.Millisecond); err != nil {
+		return st, err
+	}
+
+	types, _ := tracer.ParseTypes("exec,fork,signal")
+	sigs, _ := tracer.ParseSignals("")
+	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs,
+		ScopeAUID: tracer.UnsetID, Key: auditrules.InstanceKey(os.Getpid(), selfStart())})
+	if err != nil {
+		return st, err
+	}
+	var added []rule.WireFormat
+	undo = append(undo, func() error {
+		var errs []error
+		for _, wf := range added {
+			errs = append(errs, ctl.DeleteRule(wf))
+		}
+		added = nil
+		return errors.Join(errs...)
+	})
+	for _, r := range set.Rules {
+		wf, err := r.Wire()
+		if err != nil {
+			return st, fmt.Errorf("building audit rule: %w", err)
+		}
+		if err := ctl.AddRule(wf); err != nil {
+			return st, fmt.Errorf("adding audit rule %q: %w", r.Text(), err)
+		}
+		added = append(added, wf)
+	}
+	ready(st.Beside)
+
+	bt := newFloorBatch(64, 9000)
+	drainUntil := time.Time{}
+	for {
+		if drainUntil.IsZero() && ctx.Err() != nil {
+			// No new records once the rules are gone; what is queued is read
+			// (and dropped) so that the next run starts from an empty backlog.
+			var errs []error
+			for _, wf := range added {
+				errs = append(errs, ctl.DeleteRule(wf))
+			}
+			added = nil
+			if err := errors.Join(errs...); err != nil {
+				return st, fmt.Errorf("removing audit rules: %w", err)
+			}
+			drainUntil = time.Now().Add(5 * time.Second)
+		}
+		n, err := c.readBatch(bt)
+		switch {
+		case err == nil:
+			st.Records += uint64(n)
+		case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
+			if !drainUntil.IsZero() {
+				// Quiet for a receive timeout after the rules went: drained.
+				if s, err := ctl.GetStatus(); err == nil {
+					st.KernelLost = uint64(s.Lost - lost0)
+				}
+				return st, nil
+			}
+		case errors.Is(err, syscall.ENOBUFS):
+			st.SocketLost++
+		default:
+			return st, fmt.Errorf("reading audit records: %w", err)
+		}
+		if !drainUntil.IsZero() && time.Now().After(drainUntil) {
+			if s, err := ctl.GetStatus(); err == nil {
+				st.KernelLost = uint64(s.Lost - lost0)
+			}
+			return st, nil
+		}
+	}
+}
+
+// selfStart is this process's start time (/proc/self/stat field 22), which
+// makes its rule key unique: cleanup tells its rules from a live tracer's.
+func selfStart() uint64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
+
+// floorConn is a raw NETLINK_AUDIT socket: go-libaudit drives it for
+// control messages (it implements libaudit.NetlinkSendReceiver) and the
+// floor reads records from it in batches, without parsing them.
+type floorConn struct {
+	fd  int
+	seq uint32
+	buf []byte
+}
+
+func newFloorConn(groups uint32) (*floorConn, error) {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
+	if err != nil {
+		return nil, fmt.Errorf("opening audit netlink socket: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: groups}); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("binding audit netlink socket: %w", err)
+	}
+	return &floorConn{fd: fd, buf: make([]byte, 1<<16)}, nil
+}
+
+func (c *floorConn) setRecvBuffer(n int) {
+	if err := syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, n); err != nil {
+		_ = syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+	}
+}
+
+func (c *floorConn) setRecvTimeout(d time.Duration) error {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("setting receive timeout: %w", err)
+	}
+	return nil
+}
+
+func (c *floorConn) Send(msg syscall.NetlinkMessage) (uint32, error) { return c.send(msg, 0) }
+
+func (c *floorConn) SendNoWait(msg syscall.NetlinkMessage) (uint32, error) {
+	return c.send(msg, syscall.MSG_DONTWAIT)
+}
+
+func (c *floorConn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
+	c.seq++
+	msg.Header.Seq = c.seq
+	msg.Header.Len = uint32(syscall.SizeofNlMsghdr + len(msg.Data))
+	b := make([]byte, msg.Header.Len)
+	*(*syscall.NlMsghdr)(unsafe.Pointer(&b[0])) = msg.Header
+	copy(b[syscall.SizeofNlMsghdr:], msg.Data)
+	return msg.Header.Seq, syscall.Sendto(c.fd, b, flags, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK})
+}
+
+// Receive serves go-libaudit's acks; records that arrive meanwhile are
+// dropped like every other.
+func (c *floorConn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.NetlinkMessage, error) {
+	flags := 0
+	if nonBlocking {
+		flags = syscall.MSG_DONTWAIT
+	}
+	for {
+		n, _, err := syscall.Recvfrom(c.fd, c.buf, flags)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p(c.buf[:n])
+	}
+}
+
+func (c *floorConn) Close() error { return syscall.Close(c.fd) }
+
+// floorBatch receives up to len(hdrs) datagrams per recvmmsg(2): one
+// syscall per record would be most of a reader's cost at a million records
+// a second, and the floor should cost as little as a reader can.
+type floorBatch struct {
+	bufs [][]byte
+	iovs []unix.Iovec
+	hdrs []floorMmsghdr
+}
+
+// floorMmsghdr is struct mmsghdr from <sys/socket.h>.
+type floorMmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+func newFloorBatch(n, size int) *floorBatch {
+	b := &floorBatch{bufs: make([][]byte, n), iovs: make([]unix.Iovec, n), hdrs: make([]floorMmsghdr, n)}
+	for i := range b.bufs {
+		b.bufs[i] = make([]byte, size)
+		b.iovs[i].Base = &b.bufs[i][0]
+		b.iovs[i].SetLen(size)
+		b.hdrs[i].hdr.Iov = &b.iovs[i]
+		b.hdrs[i].hdr.SetIovlen(1)
+	}
+	return b
+}
+
+func (c *floorConn) readBatch(b *floorBatch) (int, error) {
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd),
+			uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), 0x10000 /* MSG_WAITFORONE */, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		return int(n), nil
+	}
+}
+
+// auditFloorMode runs `tracer __audit-floor` around each run, as the audit
+// mode runs `tracer watch`.
+type auditFloorMode struct {
+	self     string
+	auditctl string
+
+	w       *watcher
+	label   string
+	cpu     cpuMeter
+	kauditd cpuMeter
+	wait0   uint64
+}
+
+func (m *auditFloorMode) Name() string    { return "audit-floor" }
+func (m *auditFloorMode) WritesLog() bool { return false }
+
+func (m *auditFloorMode) Setup(context.Context) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the audit floor needs root")
+	}
+	if _, err := readAuditStatus(); err != nil {
+		return Skipf("audit is not available here (%v)", err)
+	}
+	m.auditctl, _ = lookSbin("auditctl")
+	return nil
+}
+
+// floorReadyRe matches the floor's ready line: "tracer: audit floor
+// watching" and, when it reads multicast, " beside COMM".
+var floorReadyRe = regexp.MustCompile(`audit floor watching(?: beside (\S+))?`)
+
+// floorSummaryRe matches its last line.
+var floorSummaryRe = regexp.MustCompile(`audit floor: (\d+) records discarded, (\d+) lost \(kernel (\d+), socket (\d+)\)`)
+
+func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
+	w, err := startWatcher(ctx, "tracer __audit-floor", exec.Command(m.self, "__audit-floor"), false, "audit floor watching", 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	m.w = w
+	m.label = ""
+	for _, l := range w.Lines() {
+		if s := floorReadyRe.FindStringSubmatch(l); s != nil && s[1] != "" {
+			m.label = "audit-floor (beside " + s[1] + ")"
+		}
+	}
+	m.cpu = startCPU(w.pid())
+	m.kauditd = startCPU(findKthread("kauditd"))
+	if m.auditctl != "" {
+		if st, err := auditctlStatus(m.auditctl); err == nil {
+			m.wait0 = st.WaitActual
+		}
+	}
+	return nil
+}
+
+func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error) {
+	obs := Observation{Seen: -1, Label: m.label}
+	if m.w == nil {
+		return obs, fmt.Errorf("not started")
+	}
+	w := m.w
+	m.w = nil
+	total, err := w.stop(syscall.SIGTERM, 2*time.Minute)
+	if m.cpu.ok {
+		obs.TracerCPU = max(total-m.cpu.start, 0)
+	}
+	obs.KauditdCPU = m.kauditd.Since()
+	if err != nil {
+		return obs, err
+	}
+	if m.auditctl != "" {
+		if st, err := auditctlStatus(m.auditctl); err == nil {
+			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
+		}
+	}
+	var s []string
+	for _, l := range w.Lines() {
+		if x := floorSummaryRe.FindStringSubmatch(l); x != nil {
+			s = x
+		}
+	}
+	if s == nil {
+		return obs, fmt.Errorf("tracer __audit-floor printed no summary line: %s", w.output())
+	}
+	obs.Lost, _ = strconv.ParseInt(s[2], 10, 64)
+	obs.Note = fmt.Sprintf("discarded %s records", s[1])
+	if obs.Lost > 0 {
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("lost %d node-wide (kernel %s, socket %s)", obs.Lost, s[3], s[4]))
+	}
+	return obs, nil
+}
+
+func (m *auditFloorMode) Teardown() error {
+	if m.w != nil {
+		_, err := m.w.stop(syscall.SIGTERM, 2*time.Minute)
+		m.w = nil
+		return err
+	}
+	return nil
+}
+
+// FormatAuditFloorSummary is the floor's last line, which the mode parses.
+func FormatAuditFloorSummary(st AuditFloorStats) string {
+	return fmt.Sprintf("tracer: audit floor: %d records discarded, %d lost (kernel %d, socket %d)",
+		st.Records, st.KernelLost+st.SocketLost, st.KernelLost, st.SocketLost)
+}
+
+// FormatAuditFloorReady is the floor's ready line.
+func FormatAuditFloorReady(beside string) string {
+	if beside != "" {
+		return "tracer: audit floor watching beside " + beside + " (reading the multicast copy of its records)"
+	}
+	return "tracer: audit floor watching (holding the audit PID)"
+}

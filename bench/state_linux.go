@@ -1,0 +1,410 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	libaudit "github.com/elastic/go-libaudit/v2"
+	"golang.org/x/sys/unix"
+)
+
+// StateDir holds a file per running bench with the node settings it
+// changed, so that `tracer cleanup` can put them back after a bench was
+// killed with SIGKILL.
+var StateDir = "/run/tracer"
+
+// auditSettings are the kernel's audit settings bench may change (starting
+// auditd, the audit floor taking the PID) and must give back.
+type auditSettings struct {
+	Enabled         uint32 `json:"enabled"`
+	Failure         uint32 `json:"failure"`
+	RateLimit       uint32 `json:"rate_limit"`
+	BacklogLimit    uint32 `json:"backlog_limit"`
+	BacklogWaitTime uint32 `json:"backlog_wait_time"`
+}
+
+func readAuditStatus() (*libaudit.AuditStatus, error) {
+	c, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
+	}
+	defer c.Close()
+	st, err := c.GetStatus()
+	if err != nil {
+		return nil, fmt.Errorf("reading audit status: %w", err)
+	}
+	return st, nil
+}
+
+func readAuditSettings() (*auditSettings, error) {
+	st, err := readAuditStatus()
+	if err != nil {
+		return nil, err
+	}
+	return &auditSettings{Enabled: st.Enabled, Failure: st.Failure, RateLimit: st.RateLimit,
+		BacklogLimit: st.BacklogLimit, BacklogWaitTime: st.BacklogWaitTime}, nil
+}
+
+// restoreAuditSettings sets back what differs from want, and says what it did.
+func restoreAuditSettings(want *auditSettings) ([]string, error) {
+	c, err := libaudit.NewAuditClient(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
+	}
+	defer c.Close()
+	st, err := c.GetStatus()
+	if err != nil {
+		return nil, fmt.Errorf("reading audit status: %w", err)
+	}
+	if st.Enabled == 2 {
+		return nil, nil // locked since: nothing can be changed until reboot
+	}
+	var done []string
+	var errs []error
+	set := func(name string, now, was uint32, f func() error) {
+		if now == was {
+			return
+		}
+		if err := f(); err != nil {
+			errs = append(errs, fmt.Errorf("restoring audit %s %d: %w", name, was, err))
+			return
+		}
+		done = append(done, fmt.Sprintf("restored audit %s %d (was %d)", name, was, now))
+	}
+	set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
+	set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
+		return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
+	})
+	set("failure", st.Failure, want.Failure, func() error {
+		return c.SetFailure(libaudit.FailureMode(want.Failure), libaudit.WaitForReply)
+	})
+	set("rate_limit", st.RateLimit, want.RateLimit, func() error { return c.SetRateLimit(want.RateLimit, libaudit.WaitForReply) })
+	if want.Enabled != 2 {
+		set("enabled", st.Enabled, want.Enabled, func() error { return c.SetEnabled(want.Enabled == 1, libaudit.WaitForReply) })
+	}
+	return done, errors.Join(errs...)
+}
+
+// auditHolder returns the live process that holds the audit PID, or 0.
+func auditHolder() (int, string) {
+	st, err := readAuditStatus()
+	if err != nil || st.PID == 0 {
+		return 0, ""
+	}
+	pid := int(st.PID)
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return 0, "" // the kernel has not noticed yet that it died
+	}
+	return pid, strings.TrimSpace(string(comm))
+}
+
+// nodeAuditd is the node's running auditd: what it takes to start it again
+// as it was.
+type nodeAuditd struct {
+	PID  int      `json:"pid"`
+	Argv []string `json:"argv"`
+	// Conf is its auditd.conf (-c DIR, or the default).
+	Conf string `json:"conf"`
+	// Cgroup is its cgroup v2 path, to start it again there.
+	Cgroup string `json:"cgroup,omitempty"`
+	// Foreground: started with -n or -f, so it does not daemonise.
+	Foreground bool `json:"foreground,omitempty"`
+	PPID       int  `json:"ppid"`
+	// Rules are the audit rules loaded when bench found it (auditctl -l).
+	Rules []string `json:"rules,omitempty"`
+}
+
+// findNodeAuditd returns the auditd that holds the audit PID, or nil.
+func findNodeAuditd() (*nodeAuditd, error) {
+	pid, comm := auditHolder()
+	if pid == 0 || comm != "auditd" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil, fmt.Errorf("reading auditd's command line: %w", err)
+	}
+	a := &nodeAuditd{PID: pid, Conf: "/etc/audit/auditd.conf"}
+	for _, f := range bytes.Split(bytes.TrimRight(raw, "\x00"), []byte{0}) {
+		a.Argv = append(a.Argv, string(f))
+	}
+	for i, f := range a.Argv {
+		switch {
+		case f == "-n" || f == "-f":
+			a.Foreground = true
+		case f == "-c" && i+1 < len(a.Argv):
+			a.Conf = filepath.Join(a.Argv[i+1], "auditd.conf")
+		}
+	}
+	if len(a.Argv) > 0 && !filepath.IsAbs(a.Argv[0]) {
+		if p, err := lookSbin(filepath.Base(a.Argv[0])); err == nil {
+			a.Argv[0] = p
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+			if f := strings.Fields(string(b)[i+1:]); len(f) > 1 {
+				a.PPID, _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if p, ok := strings.CutPrefix(l, "0::"); ok {
+				a.Cgroup = p
+			}
+		}
+	}
+	return a, nil
+}
+
+// restartable says why bench cannot start this auditd again as it was, or "".
+func (a *nodeAuditd) restartable() string {
+	if a.Foreground && a.PPID != 1 {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", a.PPID))
+		return fmt.Sprintf("auditd (pid %d) runs in the foreground under %s (pid %d), which would not see it come back",
+			a.PID, strings.TrimSpace(string(comm)), a.PPID)
+	}
+	if len(a.Argv) == 0 {
+		return fmt.Sprintf("auditd (pid %d) has no readable command line", a.PID)
+	}
+	return ""
+}
+
+// stop ends the node's auditd and waits until it is gone and the kernel
+// has let go of its PID.
+func (a *nodeAuditd) stop() error {
+	if err := syscall.Kill(a.PID, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping auditd (pid %d): %w", a.PID, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", a.PID))
+		if os.IsNotExist(err) {
+			if pid, _ := auditHolder(); pid != a.PID {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("auditd (pid %d) did not exit within 30s of SIGTERM", a.PID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// start starts auditd again with its command line, environment of a
+// service, in its cgroup, and waits until it holds the audit PID. It
+// returns the new pid.
+func (a *nodeAuditd) start() (int, error) {
+	if pid, comm := auditHolder(); pid != 0 {
+		if comm == "auditd" {
+			return pid, nil // someone started it already
+		}
+		return 0, fmt.Errorf("cannot start auditd again: %s (pid %d) holds the audit PID", comm, pid)
+	}
+	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if a.Cgroup != "" {
+		if root := cgroupV2Mount(); root != "" {
+			if fd, err := unix.Open(filepath.Join(root, a.Cgroup), unix.O_DIRECTORY|unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+				defer unix.Close(fd)
+				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+			}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(a.Argv, " "), err)
+	}
+	if a.Foreground {
+		go func() { _ = cmd.Wait() }()
+	} else {
+		// It forks and its first process exits once the daemon is up.
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(a.Argv, " "), err)
+			}
+		case <-time.After(30 * time.Second):
+			return 0, fmt.Errorf("starting auditd again (%s): it did not daemonise within 30s", strings.Join(a.Argv, " "))
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if pid, comm := auditHolder(); pid != 0 && comm == "auditd" {
+			return pid, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("auditd (%s) did not take the audit PID within 30s", strings.Join(a.Argv, " "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// listRules returns the loaded audit rules as auditctl -l prints them, or
+// nil without auditctl.
+func listRules() ([]string, error) {
+	auditctl, err := lookSbin("auditctl")
+	if err != nil {
+		return nil, nil
+	}
+	out, err := exec.Command(auditctl, "-l").Output()
+	if err != nil {
+		return nil, fmt.Errorf("auditctl -l: %w", cmdErr(err))
+	}
+	var rules []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" && l != "No rules" {
+			rules = append(rules, l)
+		}
+	}
+	return rules, nil
+}
+
+// reloadRules adds back the rules of want that are not loaded: auditd's
+// service loads the node's rules only when it starts from its init system.
+func reloadRules(want []string) ([]string, error) {
+	have, err := listRules()
+	if err != nil || len(want) == 0 {
+		return nil, err
+	}
+	var missing []string
+	for _, r := range want {
+		if !slices.Contains(have, r) {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	f, err := os.CreateTemp("", "tracer-bench-rules-")
+	if err != nil {
+		return nil, fmt.Errorf("writing rules to reload: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(strings.Join(missing, "\n") + "\n")
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("writing rules to reload: %w", err)
+	}
+	auditctl, _ := lookSbin("auditctl")
+	if out, err := exec.Command(auditctl, "-R", f.Name()).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("reloading %d audit rules: %v: %s", len(missing), err, strings.TrimSpace(string(out)))
+	}
+	return []string{fmt.Sprintf("reloaded %d audit rules", len(missing))}, nil
+}
+
+// benchState is what a running bench changed on the node, on disk so that
+// `tracer cleanup` can undo it after a SIGKILL.
+type benchState struct {
+	PID int `json:"pid"`
+	// Audit is the audit settings as bench found them.
+	Audit *auditSettings `json:"audit,omitempty"`
+	// StoppedAuditd is the node's auditd that --restart-auditd stopped.
+	StoppedAuditd *nodeAuditd `json:"stopped_auditd,omitempty"`
+	// IOEnabled lists the cgroup v2 controllers bench enabled in the root
+	// cgroup's subtree_control for the simulated HDD.
+	IOEnabled []string `json:"cgroup_controllers_enabled,omitempty"`
+}
+
+func statePath(pid int) string { return filepath.Join(StateDir, "bench-"+strconv.Itoa(pid)+".json") }
+
+func (s *benchState) write() error {
+	if err := os.MkdirAll(StateDir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", StateDir, err)
+	}
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(statePath(s.PID), b, 0o600); err != nil {
+		return fmt.Errorf("writing bench state file: %w", err)
+	}
+	return nil
+}
+
+func (s *benchState) remove() { _ = os.Remove(statePath(s.PID)) }
+
+// undo puts back what s records and says what it did.
+func (s *benchState) undo() ([]string, error) {
+	var done []string
+	var errs []error
+	if a := s.StoppedAuditd; a != nil {
+		pid, err := a.start()
+		if err != nil {
+			errs = append(errs, err)
+		} else if pid != a.PID {
+			done = append(done, fmt.Sprintf("started the node's auditd again (%s, pid %d)", strings.Join(a.Argv, " "), pid))
+		}
+		d, err := reloadRules(a.Rules)
+		done, errs = append(done, d...), append(errs, err)
+	}
+	if s.Audit != nil {
+		d, err := restoreAuditSettings(s.Audit)
+		done, errs = append(done, d...), append(errs, err)
+	}
+	if len(s.IOEnabled) > 0 {
+		if root := cgroupV2Mount(); root != "" {
+			removeStaleCgroups(root)
+			d, err := disableControllers(root, s.IOEnabled)
+			done, errs = append(done, d...), append(errs, err)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// Cleanup undoes what benches killed with SIGKILL left on the node: audit
+// settings, a stopped auditd, a simulated disk, cgroups. It returns what it
+// did. Benches still running are left alone.
+func Cleanup() ([]string, error) {
+	files, _ := filepath.Glob(filepath.Join(StateDir, "bench-*.json"))
+	var done []string
+	var errs []error
+	for _, f := range files {
+		var s benchState
+		b, err := os.ReadFile(f)
+		if err != nil || json.Unmarshal(b, &s) != nil || s.PID == 0 {
+			continue
+		}
+		if s.PID != os.Getpid() && processAlive(s.PID) && isTracer(s.PID) {
+			continue // still running: it puts back its own
+		}
+		d, err := s.undo()
+		for _, x := range d {
+			done = append(done, x+fmt.Sprintf(" (left by killed bench pid %d)", s.PID))
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_ = os.Remove(f)
+	}
+	removeStale()
+	if root := cgroupV2Mount(); root != "" {
+		removeStaleCgroups(root)
+	}
+	return done, errors.Join(errs...)
+}
+
+func isTracer(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "tracer")
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/bench"
+)
+
+// newAuditFloorCmd is the hidden `tracer __audit-floor` command: bench's
+// audit-floor mode runs it around each run as the audit mode runs `tracer
+// watch`. It loads the audit mode's rules and discards every record until
+// SIGTERM, then prints what it read.
+func newAuditFloorCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:          "__audit-floor",
+		Short:        "Load the audit rules and discard every record (tracer bench's audit floor)",
+		Hidden:       true,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			st, err := bench.RunAuditFloor(ctx, func(beside string) {
+				fmt.Fprintln(os.Stderr, bench.FormatAuditFloorReady(beside))
+			})
+			fmt.Fprintln(os.Stderr, bench.FormatAuditFloorSummary(st))
+			return err
+		},
+	}
+}
