@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
@@ -146,13 +147,22 @@ func ReadFile(path string) (*File, error) {
 	return &f, nil
 }
 
-// WriteFile writes f as indented JSON.
+// WriteFile writes f as indented JSON, to a file made by tracer.CreateOutput
+// (mode 0600, never through a symlink).
 func WriteFile(path string, f *File) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding result file: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	out, err := tracer.CreateOutput(path)
+	if err != nil {
+		return fmt.Errorf("writing result file: %w", err)
+	}
+	_, err = out.Write(append(b, '\n'))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("writing result file: %w", err)
 	}
 	return nil
