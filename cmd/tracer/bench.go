@@ -39,14 +39,22 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench [--workload NAME|-- CMD [ARGS...]]",
 		Short: "Measure what watching costs: workloads untraced and under each way of tracing",
 		Long: "bench runs workloads untraced (none) and under this tool's audit and eBPF backends,\n" +
-			"the node's auditd and an equivalent bpftrace program, rounds interleaved, and reports\n" +
-			"median elapsed, user, sys and CPU% of the workload, the ratio to none, the tracer's\n" +
-			"own CPU and events expected, seen and lost.\n\n" +
+			"their floors (the kernel's own cost of the same rules or hooks), the node's auditd and\n" +
+			"an equivalent bpftrace program, rounds interleaved, and reports median elapsed, user,\n" +
+			"sys and CPU% of the workload, the ratio to none with its 95% interval and to the\n" +
+			"mode's floor, the tracer's own CPU and events expected, seen and lost. Built-in\n" +
+			"workloads are sized so that their untraced run lasts at least --target. --sweep adds\n" +
+			"each mode's ceiling: the highest event rate it delivers with nothing lost.\n\n" +
+			"A node's running auditd is measured as it is (mode auditd, labelled \"node's\"; the\n" +
+			"audit modes run beside it); --restart-auditd stops it for the bench and starts it\n" +
+			"again after, as it was. The exit status is 0 when this tool's own modes worked; a\n" +
+			"peer mode (auditd, bpftrace) that failed is listed with its cause.\n\n" +
 			"Workloads: " + strings.Join(bench.Builtins(), ", ") + ", or a command after --.\n" +
 			"Modes: " + strings.Join(bench.ModeNames, ", ") + ".",
 		Example: `  tracer bench --quick
-  tracer bench --workload signal-storm --modes none,audit,ebpf --rounds 7 --out signal.json
-  tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd
+  tracer bench --out bench.json --sweep
+  tracer bench --workload signal-storm --modes none,audit,audit-floor,ebpf,ebpf-floor --rounds 9
+  tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd --restart-auditd
   tracer bench --modes none,ebpf -- make -j2`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
