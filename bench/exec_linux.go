@@ -18,7 +18,7 @@ import (
 )
 
 // Cgroup is the cgroup (v2) the workloads run in: a fresh one, so that
-// bpftrace can filter on it the way the seed filtered on its pod's cgroup.
+// bpftrace can filter on it the way one filters on a pod's cgroup.
 type Cgroup struct {
 	Path string
 	ID   uint64

@@ -59,16 +59,16 @@ func (m *ebpfFloorMode) Setup(context.Context) error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return fmt.Errorf("removing the memlock limit for BPF: %w", err)
 	}
-	spec, err := bpf.LoadFloor()
+	obj, err := bpf.LoadFloor()
 	if err != nil {
 		return fmt.Errorf("loading the floor's BPF object: %w", err)
 	}
 	keep := map[string]*ebpf.ProgramSpec{}
 	for _, p := range progs {
-		keep[p] = spec.Programs[p]
+		keep[p] = obj.Programs[p]
 	}
-	spec.Programs = keep
-	m.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}})
+	obj.Programs = keep
+	m.coll, err = ebpf.NewCollectionWithOptions(obj, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}})
 	if err != nil {
 		return fmt.Errorf("loading the floor's BPF programs: %w", err)
 	}

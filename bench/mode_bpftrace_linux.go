@@ -14,10 +14,11 @@ import (
 	"time"
 )
 
-// bpftraceProgram is the seed's program (cis-shell-forks.txt) on syscall
-// tracepoints, filtered on the workload's cgroup ($1) as the seed filtered
-// on its pod's. Changed from the seed: kprobe:__x64_sys_clone is
-// sys_enter_clone (this kernel has no kprobes), and to watch the same
+// bpftraceProgram is the bpftrace program an operator would write to count
+// a pod's execs and forks, on syscall tracepoints, filtered on the
+// workload's cgroup ($1) as one filters on a pod's. Its clone probe is
+// sys_enter_clone rather than kprobe:__x64_sys_clone (some kernels have no
+// kprobes), and to watch the same
 // events as the other modes it also counts execveat, clone3 and the signal
 // syscalls. Thread creations (clone or clone3 with CLONE_THREAD) are counted
 // apart: they are not process events. The BEGIN line tells bench it is attached.
@@ -75,7 +76,7 @@ var bpftraceEventMaps = map[string]bool{
 	"clone_calls": true, "clone3_calls": true, "signal_calls": true,
 }
 
-// bpftraceMode runs the seed's bpftrace program. Counting happens in the
+// bpftraceMode runs that bpftrace program. Counting happens in the
 // kernel's maps: no event stream, nothing to lose.
 type bpftraceMode struct {
 	bpftrace  string
@@ -99,7 +100,7 @@ func (m *bpftraceMode) Setup(context.Context) error {
 	}
 	m.bpftrace = p
 	if !m.hasCgroup {
-		return Skipf("the seed's bpftrace program filters on the workload's cgroup: this node has no cgroup v2 hierarchy")
+		return Skipf("the bpftrace program filters on the workload's cgroup: this node has no cgroup v2 hierarchy")
 	}
 	return nil
 }
@@ -108,7 +109,7 @@ func (m *bpftraceMode) Start(ctx context.Context, run *Run) error {
 	if run.CgroupID == 0 {
 		return fmt.Errorf("no workload cgroup to filter on")
 	}
-	prog := filepath.Join(run.Dir, "seed.bt")
+	prog := filepath.Join(run.Dir, "count.bt")
 	if err := os.WriteFile(prog, []byte(bpftraceProgram), 0o644); err != nil {
 		return fmt.Errorf("writing bpftrace program: %w", err)
 	}

@@ -1,4 +1,4 @@
-# cis-shell: the CIS benchmark check loop of the seed (cis-shell-forks.txt),
+# cis-shell: the check loop of a shell CIS benchmark for Kubernetes nodes,
 # made to run on its own. get_argument_value parses a fixed kube-apiserver
 # command line the way the benchmark's helper does (sed, grep, sed in a
 # pipeline), so every iteration makes the same processes on any node:
