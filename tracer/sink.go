@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -98,7 +97,8 @@ func AppendJSON(b []byte, e *Event) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
+// control characters (C0, DEL, C1) and U+2028/U+2029 become \u escapes.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -122,9 +122,15 @@ func appendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-		} else {
+		case r <= 0x9f || r == 0x2028 || r == 0x2029:
+			// Valid JSON raw, but C1 controls drive terminals that cat or
+			// tail the file, and JavaScript ends a line at U+2028/U+2029.
+			b = append(b, '\\', 'u')
+			b = appendHex(b, uint32(r), 4)
+		default:
 			b = append(b, s[i:i+size]...)
 		}
 		i += size
@@ -162,23 +168,46 @@ func (s *TextSink) Write(e *Event) error {
 	return s.write(b)
 }
 
-// AppendText appends the text line for e, without a newline.
+// AppendText appends the text line for e, without a newline. Every string
+// is escaped (see Escape): comm, file names and argv come from whoever runs
+// a process, and one event must stay one line that drives no terminal.
 func AppendText(b []byte, e *Event) []byte {
 	b = e.Time.Local().AppendFormat(b, "15:04:05.000")
-	b = fmt.Appendf(b, " %-7s %-6s %-7d %-16s %-5d ", e.Backend, e.Type, e.PID, e.Comm, e.UID)
+	b = append(b, ' ')
+	b = appendColumn(b, e.Backend, 7)
+	b = append(b, ' ')
+	b = appendColumn(b, e.Type.String(), 6)
+	b = append(b, ' ')
+	b = appendUintColumn(b, uint64(e.PID), 7)
+	b = append(b, ' ')
+	b = appendColumn(b, e.Comm, 16)
+	b = append(b, ' ')
+	b = appendUintColumn(b, uint64(e.UID), 5)
+	b = append(b, ' ')
 	switch e.Type {
 	case TypeExec:
-		b = fmt.Appendf(b, "ppid=%d ret=%d %s", e.PPID, e.Ret, e.Filename)
+		b = append(b, "ppid="...)
+		b = strconv.AppendUint(b, uint64(e.PPID), 10)
+		b = append(b, " ret="...)
+		b = strconv.AppendInt(b, e.Ret, 10)
+		b = append(b, ' ')
+		b = AppendEscaped(b, e.Filename)
 		for _, a := range e.Argv {
 			b = append(b, ' ')
-			b = strconv.AppendQuote(b, a)
+			b = appendQuoted(b, a)
 		}
 	case TypeFork:
-		b = fmt.Appendf(b, "%s -> %d", e.Syscall, e.ChildPID)
+		b = AppendEscaped(b, e.Syscall)
+		b = append(b, " -> "...)
+		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 	case TypeSignal:
-		b = appendSignalText(b, e)
+		// The helpers quote the comms they print; sanitizeFrom holds the
+		// line to its guarantee whatever they let through.
+		at := len(b)
+		b = sanitizeFrom(appendSignalText(b, e), at)
 	case TypeExit:
-		b = appendExitText(b, e)
+		at := len(b)
+		b = sanitizeFrom(appendExitText(b, e), at)
 	}
 	return b
 }

@@ -34,18 +34,20 @@ type TraceReport struct {
 	ExitCode int
 }
 
-// WriteTable prints the report as bpftrace-style maps (SPEC.md "trace output").
+// WriteTable prints the report as bpftrace-style maps. Comm and file names
+// are escaped (see Escape): the traced command chose them, and a newline or
+// an ESC in one must not forge a line or drive the reader's terminal.
 func (r *TraceReport) WriteTable(w io.Writer) error {
 	c := r.Counts
 	var b []byte
 	for _, k := range c.ExecKeys() {
-		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", k.Comm, k.Filename, c.Exec[k])
+		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", Escape(k.Comm), Escape(k.Filename), c.Exec[k])
 	}
 	for _, k := range c.ForkKeys() {
-		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", k, c.Fork[k])
+		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", Escape(k), c.Fork[k])
 	}
 	for _, k := range c.SignalKeys() {
-		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", k.Comm, k.Target, SignalName(k.Signal), c.Signals[k])
+		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", Escape(k.Comm), k.Target, Escape(SignalName(k.Signal)), c.Signals[k])
 	}
 	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal))
 	if n := c.Total(TypeExit); n > 0 {
