@@ -94,6 +94,8 @@ type Event struct {
 	Cgroup       string // cgroup v2 path, or the v1 name=systemd path
 	ContainerID  string
 	Unit         string
+	// Ancestors: the parent, its parent... (--ancestry N; ancestry.go).
+	Ancestors []Ancestor
 }
 
 // KilledBy is the sender of the signal that killed a process.
@@ -114,9 +116,9 @@ func (e *Event) SignalName() string { return SignalName(e.Signal) }
 
 // Reset clears e for reuse; backends reuse one Event per emit to keep the hot path allocation-free.
 func (e *Event) Reset() {
-	argv := e.Argv[:0]
+	argv, anc := e.Argv[:0], e.Ancestors[:0]
 	*e = Event{}
-	e.Argv = argv
+	e.Argv, e.Ancestors = argv, anc
 }
 
 // ParseTypes parses a comma-separated list of event classes ("exec,fork").

@@ -113,3 +113,27 @@ func CheckCgroup(path string) error {
 	}
 	return nil
 }
+
+// readProcLineage names the live process id: its comm and its parent's
+// exec id. A process with id's pid but another start time is not id.
+func readProcLineage(id ExecID) (string, ExecID, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(id.PID), 10) + "/stat")
+	if err != nil {
+		return "", ExecID{}, false
+	}
+	ppid, start, ok := ParseStat(stat)
+	if !ok || start != id.Start {
+		return "", ExecID{}, false
+	}
+	comm := ""
+	if i, j := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')'); i >= 0 && j > i {
+		comm = string(stat[i+1 : j])
+	}
+	var parent ExecID
+	if ppid != 0 {
+		if pstart, ok := ReadStartTicks(ppid); ok {
+			parent = ExecID{PID: ppid, Start: pstart}
+		}
+	}
+	return comm, parent, true
+}

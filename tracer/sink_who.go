@@ -33,6 +33,23 @@ func appendIdentityJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"unit":`...)
 		b = appendString(b, e.Unit)
 	}
+	if len(e.Ancestors) > 0 {
+		b = append(b, `,"ancestors":[`...)
+		for i := range e.Ancestors {
+			a := &e.Ancestors[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"pid":`...)
+			b = strconv.AppendUint(b, uint64(a.PID), 10)
+			b = append(b, `,"comm":`...)
+			b = appendString(b, a.Comm)
+			b = append(b, `,"exec_id":"`...)
+			b = AppendExecID(b, a.ExecID)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
 	return b
 }
 

@@ -117,7 +117,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
 
 	go p.FlushEvery(ctx, 200*time.Millisecond)
-	runErr := b.Run(ctx, p.Emit)
+	runErr := b.Run(ctx, o.target.emit(p.Emit))
 	closeErr := b.Close()
 	// Every rule and probe is gone: what is left is the output, which may
 	// wait on a slow reader; a second Ctrl-C stops waiting (sd.abort).

@@ -6,20 +6,35 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// targetFlags is watch's --target: "who killed it" in one command.
+// targetFlags are watch's --target ("who killed it" in one command) and
+// --ancestry.
 type targetFlags struct {
-	target string
-	cmd    *cobra.Command
+	target   string
+	ancestry int
+	cmd      *cobra.Command
 }
 
 func (f *targetFlags) register(cmd *cobra.Command) {
 	f.cmd = cmd
 	cmd.Flags().StringVar(&f.target, "target", "",
 		"only signals sent to, and the exit of, this process (a pid), or of every process of this name (a comm): who killed it")
+	cmd.Flags().IntVar(&f.ancestry, "ancestry", 0,
+		"add to each event the pid, comm and exec_id of up to N ancestors (parent first; at most 16)")
+}
+
+// emit wraps the pipeline's emit with --ancestry.
+func (f *targetFlags) emit(emit func(*tracer.Event)) func(*tracer.Event) {
+	if f.ancestry <= 0 {
+		return emit
+	}
+	return tracer.NewAncestry(f.ancestry).Wrap(emit)
 }
 
 // apply puts --target in cfg. Without --events it keeps signals and exits.
 func (f *targetFlags) apply(cfg *tracer.Config) error {
+	if f.ancestry < 0 || f.ancestry > tracer.MaxAncestry {
+		return tracer.Usagef("--ancestry %d is out of range: give 0 to %d ancestors", f.ancestry, tracer.MaxAncestry)
+	}
 	if f.target == "" {
 		return nil
 	}

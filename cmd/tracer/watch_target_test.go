@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ func TestWatchTargetBadInput(t *testing.T) {
 		{[]string{"watch", "--backend", "ebpf", "--target", "a-process-name-too-long"}, "15-character"},
 		{[]string{"watch", "--backend", "ebpf", "--target", "sleep", "--events", "exec"}, "add signal or exit"},
 		{[]string{"watch", "--backend", "audit", "--cgroup", "/no-such-cgroup.slice"}, "--cgroup"},
+		{[]string{"watch", "--backend", "ebpf", "--ancestry", "17"}, "--ancestry"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runTracer(t, nil, c.args...)
@@ -51,7 +53,7 @@ func TestWatchTargetWhoKilledIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			w := startWatcher(t, out, "--backend", "ebpf", "--target", pid, "--format", format)
+			w := startWatcher(t, out, "--backend", "ebpf", "--target", pid, "--format", format, "--ancestry", "2")
 			killer := exec.Command("sh", "-c", "kill -TERM "+pid)
 			if err := killer.Run(); err != nil {
 				t.Fatal(err)
@@ -83,6 +85,22 @@ func TestWatchTargetWhoKilledIt(t *testing.T) {
 				exit["core_dumped"] != false || kb == nil || kb["comm"] != "sh" || kb["origin"] != "user" || kb["code"] != "SI_USER" ||
 				kb["exec_id"] != sig["exec_id"] || exit["exec_id"] != sig["target_exec_id"] || exit["exit_code"] != nil {
 				t.Errorf("events:\n%s", data)
+			}
+			// --ancestry 2: the victim's parent is this test, the sender's parent too.
+			self := strconv.Itoa(os.Getpid())
+			for _, ev := range []map[string]any{sig, exit} {
+				anc, _ := ev["ancestors"].([]any)
+				if len(anc) != 2 {
+					t.Errorf("ancestors of %v: %v", ev["type"], anc)
+					continue
+				}
+				first, _ := anc[0].(map[string]any)
+				if first == nil || first["exec_id"] != ev["parent_exec_id"] {
+					t.Errorf("ancestors of %v: %v", ev["type"], anc)
+				}
+				if ev["type"] == "exit" && fmt.Sprint(first["pid"]) != self {
+					t.Errorf("the victim's parent is %v, want this test (%s)", first["pid"], self)
+				}
 			}
 		})
 	}

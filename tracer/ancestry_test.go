@@ -1,0 +1,63 @@
+package tracer
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAncestry(t *testing.T) {
+	initID, sshd, bash, sleep := ExecID{PID: 1, Start: 1}, ExecID{PID: 800, Start: 50}, ExecID{PID: 900, Start: 60}, ExecID{PID: 901, Start: 70}
+	live := map[ExecID]struct {
+		comm   string
+		parent ExecID
+	}{initID: {"systemd", ExecID{}}, sshd: {"sshd", initID}}
+	a := NewAncestry(3)
+	reads := 0
+	a.readProc = func(id ExecID) (string, ExecID, bool) {
+		reads++
+		p, ok := live[id]
+		return p.comm, p.parent, ok
+	}
+	// bash is known from its own event; sshd and init only from /proc.
+	a.Fill(&Event{Type: TypeFork, PID: 900, Comm: "bash", ExecID: bash, ParentExecID: sshd})
+	e := Event{Type: TypeExec, PID: 901, Comm: "bash", ExecID: sleep, ParentExecID: bash}
+	a.Fill(&e)
+	want := []Ancestor{{900, "bash", bash}, {800, "sshd", sshd}, {1, "systemd", initID}}
+	if len(e.Ancestors) != 3 || e.Ancestors[0] != want[0] || e.Ancestors[1] != want[1] || e.Ancestors[2] != want[2] {
+		t.Errorf("ancestors %+v, want %+v", e.Ancestors, want)
+	}
+	if reads != 2 {
+		t.Errorf("%d /proc reads, want 2 (sshd, systemd), each once", reads)
+	}
+	a.Fill(&e)
+	if reads != 2 {
+		t.Errorf("%d /proc reads after a second event, want 2", reads)
+	}
+	// N bounds the list; a parent gone before any event named it ends it.
+	a2 := NewAncestry(1)
+	a2.readProc = func(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
+	e2 := Event{Type: TypeExit, ExecID: sleep, ParentExecID: bash}
+	a2.Fill(&e2)
+	if len(e2.Ancestors) != 0 {
+		t.Errorf("a gone parent gave %+v", e2.Ancestors)
+	}
+	a.n = 1
+	a.Fill(&e)
+	if len(e.Ancestors) != 1 {
+		t.Errorf("--ancestry 1 gave %d", len(e.Ancestors))
+	}
+	js := string(AppendJSON(nil, &e))
+	if !strings.Contains(js, `"ancestors":[{"pid":900,"comm":"bash","exec_id":"`+bash.String()+`"}]`) {
+		t.Errorf("JSON %s", js)
+	}
+	// Reset keeps the slice for reuse, empty.
+	e.Reset()
+	if len(e.Ancestors) != 0 || cap(e.Ancestors) == 0 {
+		t.Error("Reset")
+	}
+	buf := make([]byte, 0, 1024)
+	a.n = 3
+	if n := testing.AllocsPerRun(100, func() { a.Fill(&e); e.ExecID, e.ParentExecID = sleep, bash; buf = AppendJSON(buf[:0], &e) }); n != 0 {
+		t.Errorf("%v allocations per event", n)
+	}
+}
