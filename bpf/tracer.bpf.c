@@ -633,7 +633,8 @@ static __always_inline bool pass_current(__u32 *tgid, union comm *comm)
 	if (!pass_pid(*tgid))
 		return false;
 	bpf_get_current_comm(comm->c, COMM_LEN);
-	return pass_comm(comm->c) && pass_cgroup((void *)bpf_get_current_task());
+	/* The task is fetched only when the cgroup filter is on. */
+	return pass_comm(comm->c) && (!cfg_cgroup_id || pass_cgroup((void *)bpf_get_current_task()));
 }
 
 /* ---- exec ---- */
@@ -1648,6 +1649,12 @@ int oom_victim_pid(__u64 *ctx)
 #define SI_KERNEL 0x80
 #define SI_TIMER -2
 
+struct siginfo_head {
+	int si_signo;
+	int si_errno;
+	int si_code;
+};
+
 /* The signal's si_code; the kernel passes SEND_SIG_NOINFO (0) and
  * SEND_SIG_PRIV (1) for the siginfo it fills itself. */
 static __always_inline __s32 sig_code(void *info)
@@ -1656,10 +1663,9 @@ static __always_inline __s32 sig_code(void *info)
 		return SI_USER;
 	if ((unsigned long)info == 1)
 		return SI_KERNEL;
-	__s32 code = 0;
-	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced. */
-	bpf_probe_read_kernel(&code, sizeof(code), info + 2 * sizeof(int));
-	return code;
+	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced,
+	 * read with a direct load (the tracepoint's argument has a BTF type). */
+	return ((const struct siginfo_head *)info)->si_code;
 }
 
 /* Whether a delivered signal will end the target: SIGKILL, or a signal
@@ -1785,7 +1791,7 @@ int sched_signal(__u64 *ctx)
 	si.code = code;
 	si.tgid = target->tgid;
 	si.start = target->group_leader->start_boottime;
-	bpf_probe_read_kernel(si.comm, COMM_LEN, target->comm);
+	__builtin_memcpy(si.comm, target->comm, COMM_LEN);
 	si.result = result;
 	si.flags = XF_CODE | XF_RESULT | XF_TARGET;
 
