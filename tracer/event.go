@@ -16,7 +16,7 @@ import (
 // EventType is the class of a process event.
 type EventType uint8
 
-// The event classes of SPEC.md. TypeNone is the zero value and never emitted.
+// The event classes (docs/events.md). TypeNone is the zero value and never emitted.
 const (
 	TypeNone EventType = iota
 	TypeExec
@@ -154,7 +154,7 @@ func ParseTypes(s string) (TypeSet, error) {
 // TypeSet is a set of event classes.
 type TypeSet uint8
 
-// DefaultTypes is SPEC.md's default for --events.
+// DefaultTypes is the default of --events: exec, fork, signal.
 const DefaultTypes = TypeSet(1<<TypeExec | 1<<TypeFork | 1<<TypeSignal)
 
 // With returns s with t added.

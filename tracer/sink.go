@@ -25,7 +25,7 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 	return nil, Usagef("unknown format %q: use text or json", format)
 }
 
-// JSONSink writes SPEC.md's JSON lines: one object per event.
+// JSONSink writes JSON lines: one object per event (docs/events.md).
 type JSONSink struct{ bufSink }
 
 // NewJSONSink writes JSON lines to w through an output queue (opts: at
@@ -44,7 +44,7 @@ func (s *JSONSink) Write(e *Event) error {
 	return s.write(s.buf)
 }
 
-// AppendJSON appends e as one JSON object, with the fields SPEC.md gives its type.
+// AppendJSON appends e as one JSON object, with the fields docs/events.md gives its type.
 func AppendJSON(b []byte, e *Event) []byte {
 	b = append(b, `{"time":"`...)
 	b = appendRFC3339Nano(b, e.Time)
