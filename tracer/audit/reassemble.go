@@ -182,7 +182,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
 	}
 	p.serial, p.time, p.info, p.sc = serial, t, info, sc
 	r.pending[serial] = p
-	if serial > r.maxSerial {
+	if serialAfter(serial, r.maxSerial) {
 		r.maxSerial = serial
 	}
 }
@@ -197,7 +197,7 @@ func (r *reassembler) release(p *pending) {
 // records back to back, so one still open 65,536 serials later lost records.
 func (r *reassembler) evict() {
 	for s, p := range r.pending {
-		if s+65536 < r.maxSerial {
+		if serialAfter(r.maxSerial, s+65536) {
 			delete(r.pending, s)
 			r.lost++
 			r.release(p)
@@ -317,3 +317,7 @@ func pidfdTarget(pid uint32, fd uint64) int32 {
 	}
 	return 0
 }
+
+// serialAfter reports whether audit serial a comes after b. The kernel's
+// serial is 32 bits and wraps: compare in a window of 2^31, as TCP does.
+func serialAfter(a, b uint64) bool { return int32(uint32(a)-uint32(b)) > 0 }

@@ -78,3 +78,19 @@ func TestReassembleGolden(t *testing.T) {
 		}
 	}
 }
+
+func TestSerialAfterWraps(t *testing.T) {
+	cases := []struct {
+		a, b uint64
+		want bool
+	}{
+		{2, 1, true}, {1, 2, false}, {5, 5, false},
+		{3, 0xfffffff0, true}, {0xfffffff0, 3, false}, // across the 32-bit wrap
+		{70000 + 0xffff0000, 0xffff0000, true},
+	}
+	for _, c := range cases {
+		if got := serialAfter(c.a, c.b); got != c.want {
+			t.Errorf("serialAfter(%#x, %#x) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
