@@ -209,12 +209,5 @@ func viaSyscall(k *KilledBy) string {
 }
 
 // textSafe keeps a process-controlled name (comm) from writing control
-// characters to a terminal.
-func textSafe(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
+// characters to a terminal: escaped as every string of the text format.
+func textSafe(s string) string { return Escape(s) }
