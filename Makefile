@@ -4,20 +4,29 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/tracer
-# Debian packages the tests and the demo use (auditd and bpftrace for the
-# bench comparison, prometheus for promtool and the end-to-end scrape,
-# chromium for the HTML report check, clang/llvm/libbpf-dev to check that
-# the committed BPF objects are current, strace and time as independent
-# witnesses in the trace tests).
-APT_PACKAGES := auditd bpftrace prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
+# Debian packages. The demo needs only the peers it compares against
+# (auditd, bpftrace); the tests also need prometheus (promtool and the
+# end-to-end scrape), chromium (the HTML report check), clang/llvm/
+# libbpf-dev (that the committed BPF objects are current), gcc/libc6-dev
+# (the C workload), strace and time (independent witnesses in the trace
+# tests). Installing auditd starts it: the demo measures beside it.
+DEMO_PACKAGES := auditd bpftrace
+TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
 
-.PHONY: help deps build demo test vet fmt-check generate check-generated bench clean
+.PHONY: help deps deps-demo build demo test vet fmt-check generate check-generated bench clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-deps: ## install the Debian packages tests and demo need (needs root and apt)
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+deps: ## install the Debian packages the tests need (needs root and apt)
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
+
+deps-demo: ## install the Debian packages the demo needs: auditd and bpftrace (needs root and apt)
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEMO_PACKAGES)"
+
+.PHONY: apt-install
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
@@ -26,7 +35,7 @@ deps: ## install the Debian packages tests and demo need (needs root and apt)
 build: ## build bin/tracer (no clang needed: BPF objects are committed)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tracer
 
-demo: deps build ## the main job: a short side-by-side comparison of the backends on built-in workloads
+demo: deps-demo build ## the main job: a short side-by-side comparison of the backends on built-in workloads
 	./$(BIN) bench --quick --out bench-quick.json
 	./$(BIN) report --format md bench-quick.json
 
@@ -53,8 +62,8 @@ check-generated: ## fail when the committed BPF objects are stale (skipped witho
 		rm -rf bpf && cp -r $$tmp/bpf . ; rm -rf $$tmp; exit 1; \
 	fi; rm -rf $$tmp
 
-bench: build ## the full overhead comparison (see docs/overhead.md), results in bench.json
-	./$(BIN) bench --out bench.json
+bench: build ## the full overhead comparison with the ceiling sweep (see docs/overhead.md), results in bench.json
+	./$(BIN) bench --sweep --out bench.json
 	./$(BIN) report --format md bench.json
 
 clean: ## remove build outputs
