@@ -40,6 +40,10 @@ type AuditFloorStats struct {
 	// counts receive-buffer overflows (multicast only).
 	KernelLost, SocketLost uint64
 	Beside                 string // the holder of the audit PID it read beside, or ""
+	// Excludes are exclude rules loaded on the node (not the floor's):
+	// they apply to every consumer, and the floor's records are not the
+	// classic set then.
+	Excludes int
 }
 
 // RunAuditFloor is `tracer __audit-floor`: it loads the rules `tracer
@@ -80,6 +84,13 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 		undo = append(undo, func() error { return ctl.SetEnabled(false, libaudit.WaitForReply) })
 	}
 	lost0 := status.Lost
+	if rules, err := ctl.GetRules(); err == nil {
+		for _, r := range rules {
+			if text, err := rule.ToCommandLine(rule.WireFormat(r), false); err == nil && strings.Contains(text, "exclude") {
+				st.Excludes++
+			}
+		}
+	}
 
 	var c *floorConn
 	holder := int(status.PID)
@@ -360,7 +371,7 @@ func (m *auditFloorMode) Setup(context.Context) error {
 var floorReadyRe = regexp.MustCompile(`audit floor watching(?: beside (\S+))?`)
 
 // floorSummaryRe matches its last line.
-var floorSummaryRe = regexp.MustCompile(`audit floor: (\d+) records discarded, (\d+) lost \(kernel (\d+), socket (\d+)\)`)
+var floorSummaryRe = regexp.MustCompile(`audit floor: (\d+) records discarded, (\d+) lost \(kernel (\d+), socket (\d+)\)(?:; (\d+) exclude rules)?`)
 
 func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 	w, err := startWatcher(ctx, "tracer __audit-floor", exec.Command(m.self, "__audit-floor"), false, "audit floor watching", 2*time.Minute)
@@ -415,6 +426,9 @@ func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error
 	}
 	obs.Lost, _ = strconv.ParseInt(s[2], 10, 64)
 	obs.Note = fmt.Sprintf("discarded %s records", s[1])
+	if s[5] != "" {
+		obs.Note = joinNote(obs.Note, "the node's "+s[5]+" exclude rules applied: fewer records than the classic set")
+	}
 	if obs.Lost > 0 {
 		obs.Note = joinNote(obs.Note, fmt.Sprintf("lost %d node-wide (kernel %s, socket %s)", obs.Lost, s[3], s[4]))
 	}
@@ -432,8 +446,12 @@ func (m *auditFloorMode) Teardown() error {
 
 // FormatAuditFloorSummary is the floor's last line, which the mode parses.
 func FormatAuditFloorSummary(st AuditFloorStats) string {
-	return fmt.Sprintf("tracer: audit floor: %d records discarded, %d lost (kernel %d, socket %d)",
+	s := fmt.Sprintf("tracer: audit floor: %d records discarded, %d lost (kernel %d, socket %d)",
 		st.Records, st.KernelLost+st.SocketLost, st.KernelLost, st.SocketLost)
+	if st.Excludes > 0 {
+		s += fmt.Sprintf("; %d exclude rules of the node applied", st.Excludes)
+	}
+	return s
 }
 
 // FormatAuditFloorReady is the floor's ready line.

@@ -358,15 +358,12 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	// backlog or in auditd's own queue. A marker event goes after them:
 	// kill(bench, 0), which our rules log. Records leave both queues in
 	// order, so once the marker is in the log, all of the run's records are.
+	// The rules stay until then, so that a marker the kernel dropped (a full
+	// backlog with no wait time) can be sent again.
 	marker := os.Getpid()
-	markErr := syscall.Kill(marker, 0)
-	if err := m.removeRules(ctx); err != nil {
+	if err := syscall.Kill(marker, 0); err != nil {
 		m.cleanupRun()
-		return obs, err
-	}
-	if markErr != nil {
-		m.cleanupRun()
-		return obs, fmt.Errorf("sending the marker event: %w", markErr)
+		return obs, fmt.Errorf("sending the marker event: %w", err)
 	}
 	var evs []procEvent
 	var err error
@@ -374,6 +371,9 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		evs, err = m.drain(ctx, marker)
 	} else {
 		err = m.waitBacklog(ctx)
+	}
+	if err == nil {
+		err = m.removeRules(ctx)
 	}
 	if err != nil {
 		m.cleanupRun()
@@ -427,7 +427,7 @@ func (m *auditdMode) closeLog() {
 func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error) {
 	want := []byte(`key="` + auditrules.Key + `"`)
 	var evs []procEvent
-	start, lastMove := time.Now(), time.Now()
+	start, lastMove, lastMarker := time.Now(), time.Now(), time.Now()
 	var read int64
 	for {
 		for {
@@ -458,11 +458,22 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 		if m.w != nil && m.w.exited() {
 			return nil, fmt.Errorf("auditd exited before it wrote all records: %s", m.w.output())
 		}
-		if st, err := m.status(); err == nil && st.Backlog > 0 {
+		st, err := m.status()
+		if err == nil && st.Backlog > 0 {
 			lastMove = time.Now()
 		}
+		if time.Since(lastMove) > 3*time.Second && time.Since(lastMarker) > 3*time.Second {
+			// Nothing queued, nothing written: the marker was dropped. Records
+			// of the run that were dropped with it are counted lost.
+			_ = syscall.Kill(marker, 0)
+			lastMarker = time.Now()
+		}
 		if time.Since(lastMove) > time.Minute {
-			return nil, fmt.Errorf("auditd's log %s did not get the marker record within a minute: records were lost", m.logFile)
+			lost := ""
+			if err == nil {
+				lost = fmt.Sprintf(" (the kernel lost %d records meanwhile)", uint32(st.Lost-m.lost0))
+			}
+			return nil, fmt.Errorf("auditd's log %s did not get the marker record within a minute%s: records were lost", m.logFile, lost)
 		}
 		select {
 		case <-ctx.Done():

@@ -133,13 +133,9 @@ func findNodeAuditd() (*nodeAuditd, error) {
 	if pid == 0 || comm != "auditd" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return nil, fmt.Errorf("reading auditd's command line: %w", err)
-	}
-	a := &nodeAuditd{PID: pid, Conf: "/etc/audit/auditd.conf"}
-	for _, f := range bytes.Split(bytes.TrimRight(raw, "\x00"), []byte{0}) {
-		a.Argv = append(a.Argv, string(f))
+	a := &nodeAuditd{PID: pid, Conf: "/etc/audit/auditd.conf", Argv: cmdline(pid)}
+	if a.Argv == nil {
+		return nil, fmt.Errorf("reading the command line of auditd (pid %d)", pid)
 	}
 	for i, f := range a.Argv {
 		switch {
@@ -147,11 +143,6 @@ func findNodeAuditd() (*nodeAuditd, error) {
 			a.Foreground = true
 		case f == "-c" && i+1 < len(a.Argv):
 			a.Conf = filepath.Join(a.Argv[i+1], "auditd.conf")
-		}
-	}
-	if len(a.Argv) > 0 && !filepath.IsAbs(a.Argv[0]) {
-		if p, err := lookSbin(filepath.Base(a.Argv[0])); err == nil {
-			a.Argv[0] = p
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -169,6 +160,24 @@ func findNodeAuditd() (*nodeAuditd, error) {
 		}
 	}
 	return a, nil
+}
+
+// cmdline is a process's argv, with its program as an absolute path.
+func cmdline(pid int) []string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil
+	}
+	var argv []string
+	for _, f := range bytes.Split(bytes.TrimRight(raw, "\x00"), []byte{0}) {
+		argv = append(argv, string(f))
+	}
+	if len(argv) > 0 && !filepath.IsAbs(argv[0]) {
+		if p, err := lookSbin(filepath.Base(argv[0])); err == nil {
+			argv[0] = p
+		}
+	}
+	return argv
 }
 
 // restartable says why bench cannot start this auditd again as it was, or "".
@@ -209,11 +218,21 @@ func (a *nodeAuditd) stop() error {
 // service, in its cgroup, and waits until it holds the audit PID. It
 // returns the new pid.
 func (a *nodeAuditd) start() (int, error) {
-	if pid, comm := auditHolder(); pid != 0 {
-		if comm == "auditd" {
+	// An auditd bench started for a run may still be on its way out (it
+	// was told by PDEATHSIG when bench was killed): wait for the PID.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pid, comm := auditHolder()
+		if pid == 0 {
+			break
+		}
+		if comm == "auditd" && slices.Equal(cmdline(pid), a.Argv) {
 			return pid, nil // someone started it already
 		}
-		return 0, fmt.Errorf("cannot start auditd again: %s (pid %d) holds the audit PID", comm, pid)
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("cannot start the node's auditd again: %s (pid %d) holds the audit PID", comm, pid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
@@ -245,7 +264,7 @@ func (a *nodeAuditd) start() (int, error) {
 			return 0, fmt.Errorf("starting auditd again (%s): it did not daemonise within 30s", strings.Join(a.Argv, " "))
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		if pid, comm := auditHolder(); pid != 0 && comm == "auditd" {
 			return pid, nil
