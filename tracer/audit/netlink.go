@@ -144,14 +144,6 @@ func (c *conn) read(nonBlocking bool) (int, error) {
 
 func (c *conn) Close() error { return syscall.Close(c.fd) }
 
-// message splits the datagram in c.buf[:n] into its type and payload. The
-// datagram's size is used, not nlmsg_len: the kernel's audit records set
-// nlmsg_len without the header (go-libaudit works around it the same way).
-func (c *conn) message(n int) (typ uint16, data []byte) {
-	h := (*syscall.NlMsghdr)(unsafe.Pointer(&c.buf[0]))
-	return h.Type, c.buf[syscall.NLMSG_HDRLEN:n]
-}
-
 // batch receives up to len(bufs) datagrams per recvmmsg(2) call: at 800,000
 // records a second, one syscall per record is most of the reader's cost.
 type batch struct {
