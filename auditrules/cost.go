@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/elastic/go-libaudit/v2/auparse"
+
+	"github.com/tracer-dev/tracer/auditrules/internal/abi"
 )
 
 // CostRule is one audit rule as the cost analyser sees it.
@@ -135,16 +137,6 @@ var costHot = func() map[string]bool {
 	return m
 }()
 
-// costTables maps a machine to the go-libaudit syscall tables of its 64-bit
-// and 32-bit ABI.
-var costTables = map[string][2]string{
-	"x86_64":  {"x86_64", "i386"},
-	"aarch64": {"aarch64", "arm"},
-	"ppc64le": {"ppc64le", "ppc"},
-	"ppc64":   {"ppc64", "ppc"},
-	"s390x":   {"s390x", "s390"},
-}
-
 // ParseCostRules reads rules in auditctl syntax, one a line; comments,
 // blank lines and control lines (-D, -b, -f, -e, -r, --backlog_wait_time,
 // --loginuid-immutable) are skipped. It returns the rules, the lines it
@@ -243,7 +235,7 @@ func parseCostRule(tok []string) (CostRule, bool) {
 			}
 			switch name {
 			case "arch":
-				r.Arch = costNormArch(val)
+				r.Arch = abi.ABI(val)
 			case "key":
 				r.Key = strings.Trim(val, `"`)
 			default:
@@ -285,16 +277,6 @@ func costSplitField(s string) (name, op, val string) {
 	return "", "", ""
 }
 
-func costNormArch(a string) string {
-	switch a {
-	case "b64", "x86_64", "aarch64", "ppc64", "ppc64le", "s390x":
-		return "b64"
-	case "b32", "i386", "i686", "arm", "armeb", "ppc", "s390":
-		return "b32"
-	}
-	return a
-}
-
 // AnalyzeCostText parses and analyses rules in auditctl syntax.
 func AnalyzeCostText(text string, o CostOptions) CostReport {
 	rules, unparsed, locked := ParseCostRules(text)
@@ -313,13 +295,10 @@ func AnalyzeCostText(text string, o CostOptions) CostReport {
 // AnalyzeCost judges parsed rules.
 func AnalyzeCost(rules []CostRule, o CostOptions) CostReport {
 	machine := o.Machine
-	if machine == "" {
+	if !abi.Known(machine) {
 		machine = "x86_64"
 	}
-	tables, ok := costTables[machine]
-	if !ok {
-		tables = costTables["x86_64"]
-	}
+	tables := [2]string{abi.Table(machine, false), abi.Table(machine, true)}
 	rep := CostReport{Rules: rules, HotChecks: map[string]int{}, Findings: []CostFinding{}}
 	add := func(f CostFinding) { rep.Findings = append(rep.Findings, f) }
 	one := func(kind, sev string, r *CostRule, msg, fix string) {

@@ -17,6 +17,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule"
 	"github.com/elastic/go-libaudit/v2/rule/flags"
 
+	"github.com/tracer-dev/tracer/auditrules/internal/abi"
 	"github.com/tracer-dev/tracer/tracer"
 )
 
@@ -66,7 +67,7 @@ var classSyscalls = map[tracer.EventType][]string{
 
 // SignalArg is the argument register that holds the signal number for each
 // signal syscall: kill(pid, sig) has it in a1 but tgkill(tgid, tid, sig) in
-// a2, which is why the seed's `-S kill -S tkill -S tgkill -F a1=10` misses
+// a2, which is why the common `-S kill -S tkill -S tgkill -F a1=10` misses
 // every raise(3) and pthread_kill(3).
 var SignalArg = map[string]int{
 	"kill": 1, "tkill": 1, "rt_sigqueueinfo": 1, "pidfd_send_signal": 1,
@@ -100,7 +101,7 @@ type Options struct {
 	Arch    string
 	Types   tracer.TypeSet
 	Signals tracer.SignalSet
-	// AuidSet adds -F auid!=unset (the seed's filter): off by default since
+	// AuidSet adds -F auid!=unset (a common filter): off by default since
 	// services, CI agents and containers have no login uid.
 	AuidSet bool
 	// ScopeAUID, when not tracer.UnsetID, adds -F auid=N (trace scoping).
@@ -187,14 +188,11 @@ func (s *Set) Text() string {
 	return b.String()
 }
 
-// archTables maps a machine to the go-libaudit syscall table of its 64-bit
-// and 32-bit ABI.
-var archTables = map[string][2]string{
-	"x86_64":  {"x86_64", "i386"},
-	"aarch64": {"aarch64", "arm"},
-	"ppc64le": {"ppc64le", "ppc"},
-	"s390x":   {"s390x", "s390"},
-}
+// ArchValue is the AUDIT_ARCH_* value the kernel writes in the arch field
+// of SYSCALL records for the 64-bit syscalls of machine (uname -m), or for
+// its 32-bit ones when b32; 0 for a machine without an audit syscall table.
+// It is the one machine <-> audit arch table of the project.
+func ArchValue(machine string, b32 bool) uint32 { return abi.Arch(machine, b32) }
 
 // RuntimeMachine is the uname -m of this program's architecture.
 func RuntimeMachine() string {
@@ -217,8 +215,7 @@ func Build(o Options) (*Set, error) {
 	if machine == "" {
 		machine = RuntimeMachine()
 	}
-	tables, ok := archTables[machine]
-	if !ok {
+	if !abi.Known(machine) {
 		return nil, tracer.Usagef("no audit syscall table for machine %q: use x86_64, aarch64, ppc64le or s390x", machine)
 	}
 	if o.Types == 0 {
@@ -257,10 +254,7 @@ func Build(o Options) (*Set, error) {
 		common = append(common, "auid="+strconv.FormatUint(uint64(o.ScopeAUID), 10))
 	}
 	for _, arch := range arches {
-		table := tables[0]
-		if arch == "b32" {
-			table = tables[1]
-		}
+		table := abi.Table(machine, arch == "b32")
 		have := syscallNames(table)
 		var plain []string
 		var missing []string
@@ -315,12 +309,7 @@ func syscallNames(table string) map[string]bool {
 // SyscallName returns the name of syscall nr in the table of a 64-bit (b32
 // false) or 32-bit ABI of this program's machine.
 func SyscallName(nr int, b32 bool) string {
-	tables := archTables[RuntimeMachine()]
-	t := tables[0]
-	if b32 {
-		t = tables[1]
-	}
-	return auparse.AuditSyscalls[t][nr]
+	return auparse.AuditSyscalls[abi.Table(RuntimeMachine(), b32)][nr]
 }
 
 // LeanExcludes are the record types tracer asks the kernel not to build

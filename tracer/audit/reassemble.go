@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-libaudit/v2/auparse"
-
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -95,16 +93,7 @@ func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 
 // archValue is the AUDIT_ARCH_* of this machine's 64-bit or 32-bit ABI.
 func archValue(b32 bool) uint32 {
-	names := map[string][2]auparse.AuditArch{
-		"x86_64":  {auparse.AUDIT_ARCH_X86_64, auparse.AUDIT_ARCH_I386},
-		"aarch64": {auparse.AUDIT_ARCH_AARCH64, auparse.AUDIT_ARCH_ARM},
-		"ppc64le": {auparse.AUDIT_ARCH_PPC64LE, auparse.AUDIT_ARCH_PPC},
-		"s390x":   {auparse.AUDIT_ARCH_S390X, auparse.AUDIT_ARCH_S390},
-	}[auditrules.RuntimeMachine()]
-	if b32 {
-		return uint32(names[1])
-	}
-	return uint32(names[0])
+	return auditrules.ArchValue(auditrules.RuntimeMachine(), b32)
 }
 
 // feed takes one record; emit receives each completed event.

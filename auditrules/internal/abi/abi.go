@@ -1,0 +1,73 @@
+// Package abi is the one table of the audit ABIs of each machine: the
+// AUDIT_ARCH value the kernel writes in a SYSCALL record's arch field for
+// the machine's 64-bit syscalls and for the 32-bit ones its kernel also
+// runs, and the go-libaudit syscall table that names their numbers.
+// Package auditrules exports it (ArchValue, SyscallName); it is a package
+// of its own so that the rule-cost analyser in auditrules/cost reads the
+// same table without importing auditrules.
+package abi
+
+import "github.com/elastic/go-libaudit/v2/auparse"
+
+// machines maps a machine (uname -m) to the audit arch of its 64-bit ABI
+// and of its 32-bit one.
+var machines = map[string][2]auparse.AuditArch{
+	"x86_64":  {auparse.AUDIT_ARCH_X86_64, auparse.AUDIT_ARCH_I386},
+	"aarch64": {auparse.AUDIT_ARCH_AARCH64, auparse.AUDIT_ARCH_ARM},
+	"ppc64le": {auparse.AUDIT_ARCH_PPC64LE, auparse.AUDIT_ARCH_PPC},
+	"ppc64":   {auparse.AUDIT_ARCH_PPC64, auparse.AUDIT_ARCH_PPC},
+	"s390x":   {auparse.AUDIT_ARCH_S390X, auparse.AUDIT_ARCH_S390},
+}
+
+// other32 are further names of 32-bit ABIs that -F arch= may hold.
+var other32 = []string{"i686", "armeb"}
+
+// Known reports whether the table has machine.
+func Known(machine string) bool {
+	_, ok := machines[machine]
+	return ok
+}
+
+// Arch returns the AUDIT_ARCH value of machine's 64-bit ABI, or of its
+// 32-bit one when b32; 0 for a machine the table does not have.
+func Arch(machine string, b32 bool) uint32 {
+	a, ok := machines[machine]
+	if !ok {
+		return 0
+	}
+	if b32 {
+		return uint32(a[1])
+	}
+	return uint32(a[0])
+}
+
+// Table names the go-libaudit syscall table (a key of
+// auparse.AuditSyscalls) of machine's 64-bit or 32-bit ABI; "" for a
+// machine the table does not have.
+func Table(machine string, b32 bool) string {
+	return auparse.AuditArchNames[auparse.AuditArch(Arch(machine, b32))]
+}
+
+// ABI reads an arch as `-F arch=` gives it (b64, b32, or the name of an
+// ABI such as x86_64 or i386) and returns "b64" or "b32"; a name the table
+// does not have comes back unchanged.
+func ABI(name string) string {
+	switch name {
+	case "b64", "b32":
+		return name
+	}
+	for _, a := range machines {
+		switch name {
+		case auparse.AuditArchNames[a[0]]:
+			return "b64"
+		case auparse.AuditArchNames[a[1]]:
+			return "b32"
+		}
+	}
+	for _, n := range other32 {
+		if name == n {
+			return "b32"
+		}
+	}
+	return name
+}
