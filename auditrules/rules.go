@@ -69,18 +69,12 @@ var classSyscalls = map[tracer.EventType][]string{
 // signal syscall: kill(pid, sig) has it in a1 but tgkill(tgid, tid, sig) in
 // a2, which is why the common `-S kill -S tkill -S tgkill -F a1=10` misses
 // every raise(3) and pthread_kill(3).
-var SignalArg = map[string]int{
-	"kill": 1, "tkill": 1, "rt_sigqueueinfo": 1, "pidfd_send_signal": 1,
-	"tgkill": 2, "rt_tgsigqueueinfo": 2,
-}
+var SignalArg = abi.SignalArg
 
 // TargetArg is the argument that names the signalled process or thread.
 // pidfd_send_signal names it by a pidfd, so its target comes from the
 // OBJ_PID record instead (-1 here).
-var TargetArg = map[string]int{
-	"kill": 0, "tkill": 0, "rt_sigqueueinfo": 0, "pidfd_send_signal": -1,
-	"tgkill": 1, "rt_tgsigqueueinfo": 1,
-}
+var TargetArg = abi.TargetArg
 
 // ClassOf returns the event class of a syscall name, or TypeNone.
 func ClassOf(syscall string) tracer.EventType {

@@ -6,17 +6,17 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/auditrules/cost"
 )
 
 // Report is what `tracer doctor` prints: the facts, a verdict per backend,
 // the cost of the loaded audit rules and, given a bench result, the
 // measured tax those rules put on every syscall.
 type Report struct {
-	Facts    Facts                  `json:"facts"`
-	Verdicts []Verdict              `json:"verdicts"`
-	RuleCost *auditrules.CostReport `json:"rule_cost,omitempty"`
-	Tax      []MeasuredTax          `json:"syscall_tax,omitempty"`
+	Facts    Facts         `json:"facts"`
+	Verdicts []Verdict     `json:"verdicts"`
+	RuleCost *cost.Report  `json:"rule_cost,omitempty"`
+	Tax      []MeasuredTax `json:"syscall_tax,omitempty"`
 }
 
 // MeasuredTax is the syscall-tax workload's ratio for one mode in a bench
@@ -41,9 +41,9 @@ func NewReport(f Facts) *Report {
 }
 
 // RuleCost analyses the node's loaded audit rules.
-func RuleCost(f Facts) auditrules.CostReport {
+func RuleCost(f Facts) cost.Report {
 	scanned := f.Procs.Scanned > 0 && (f.Procs.Unreadable == 0 || f.Root)
-	return auditrules.AnalyzeCostText(strings.Join(f.Audit.Rules, "\n"), auditrules.CostOptions{
+	return cost.AnalyzeText(strings.Join(f.Audit.Rules, "\n"), cost.Options{
 		Machine:   f.Machine,
 		Scanned32: scanned || f.Has32Bit(),
 		Has32Bit:  f.Has32Bit(),

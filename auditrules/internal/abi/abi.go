@@ -1,10 +1,12 @@
-// Package abi is the one table of the audit ABIs of each machine: the
-// AUDIT_ARCH value the kernel writes in a SYSCALL record's arch field for
-// the machine's 64-bit syscalls and for the 32-bit ones its kernel also
-// runs, and the go-libaudit syscall table that names their numbers.
-// Package auditrules exports it (ArchValue, SyscallName); it is a package
-// of its own so that the rule-cost analyser in auditrules/cost reads the
-// same table without importing auditrules.
+// Package abi holds the syscall ABI facts that audit rules depend on: the
+// one table of each machine's audit ABIs (the AUDIT_ARCH value the kernel
+// writes in a SYSCALL record's arch field for the machine's 64-bit
+// syscalls and for the 32-bit ones its kernel also runs, and the
+// go-libaudit syscall table that names their numbers), and the argument
+// registers of the signal syscalls. Package auditrules exports them
+// (ArchValue, SyscallName, SignalArg, TargetArg); they are a package of
+// their own so that the rule-cost analyser in auditrules/cost reads the
+// same tables without importing auditrules.
 package abi
 
 import "github.com/elastic/go-libaudit/v2/auparse"
@@ -70,4 +72,18 @@ func ABI(name string) string {
 		}
 	}
 	return name
+}
+
+// SignalArg is the argument register that holds the signal number of each
+// signal syscall (auditrules.SignalArg says why it matters).
+var SignalArg = map[string]int{
+	"kill": 1, "tkill": 1, "rt_sigqueueinfo": 1, "pidfd_send_signal": 1,
+	"tgkill": 2, "rt_tgsigqueueinfo": 2,
+}
+
+// TargetArg is the argument that names the signalled process or thread;
+// -1 for pidfd_send_signal, which names it by a pidfd.
+var TargetArg = map[string]int{
+	"kill": 0, "tkill": 0, "rt_sigqueueinfo": 0, "pidfd_send_signal": -1,
+	"tgkill": 1, "rt_tgsigqueueinfo": 1,
 }

@@ -1,4 +1,4 @@
-package auditrules
+package cost
 
 import (
 	"os"
@@ -15,7 +15,7 @@ type costWant struct {
 	lines          []int
 }
 
-func costSummary(rep CostReport) []costWant {
+func costSummary(rep Report) []costWant {
 	var out []costWant
 	for _, f := range rep.Findings {
 		out = append(out, costWant{f.Kind, f.Severity, f.Lines})
@@ -25,7 +25,7 @@ func costSummary(rep CostReport) []costWant {
 
 func readCostFixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/cost/" + name)
+	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +36,17 @@ func readCostFixture(t *testing.T, name string) string {
 // 32-bit process: -e 2, the rules that could be merged, the b32 copies, and
 // the filtered rules on open/openat.
 func TestCostSTIG(t *testing.T) {
-	rep := AnalyzeCostText(readCostFixture(t, "stig.rules"), CostOptions{Machine: "x86_64", Scanned32: true})
+	rep := AnalyzeText(readCostFixture(t, "stig.rules"), Options{Machine: "x86_64", Scanned32: true})
 	want := []costWant{
-		{CostKindLocked, CostHigh, nil},
-		{CostKindMergeable, CostMedium, []int{36, 40, 42}},
-		{CostKindMergeable, CostMedium, []int{37, 41, 43}},
-		{CostKindMergeable, CostMedium, []int{56, 58}},
-		{CostKindMergeable, CostMedium, []int{57, 59}},
-		{CostKindMergeable, CostMedium, []int{64, 65}},
-		{CostKindHotFiltered, CostLow, []int{46, 47, 48, 49}},
-		{CostKindB32Unused, CostLow, []int{9, 11, 36, 38, 40, 42, 46, 48, 52, 56, 58, 62, 64, 65}},
-		{CostKindRuleCount, CostLow, nil},
+		{KindLocked, High, nil},
+		{KindMergeable, Medium, []int{36, 40, 42}},
+		{KindMergeable, Medium, []int{37, 41, 43}},
+		{KindMergeable, Medium, []int{56, 58}},
+		{KindMergeable, Medium, []int{57, 59}},
+		{KindMergeable, Medium, []int{64, 65}},
+		{KindHotFiltered, Low, []int{46, 47, 48, 49}},
+		{KindB32Unused, Low, []int{9, 11, 36, 38, 40, 42, 46, 48, 52, 56, 58, 62, 64, 65}},
+		{KindRuleCount, Low, nil},
 	}
 	if got := costSummary(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("findings:\n got %v\nwant %v", got, want)
@@ -72,26 +72,26 @@ func TestCostSTIG(t *testing.T) {
 	}
 
 	// With a 32-bit process running, the b32 rules are needed.
-	rep32 := AnalyzeCostText(readCostFixture(t, "stig.rules"), CostOptions{Scanned32: true, Has32Bit: true})
+	rep32 := AnalyzeText(readCostFixture(t, "stig.rules"), Options{Scanned32: true, Has32Bit: true})
 	for _, f := range rep32.Findings {
-		if f.Kind == CostKindB32Unused {
+		if f.Kind == KindB32Unused {
 			t.Errorf("b32 finding with a 32-bit process running: %v", f)
 		}
 	}
 }
 
-// TestCostSeed checks the seed's rules and the common mistakes.
-func TestCostSeed(t *testing.T) {
-	rep := AnalyzeCostText(readCostFixture(t, "seed.rules"), CostOptions{Scanned32: true})
+// TestCostCommonMistakes checks common rules and common mistakes.
+func TestCostCommonMistakes(t *testing.T) {
+	rep := AnalyzeText(readCostFixture(t, "mistakes.rules"), Options{Scanned32: true})
 	want := []costWant{
-		{CostKindHot, CostHigh, []int{7}},
-		{CostKindSignalReg, CostHigh, []int{3}},
-		{CostKindSignalReg, CostHigh, []int{9}},
-		{CostKindNoArch, CostMedium, []int{6}},
-		{CostKindAllSyscalls, CostMedium, []int{8}},
-		{CostKindMergeable, CostMedium, []int{10, 11}},
-		{CostKindHotFiltered, CostLow, []int{6}},
-		{CostKindB32Unused, CostLow, []int{5}},
+		{KindHot, High, []int{7}},
+		{KindSignalReg, High, []int{3}},
+		{KindSignalReg, High, []int{9}},
+		{KindNoArch, Medium, []int{6}},
+		{KindAllSyscalls, Medium, []int{8}},
+		{KindMergeable, Medium, []int{10, 11}},
+		{KindHotFiltered, Low, []int{6}},
+		{KindB32Unused, Low, []int{5}},
 	}
 	if got := costSummary(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("findings:\n got %v\nwant %v", got, want)
@@ -103,7 +103,7 @@ func TestCostSeed(t *testing.T) {
 	if !strings.Contains(sig.Message, "tgkill(tgid, tid, sig)") {
 		t.Errorf("signal message: %s", sig.Message)
 	}
-	// The b32 seed rule's exit (1) and fork (2) are the 64-bit write and open.
+	// The b32 rule's exit (1) and fork (2) are the 64-bit write and open.
 	if m := rep.Findings[7].Message; !strings.Contains(m, "write (b32 exit)") || !strings.Contains(m, "open (b32 fork)") {
 		t.Errorf("b32 aliases: %s", m)
 	}
@@ -115,19 +115,19 @@ func TestCostSmallCases(t *testing.T) {
 		want        []string // kinds
 	}{
 		{"clean tracer rules", "-a always,exit -F arch=b64 -S execve,execveat -k tracer\n-a always,exit -F arch=b64 -S kill,tkill -F a1=10 -k tracer\n-a always,exit -F arch=b64 -S tgkill -F a2=10 -k tracer", nil},
-		{"all unfiltered", "-a always,exit -S all", []string{CostKindAllSyscalls}},
+		{"all unfiltered", "-a always,exit -S all", []string{KindAllSyscalls}},
 		{"never rules cost nothing to flag", "-a never,exit -F arch=b64 -S read", nil},
 		{"tgkill a1 as a tid filter", "-a always,exit -F arch=b64 -S tgkill -F a1=4242 -k t", nil},
 		{"tgkill a2 is right", "-a always,exit -F arch=b64 -S tgkill -F a2=10 -k t", nil},
-		{"task never", "-a never,task", []string{CostKindTaskNever}},
+		{"task never", "-a never,task", []string{KindTaskNever}},
 		{"task never for one uid", "-a task,never -F uid=0", nil},
-		{"auid!=unset does not narrow", "-a always,exit -F arch=b64 -S openat -F auid!=4294967295", []string{CostKindHot}},
+		{"auid!=unset does not narrow", "-a always,exit -F arch=b64 -S openat -F auid!=4294967295", []string{KindHot}},
 		{"dir rule with all syscalls", "-a always,exit -S all -F dir=/etc -F perm=wa -k etc", nil},
 		{"watch", "-w /etc/passwd -p wa -k identity", nil},
 		{"legacy exit,always order, b32 needed", "-a exit,always -F arch=b32 -S execve -k x", nil},
 		{"different keys do not merge", "-a always,exit -F arch=b64 -S kill -k a\n-a always,exit -F arch=b64 -S tkill -k b", nil},
 	} {
-		rep := AnalyzeCostText(tc.rules, CostOptions{Scanned32: true, Has32Bit: true})
+		rep := AnalyzeText(tc.rules, Options{Scanned32: true, Has32Bit: true})
 		var got []string
 		for _, f := range rep.Findings {
 			got = append(got, f.Kind)
@@ -140,8 +140,8 @@ func TestCostSmallCases(t *testing.T) {
 
 func TestParseCostRuleForms(t *testing.T) {
 	// The rules.d form and the `auditctl -l` form of the same rule.
-	a, _, _ := ParseCostRules("-a exit,always -F arch=x86_64 -S kill -S tkill -F auid!=-1 -k sig")
-	b, _, _ := ParseCostRules("-a always,exit -F arch=b64 -S kill,tkill -F auid!=unset -F key=sig")
+	a, _, _ := ParseRules("-a exit,always -F arch=x86_64 -S kill -S tkill -F auid!=-1 -k sig")
+	b, _, _ := ParseRules("-a always,exit -F arch=b64 -S kill,tkill -F auid!=unset -F key=sig")
 	if len(a) != 1 || len(b) != 1 {
 		t.Fatalf("parsed %d and %d rules", len(a), len(b))
 	}
@@ -149,7 +149,7 @@ func TestParseCostRuleForms(t *testing.T) {
 	if !reflect.DeepEqual(a[0], b[0]) {
 		t.Errorf("forms differ:\n%+v\n%+v", a[0], b[0])
 	}
-	_, unparsed, _ := ParseCostRules("-a always\n-S kill\nnonsense\n-F arch=b64")
+	_, unparsed, _ := ParseRules("-a always\n-S kill\nnonsense\n-F arch=b64")
 	if len(unparsed) != 4 {
 		t.Errorf("unparsed %q, want all 4 lines", unparsed)
 	}
@@ -180,11 +180,11 @@ func TestCostThroughWireFormat(t *testing.T) {
 		}
 		listed = append(listed, s)
 	}
-	direct := AnalyzeCostText(text, CostOptions{Scanned32: true})
-	viaKernel := AnalyzeCostText(strings.Join(listed, "\n"), CostOptions{Scanned32: true})
-	kinds := func(r CostReport) (k []string, n []int) {
+	direct := AnalyzeText(text, Options{Scanned32: true})
+	viaKernel := AnalyzeText(strings.Join(listed, "\n"), Options{Scanned32: true})
+	kinds := func(r Report) (k []string, n []int) {
 		for _, f := range r.Findings {
-			if f.Kind != CostKindLocked {
+			if f.Kind != KindLocked {
 				k = append(k, f.Kind)
 				n = append(n, len(f.Rules))
 			}
