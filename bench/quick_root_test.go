@@ -306,3 +306,57 @@ func TestBenchNotRoot(t *testing.T) {
 		t.Errorf("as nobody: exit %d, %q; want exit status 2 and 'needs root'", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+// TestBenchSweep raises signal-storm's rate step by step under this tool's
+// modes: every mode gets a ceiling and says what stopped it, a mode leaves
+// the sweep at its first step that lost or missed events, and the steps
+// are in the result file.
+func TestBenchSweep(t *testing.T) {
+	tracertest.LockAudit(t)
+	bin := buildTracer(t)
+	before := strings.Join(leftovers(t), " ")
+	out := filepath.Join(t.TempDir(), "sweep.json")
+	cmd := exec.Command(bin, "bench", "--sweep", "--workload", "signal-storm", "--modes", "none,audit,ebpf",
+		"--count", "2000", "--rounds", "2", "--target", "300ms", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tracer bench --sweep: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "MAX EVENTS/S") || !strings.Contains(string(b), "CEILING") {
+		t.Errorf("no ceiling in the output:\n%s", b)
+	}
+	f, err := ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Sweep) == 0 {
+		t.Fatal("no sweep steps in the result file")
+	}
+	for _, r := range f.Results {
+		if r.MaxEventsPerS == nil || *r.MaxEventsPerS < 0 {
+			t.Errorf("%s: no ceiling (%+v)", r.Mode, r)
+			continue
+		}
+		if !slices.Contains([]string{"lost", "slowed", "workload"}, r.MaxEventsLimit) || (r.Mode == "none" && r.MaxEventsLimit != "workload") {
+			t.Errorf("%s: ceiling %v stopped by %q", r.Mode, *r.MaxEventsPerS, r.MaxEventsLimit)
+		}
+	}
+	last := map[string]SweepStep{}
+	for _, s := range f.Sweep {
+		if p, ok := last[s.Mode]; ok {
+			if s.TargetPerS <= p.TargetPerS {
+				t.Errorf("%s: step %v after %v", s.Mode, s.TargetPerS, p.TargetPerS)
+			}
+			if !p.OK {
+				t.Errorf("%s: a step after one that lost events", s.Mode)
+			}
+		}
+		if s.Mode == "none" && !s.OK {
+			t.Errorf("none lost events at %v/s: %+v", s.TargetPerS, s)
+		}
+		last[s.Mode] = s
+	}
+	if after := strings.Join(leftovers(t), " "); after != before {
+		t.Errorf("bench left behind: %s (before: %s)", after, before)
+	}
+}

@@ -98,10 +98,7 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				return steps
 			}
 			noneRate := 0.0
-			for i, m := range modes {
-				if m.out || ctx.Err() != nil {
-					continue
-				}
+			run := func(m *sweepMode) (SweepStep, error) {
 				s, err := r.runOnce(ctx, w, 1, m.st.v)
 				done++
 				step := SweepStep{Workload: sw.Name, Mode: m.st.v.Mode.Name(), Label: s.Label, Storage: m.st.v.StorageLabel(),
@@ -116,6 +113,20 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				if r.Progress != nil {
 					r.Progress(Progress{Done: done, Total: -1, Workload: fmt.Sprintf("sweep %s %.0f/s", sw.Name, rate),
 						Variant: m.st.v.String(), Round: 1, Sample: s, Err: err})
+				}
+				return step, err
+			}
+			for i, m := range modes {
+				if m.out || ctx.Err() != nil {
+					continue
+				}
+				step, err := run(m)
+				if i > 0 && err == nil && step.OK && step.PerS < sweepModeShort*noneRate {
+					// One slow run on a busy node is not a ceiling: the mode
+					// must fall short twice running.
+					if again, err2 := run(m); err2 == nil && again.OK && again.PerS >= sweepModeShort*noneRate {
+						step = again
+					}
 				}
 				steps = append(steps, step)
 				if i == 0 {

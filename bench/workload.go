@@ -148,17 +148,23 @@ func NewBuiltin(name string, n int64, self, dir string) (*Workload, error) {
 // SIGURG): events no workload asked for.
 var goLoopEnv = []string{"GODEBUG=asyncpreemptoff=1"}
 
-// NewPaced returns the sweep's form of signal-storm or exec-storm: n
-// events at rate events a second, from a Go loop of this program.
-func NewPaced(name string, n int64, rate float64, self string) (*Workload, error) {
+// NewPaced returns the sweep's form of signal-storm or exec-storm: a Go
+// loop of this program that makes about events events at rate events a
+// second (a kill is one event, a spawn two: its fork and its exec).
+func NewPaced(name string, events int64, rate float64, self string) (*Workload, error) {
 	b, ok := findBuiltin(name)
 	if !ok || (name != "signal-storm" && name != "exec-storm") {
 		return nil, fmt.Errorf("no paced form of workload %q: the sweep runs signal-storm and exec-storm", name)
 	}
+	per := int64(1)
+	if name == "exec-storm" {
+		per = 2
+	}
+	n := max(1, events/per)
 	count := strconv.FormatInt(n, 10)
-	r := strconv.FormatFloat(rate, 'f', 0, 64)
+	r := strconv.FormatFloat(rate/float64(per), 'f', 0, 64)
 	return &Workload{
-		Name: name, Desc: fmt.Sprintf("%s, paced at %s/s; %d %s", b.desc, r, n, b.countNoun),
+		Name: name, Desc: fmt.Sprintf("%s, paced at %s %s a second; %d %s", b.desc, r, b.countNoun, n, b.countNoun),
 		Count: n, Expected: b.expected(n), Known: true, GoRuntime: true, Env: goLoopEnv,
 		argv: func(tids string) []string {
 			return []string{self, "bench", "workload", name, "--count", count, "--rate", r, "--tids", tids}
