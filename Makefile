@@ -13,7 +13,7 @@ BIN := bin/tracer
 DEMO_PACKAGES := auditd bpftrace
 TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
 
-.PHONY: help deps deps-demo build demo test vet fmt-check generate check-generated bench clean
+.PHONY: help deps deps-demo build demo test vet lint fmt-check generate check-generated bench clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -46,6 +46,11 @@ test: deps vet fmt-check check-generated ## all tests, as root: unit, privileged
 
 vet: ## go vet
 	$(GO) vet ./...
+
+GOLANGCI_LINT ?= $(shell command -v golangci-lint 2>/dev/null || echo $$($(GO) env GOPATH)/bin/golangci-lint)
+lint: ## golangci-lint (v2.15.0, .golangci.yml); installs it with go install when missing
+	@[ -x "$(GOLANGCI_LINT)" ] || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 fmt-check: ## fail when gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
