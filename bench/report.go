@@ -651,7 +651,7 @@ func costSummary(cs []ReportCost) string {
 	}
 	switch {
 	case len(noise) == len(cs):
-		parts = append(parts, "within noise on every workload")
+		parts = append(parts, "within noise on every workload (more rounds or a longer --target would tell the costs apart)")
 	case len(noise) > 0:
 		parts = append(parts, "within noise on "+strings.Join(noise, ", "))
 	}

@@ -365,7 +365,7 @@ func TestReportCostSummaryNoise(t *testing.T) {
 		want string
 	}{
 		{[]ReportCost{{Workload: "cis-shell", Ratio: 0.93, Pct: -7, Noise: true}, {Workload: "syscall-tax", Ratio: 0.99, Pct: -1, Noise: true}},
-			"within noise on every workload"},
+			"within noise on every workload (more rounds or a longer --target would tell the costs apart)"},
 		{[]ReportCost{{Workload: "cis-shell", Ratio: 0.98, Pct: -2, Noise: true}, {Workload: "signal-storm", Ratio: 1.23, Pct: 23}},
 			"+23% (signal-storm); within noise on cis-shell"},
 		{[]ReportCost{{Workload: "syscall-tax", Ratio: 1.004, Pct: 0.4}, {Workload: "signal-storm", Ratio: 1.5, Pct: 50}},

@@ -233,7 +233,9 @@ loop:
 				}
 			}
 			Summarize(&res, samples, baseSamples)
-			if f := floors[FloorOf(res.Mode)]; f != nil {
+			if f := floors[FloorOf(res.Mode)]; f != nil && !(IsPeer(res.Mode) && besideSomething(f.samples[w])) {
+				// auditd against a floor that ran beside it (the node's own
+				// auditd) would be auditd against itself plus a reader.
 				SummarizeFloor(&res, f.v.Mode.Name(), samples, f.samples[w])
 			}
 			if st == base {
@@ -274,6 +276,17 @@ loop:
 		err = errors.Join(err, ctx.Err())
 	}
 	return results, err
+}
+
+// besideSomething reports whether samples ran beside another holder of
+// the audit PID.
+func besideSomething(samples []Sample) bool {
+	for _, s := range samples {
+		if strings.Contains(s.Label, "(beside ") {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Runner) minRounds() int {
