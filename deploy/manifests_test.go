@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -29,7 +31,7 @@ import (
 )
 
 // exportedMetrics are the metric names the tracer serves at /metrics
-// (SPEC.md "Metrics"; tracer/metrics exports them), plus the standard Go and
+// (docs/fleet.md lists them; tracer/metrics exports them), plus the standard Go and
 // process collectors' names the dashboard uses. The dashboard may use only
 // these; tracer/metrics' TestDashboardMetricsExist checks the dashboard
 // against the real collector from the other side.
@@ -49,12 +51,20 @@ var exportedMetrics = map[string]bool{
 	"process_resident_memory_bytes": true,
 }
 
-// metricsPort is the port every piece agrees on: the tracer's
-// --metrics-addr, the containers' "metrics" port and the Service.
+// metricsPort is the port every piece agrees on: kube-rbac-proxy's
+// --secure-listen-address, its "metrics" port and the Service.
 const metricsPort = 9477
 
-// capsFor is exactly what each backend's container may add (SPEC.md,
-// docs/fleet.md): nothing more, and privileged never.
+// tokenPath is where a container finds the service account token.
+const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// writableHostPaths are the only node paths a pod may mount writable: the
+// tracer's state (the audit settings to restore after a kill -9), which
+// must outlive the pod.
+var writableHostPaths = map[string]bool{"/run/tracer": true}
+
+// capsFor is exactly what each backend's container may add
+// (docs/fleet.md): nothing more, and privileged never.
 var capsFor = map[string][]corev1.Capability{
 	"ebpf":  {"BPF", "PERFMON", "SYS_RESOURCE"},
 	"audit": {"AUDIT_CONTROL", "AUDIT_READ"},
@@ -72,8 +82,13 @@ type serviceMonitor struct {
 			MatchNames []string `json:"matchNames"`
 		} `json:"namespaceSelector"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path"`
+			Port            string `json:"port"`
+			Path            string `json:"path"`
+			Scheme          string `json:"scheme"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			TLSConfig       *struct {
+				InsecureSkipVerify bool `json:"insecureSkipVerify"`
+			} `json:"tlsConfig"`
 			Interval      string `json:"interval"`
 			ScrapeTimeout string `json:"scrapeTimeout"`
 			Relabelings   []struct {
@@ -99,12 +114,15 @@ type kustomization struct {
 
 // manifests holds every object of kubernetes/, decoded strictly.
 type manifests struct {
-	namespaces []corev1.Namespace
-	daemonSets []appsv1.DaemonSet
-	services   []corev1.Service
-	monitors   []serviceMonitor
-	kustomize  *kustomization
-	files      []string
+	namespaces      []corev1.Namespace
+	serviceAccounts []corev1.ServiceAccount
+	clusterRoles    []rbacv1.ClusterRole
+	roleBindings    []rbacv1.ClusterRoleBinding
+	daemonSets      []appsv1.DaemonSet
+	services        []corev1.Service
+	monitors        []serviceMonitor
+	kustomize       *kustomization
+	files           []string
 }
 
 func load(t *testing.T) manifests {
@@ -136,6 +154,18 @@ func load(t *testing.T) manifests {
 			var o corev1.Namespace
 			strict(&o)
 			m.namespaces = append(m.namespaces, o)
+		case "v1 ServiceAccount":
+			var o corev1.ServiceAccount
+			strict(&o)
+			m.serviceAccounts = append(m.serviceAccounts, o)
+		case "rbac.authorization.k8s.io/v1 ClusterRole":
+			var o rbacv1.ClusterRole
+			strict(&o)
+			m.clusterRoles = append(m.clusterRoles, o)
+		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			strict(&o)
+			m.roleBindings = append(m.roleBindings, o)
 		case "apps/v1 DaemonSet":
 			var o appsv1.DaemonSet
 			strict(&o)
@@ -163,17 +193,27 @@ func load(t *testing.T) manifests {
 
 func TestObjectsWellFormed(t *testing.T) {
 	m := load(t)
-	if len(m.namespaces) != 1 || len(m.daemonSets) != 2 || len(m.services) != 1 || len(m.monitors) != 1 {
-		t.Fatalf("want 1 Namespace, 2 DaemonSets, 1 Service, 1 ServiceMonitor; have %d, %d, %d, %d",
-			len(m.namespaces), len(m.daemonSets), len(m.services), len(m.monitors))
+	if len(m.namespaces) != 1 || len(m.daemonSets) != 2 || len(m.services) != 1 || len(m.monitors) != 1 ||
+		len(m.serviceAccounts) != 1 || len(m.clusterRoles) != 1 || len(m.roleBindings) != 1 {
+		t.Fatalf("want 1 Namespace, 2 DaemonSets, 1 Service, 1 ServiceMonitor, 1 ServiceAccount, 1 ClusterRole, 1 ClusterRoleBinding; have %d, %d, %d, %d, %d, %d, %d",
+			len(m.namespaces), len(m.daemonSets), len(m.services), len(m.monitors),
+			len(m.serviceAccounts), len(m.clusterRoles), len(m.roleBindings))
 	}
 	ns := m.namespaces[0].Name
 	if lvl := m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"]; lvl != "privileged" {
 		t.Errorf("namespace %s: Pod Security level %q; hostPID and hostPath need privileged", ns, lvl)
 	}
-	metas := []metav1.ObjectMeta{m.namespaces[0].ObjectMeta, m.services[0].ObjectMeta, m.monitors[0].ObjectMeta}
+	metas := []metav1.ObjectMeta{m.namespaces[0].ObjectMeta, m.services[0].ObjectMeta, m.monitors[0].ObjectMeta,
+		m.serviceAccounts[0].ObjectMeta}
 	for _, ds := range m.daemonSets {
 		metas = append(metas, ds.ObjectMeta, ds.Spec.Template.ObjectMeta)
+	}
+	// Cluster-scoped: no namespace, and a name that says whose they are.
+	for _, om := range []metav1.ObjectMeta{m.clusterRoles[0].ObjectMeta, m.roleBindings[0].ObjectMeta} {
+		if om.Namespace != "" || !strings.HasPrefix(om.Name, "tracer-") {
+			t.Errorf("cluster-scoped %s: namespace %q; want none, and a name starting tracer-", om.Name, om.Namespace)
+		}
+		checkLabels(t, om.Name, om.Labels)
 	}
 	for i, om := range metas {
 		if i > 0 && om.Namespace != ns && om.Name != "" {
@@ -217,10 +257,10 @@ func TestDaemonSets(t *testing.T) {
 			if !spec.HostPID {
 				t.Error("hostPID must be true: events carry node PIDs, and audit talks only to the initial PID namespace")
 			}
-			if len(spec.Containers) != 1 {
-				t.Fatalf("%d containers, want 1", len(spec.Containers))
+			c, proxy, ok := podContainers(spec)
+			if !ok {
+				t.Fatalf("containers %v: want tracer and kube-rbac-proxy", containerNames(spec.Containers))
 			}
-			c := spec.Containers[0]
 			backend := flagValue(c.Args, "--backend")
 			if _, ok := capsFor[backend]; !ok || seen[backend] {
 				t.Fatalf("--backend %q: want one DaemonSet each for ebpf and audit", backend)
@@ -238,42 +278,19 @@ func TestDaemonSets(t *testing.T) {
 			if spec.SecurityContext != nil && spec.SecurityContext.SELinuxOptions != nil {
 				t.Error("no pod-level SELinux overrides expected")
 			}
-
-			// Metrics: flag, container port, probe agree.
-			addr := flagValue(c.Args, "--metrics-addr")
-			if !strings.HasSuffix(addr, ":"+strconv.Itoa(metricsPort)) {
-				t.Errorf("--metrics-addr %q, want port %d", addr, metricsPort)
-			}
-			if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != metricsPort {
-				t.Errorf("ports %+v: want one named metrics on %d", c.Ports, metricsPort)
-			}
-			for _, p := range c.Ports {
-				for _, msg := range validation.IsValidPortName(p.Name) {
-					t.Errorf("port name %q: %s", p.Name, msg)
-				}
-			}
-			rp := c.ReadinessProbe
-			if rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/healthz" || rp.HTTPGet.Port.String() != "metrics" {
-				t.Errorf("readinessProbe %+v: want GET /healthz on port metrics", rp)
-			}
 			if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
 				t.Error("set a memory limit and a CPU request")
 			}
+			checkMetricsPath(t, c, proxy)
 
-			// Volumes: every mount has a volume, host paths are read-only.
+			// Volumes: every mount has a volume; host paths are
+			// read-only but for the tracer's state directory.
 			vols := map[string]corev1.Volume{}
 			for _, v := range spec.Volumes {
 				vols[v.Name] = v
 			}
-			for _, vm := range c.VolumeMounts {
-				v, ok := vols[vm.Name]
-				if !ok {
-					t.Errorf("mount %s has no volume", vm.Name)
-					continue
-				}
-				if v.HostPath != nil && !vm.ReadOnly {
-					t.Errorf("host path %s mounted writable", v.HostPath.Path)
-				}
+			for _, ct := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+				checkMounts(t, ct, vols)
 			}
 			var hostPaths []string
 			for _, v := range spec.Volumes {
@@ -284,11 +301,25 @@ func TestDaemonSets(t *testing.T) {
 			slices.Sort(hostPaths)
 			want := map[string][]string{
 				"ebpf":  {"/sys/kernel/btf", "/sys/kernel/debug", "/sys/kernel/tracing"},
-				"audit": nil,
+				"audit": {"/run/tracer"},
 			}[backend]
 			if !slices.Equal(hostPaths, want) {
 				t.Errorf("host paths %v, want %v", hostPaths, want)
 			}
+			// The audit backend records what it changed under /run/tracer;
+			// cleanup, run first in a fresh pod, must read the same node
+			// directory, and the root filesystem is read-only.
+			if backend == "audit" {
+				if len(spec.InitContainers) != 1 || !slices.Equal(spec.InitContainers[0].Args, []string{"cleanup"}) {
+					t.Fatalf("init containers %v: want one running tracer cleanup", containerNames(spec.InitContainers))
+				}
+				for _, ct := range []corev1.Container{spec.InitContainers[0], c} {
+					if v := mountedAt(ct, vols, "/run/tracer"); v == nil || v.HostPath == nil || v.HostPath.Path != "/run/tracer" {
+						t.Errorf("%s: mount the node's /run/tracer at /run/tracer", ct.Name)
+					}
+				}
+			}
+			checkToken(t, spec, proxy, vols, m.serviceAccounts[0].Name)
 			if backend == "audit" && !spec.HostNetwork {
 				t.Error("audit needs hostNetwork: the kernel multicasts audit records only in the initial network namespace")
 			}
@@ -318,7 +349,8 @@ func checkAffinity(t *testing.T, dss []appsv1.DaemonSet) {
 		var runs []string
 		for _, ds := range dss {
 			if schedulable(t, ds.Spec.Template.Spec, node) {
-				runs = append(runs, flagValue(ds.Spec.Template.Spec.Containers[0].Args, "--backend"))
+				c, _, _ := podContainers(ds.Spec.Template.Spec)
+				runs = append(runs, flagValue(c.Args, "--backend"))
 			}
 		}
 		want := []string{"ebpf"}
@@ -475,7 +507,8 @@ func TestKustomizationListsEverything(t *testing.T) {
 	if m.kustomize.Namespace != m.namespaces[0].Name {
 		t.Errorf("kustomization namespace %q, want %q", m.kustomize.Namespace, m.namespaces[0].Name)
 	}
-	img := m.daemonSets[0].Spec.Template.Spec.Containers[0].Image
+	c, _, _ := podContainers(m.daemonSets[0].Spec.Template.Spec)
+	img := c.Image
 	if len(m.kustomize.Images) != 1 || !strings.HasPrefix(img, m.kustomize.Images[0].Name+":") {
 		t.Errorf("kustomization images %+v do not name the containers' image %s", m.kustomize.Images, img)
 	}
@@ -702,20 +735,204 @@ func TestBenchDaemonSet(t *testing.T) {
 		t.Errorf("nodeSelector %v: want tracer/bench=true", spec.NodeSelector)
 	}
 	c := spec.Containers[0]
-	if c.Image != m.daemonSets[0].Spec.Template.Spec.Containers[0].Image {
+	if tc, _, _ := podContainers(m.daemonSets[0].Spec.Template.Spec); c.Image != tc.Image {
 		t.Errorf("image %s differs from the DaemonSets'", c.Image)
 	}
 	if !c.Resources.Limits.Cpu().IsZero() {
 		t.Error("a CPU limit would distort bench's timings")
 	}
 	checkSecurity(t, c.Name, c.SecurityContext, append(slices.Clone(capsFor["ebpf"]), capsFor["audit"]...))
-	vols := map[string]bool{}
+	vols := map[string]corev1.Volume{}
 	for _, v := range spec.Volumes {
-		vols[v.Name] = true
+		vols[v.Name] = v
 	}
-	for _, vm := range c.VolumeMounts {
-		if !vols[vm.Name] {
-			t.Errorf("mount %s has no volume", vm.Name)
+	checkMounts(t, c, vols)
+	// The root filesystem is read-only: every place bench writes is a
+	// volume. Scratch (its work directory and event logs under /var/tmp,
+	// workloads' files under /tmp, results) goes away with the pod; the
+	// audit state must stay on the node for tracer cleanup.
+	for _, dir := range []string{"/results", "/tmp", "/var/tmp"} {
+		if v := mountedAt(c, vols, dir); v == nil || v.EmptyDir == nil {
+			t.Errorf("bench writes under %s: mount an emptyDir there", dir)
 		}
+	}
+	if v := mountedAt(c, vols, "/run/tracer"); v == nil || v.HostPath == nil || v.HostPath.Path != "/run/tracer" {
+		t.Error("bench's audit mode records what it changed under /run/tracer: mount the node's /run/tracer there")
+	}
+}
+
+// podContainers returns the tracer container and its kube-rbac-proxy.
+func podContainers(spec corev1.PodSpec) (tracer, proxy corev1.Container, ok bool) {
+	var n int
+	for _, c := range spec.Containers {
+		switch c.Name {
+		case "tracer":
+			tracer, n = c, n+1
+		case "kube-rbac-proxy":
+			proxy, n = c, n+1
+		}
+	}
+	return tracer, proxy, n == 2 && len(spec.Containers) == 2
+}
+
+func containerNames(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// mountedAt returns the volume container c mounts at path, or nil.
+func mountedAt(c corev1.Container, vols map[string]corev1.Volume, path string) *corev1.Volume {
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == path {
+			if v, ok := vols[vm.Name]; ok {
+				return &v
+			}
+		}
+	}
+	return nil
+}
+
+// checkMounts: every mount has a volume, host paths are mounted read-only
+// but for writableHostPaths, which the kubelet must create if missing.
+func checkMounts(t *testing.T, c corev1.Container, vols map[string]corev1.Volume) {
+	t.Helper()
+	for _, vm := range c.VolumeMounts {
+		v, ok := vols[vm.Name]
+		if !ok {
+			t.Errorf("%s: mount %s has no volume", c.Name, vm.Name)
+			continue
+		}
+		if v.HostPath == nil {
+			continue
+		}
+		if !vm.ReadOnly && !writableHostPaths[v.HostPath.Path] {
+			t.Errorf("%s: host path %s mounted writable", c.Name, v.HostPath.Path)
+		}
+		if writableHostPaths[v.HostPath.Path] && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
+			t.Errorf("%s: host path %s: type DirectoryOrCreate, a fresh node has none", c.Name, v.HostPath.Path)
+		}
+	}
+}
+
+// checkMetricsPath: the tracer serves its metrics on loopback only (with
+// hostNetwork any other address is open on the node's network, without
+// authentication); kube-rbac-proxy serves them on metricsPort over TLS to
+// the clients Kubernetes authorizes, and lets only /healthz through
+// without, for the kubelet's readiness probe.
+func checkMetricsPath(t *testing.T, c, proxy corev1.Container) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(flagValue(c.Args, "--metrics-addr"))
+	if err != nil || host != "127.0.0.1" {
+		t.Errorf("tracer --metrics-addr %q: want 127.0.0.1:PORT (%v)", flagValue(c.Args, "--metrics-addr"), err)
+	}
+	if len(c.Ports) != 0 {
+		t.Errorf("tracer exposes ports %+v: only kube-rbac-proxy should", c.Ports)
+	}
+	if p := strconv.Itoa(metricsPort); port == p {
+		t.Errorf("tracer and kube-rbac-proxy both want port %s", p)
+	}
+	if up := flagValue(proxy.Args, "--upstream"); up != "http://127.0.0.1:"+port+"/" {
+		t.Errorf("kube-rbac-proxy --upstream %q, want http://127.0.0.1:%s/", up, port)
+	}
+	if l := flagValue(proxy.Args, "--secure-listen-address"); !strings.HasSuffix(l, ":"+strconv.Itoa(metricsPort)) {
+		t.Errorf("kube-rbac-proxy --secure-listen-address %q, want port %d", l, metricsPort)
+	}
+	if ig := flagValue(proxy.Args, "--ignore-paths"); ig != "/healthz" {
+		t.Errorf("kube-rbac-proxy --ignore-paths %q: only /healthz may skip authorization", ig)
+	}
+	if flagValue(proxy.Args, "--insecure-listen-address") != "" || flagValue(proxy.Args, "--allow-paths") != "" {
+		t.Error("kube-rbac-proxy: no plain HTTP listener, no --allow-paths")
+	}
+	if len(proxy.Ports) != 1 || proxy.Ports[0].Name != "metrics" || proxy.Ports[0].ContainerPort != metricsPort {
+		t.Errorf("kube-rbac-proxy ports %+v: want one named metrics on %d", proxy.Ports, metricsPort)
+	}
+	for _, p := range proxy.Ports {
+		for _, msg := range validation.IsValidPortName(p.Name) {
+			t.Errorf("port name %q: %s", p.Name, msg)
+		}
+	}
+	rp := proxy.ReadinessProbe
+	if rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/healthz" || rp.HTTPGet.Port.String() != "metrics" ||
+		rp.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("kube-rbac-proxy readinessProbe %+v: want GET https /healthz on port metrics (through to the tracer)", rp)
+	}
+	checkSecurity(t, proxy.Name, proxy.SecurityContext, []corev1.Capability{})
+	if sc := proxy.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+		t.Error("kube-rbac-proxy: run it as a non-root user")
+	}
+	if proxy.Resources.Limits.Memory().IsZero() || proxy.Resources.Requests.Cpu().IsZero() {
+		t.Error("kube-rbac-proxy: set a memory limit and a CPU request")
+	}
+}
+
+// checkToken: the pod runs as the tracer's service account, but only
+// kube-rbac-proxy gets its token; the tracer has no business with the API.
+func checkToken(t *testing.T, spec corev1.PodSpec, proxy corev1.Container, vols map[string]corev1.Volume, sa string) {
+	t.Helper()
+	if spec.ServiceAccountName != sa {
+		t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, sa)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Error("automountServiceAccountToken must be false: mount the token into kube-rbac-proxy alone")
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		v := mountedAt(c, vols, tokenPath)
+		if c.Name != proxy.Name {
+			if v != nil {
+				t.Errorf("%s mounts a service account token", c.Name)
+			}
+			continue
+		}
+		if v == nil || v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(p corev1.VolumeProjection) bool {
+			return p.ServiceAccountToken != nil && p.ServiceAccountToken.Path == "token"
+		}) {
+			t.Errorf("%s: mount a projected service account token at %s", c.Name, tokenPath)
+		}
+	}
+}
+
+// TestMetricsAccess: the ServiceMonitor scrapes the proxy over TLS with
+// Prometheus' token, and the proxy's service account may do exactly what
+// the proxy needs: review tokens and access.
+func TestMetricsAccess(t *testing.T) {
+	m := load(t)
+	ep := m.monitors[0].Spec.Endpoints[0]
+	if ep.Scheme != "https" || ep.BearerTokenFile != tokenPath+"/token" || ep.TLSConfig == nil {
+		t.Errorf("ServiceMonitor endpoint scheme %q token %q tls %+v: want https with Prometheus' service account token", ep.Scheme, ep.BearerTokenFile, ep.TLSConfig)
+	}
+	if len(m.serviceAccounts) != 1 || len(m.roleBindings) != 1 || len(m.clusterRoles) != 1 {
+		t.Fatal("want a ServiceAccount, a ClusterRole and a ClusterRoleBinding for kube-rbac-proxy")
+	}
+	sa := m.serviceAccounts[0]
+	if sa.Namespace != m.namespaces[0].Name {
+		t.Errorf("ServiceAccount in namespace %q", sa.Namespace)
+	}
+	rb := m.roleBindings[0]
+	if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != m.clusterRoles[0].Name || rb.RoleRef.APIGroup != rbacv1.GroupName {
+		t.Errorf("ClusterRoleBinding refers to %+v, want ClusterRole %s", rb.RoleRef, m.clusterRoles[0].Name)
+	}
+	if len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa.Name || rb.Subjects[0].Namespace != sa.Namespace {
+		t.Errorf("ClusterRoleBinding subjects %+v, want ServiceAccount %s/%s", rb.Subjects, sa.Namespace, sa.Name)
+	}
+	var got []string
+	for _, r := range m.clusterRoles[0].Rules {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("rule %+v: only whole resources expected", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					got = append(got, g+"/"+res+":"+v)
+				}
+			}
+		}
+	}
+	slices.Sort(got)
+	want := []string{"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClusterRole grants %v, want exactly %v", got, want)
 	}
 }
