@@ -110,7 +110,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	}
 }
 
-// The seed's rule filters a1 for tgkill, where a1 is the thread id. Every
+// A common rule filters a1 for tgkill, where a1 is the thread id. Every
 // signal rule must test the register its syscalls keep the signal in.
 func TestSignalRegister(t *testing.T) {
 	set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: tracer.UnsetID})
@@ -180,22 +180,5 @@ func TestBadInput(t *testing.T) {
 		if _, err := Build(o); err == nil {
 			t.Errorf("Build(%+v): no error", o)
 		}
-	}
-}
-
-func TestIsELF32(t *testing.T) {
-	if !IsELF32([]byte("\x7fELF\x01")) || IsELF32([]byte("\x7fELF\x02")) || IsELF32([]byte("#!/bi")) {
-		t.Error("IsELF32 misreads ELF class")
-	}
-	self, _ := os.Executable()
-	hdr := make([]byte, 5)
-	f, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Read(hdr)
-	if IsELF32(hdr) {
-		t.Error("this 64-bit test binary reads as 32-bit")
 	}
 }

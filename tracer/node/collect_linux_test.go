@@ -21,6 +21,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule/flags"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracer-dev/tracer/tracer/node/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -111,9 +112,14 @@ func bpfFDs(t *testing.T) []string {
 	return out
 }
 
-func tracefsMounts(mountinfo string) []string {
+func tracefsMounts(t *testing.T) []string {
+	t.Helper()
+	mounts, err := host.Mounts("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
-	for _, m := range ParseMountinfo(mountinfo) {
+	for _, m := range mounts {
 		if m.FSType == "tracefs" {
 			out = append(out, m.MountPoint)
 		}
@@ -182,7 +188,7 @@ func TestCollectLive(t *testing.T) {
 	defer remove()
 	pid32 := start32Bit(t)
 
-	mountsBefore := readTrim(t, "/proc/self/mountinfo")
+	tracefsBefore := tracefsMounts(t)
 	nsBefore, err := os.Readlink("/proc/self/ns/mnt")
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +207,8 @@ func TestCollectLive(t *testing.T) {
 	// No tracefs mount appeared (other tests may mount other things), and
 	// every thread is back in this process's mount namespace: the probe's
 	// private namespace went with its thread.
-	if got := tracefsMounts(readTrim(t, "/proc/self/mountinfo")); !reflect.DeepEqual(got, tracefsMounts(mountsBefore)) {
-		t.Errorf("tracefs mounts changed: %q -> %q", tracefsMounts(mountsBefore), got)
+	if got := tracefsMounts(t); !reflect.DeepEqual(got, tracefsBefore) {
+		t.Errorf("tracefs mounts changed: %q -> %q", tracefsBefore, got)
 	}
 	var stray []string
 	for i := 0; i < 100; i++ {
@@ -276,10 +282,8 @@ func TestCollectLive(t *testing.T) {
 		t.Errorf("lockdown %q without /sys/kernel/security/lockdown", f.EBPF.Lockdown)
 	}
 	tracefs := ""
-	for _, m := range ParseMountinfo(mountsBefore) {
-		if m.FSType == "tracefs" && tracefs == "" {
-			tracefs = m.MountPoint
-		}
+	if len(tracefsBefore) > 0 {
+		tracefs = tracefsBefore[0]
 	}
 	if f.EBPF.Tracefs != tracefs || f.EBPF.TracefsProbed != (tracefs == "") {
 		t.Errorf("tracefs %q probed %v, mountinfo says %q", f.EBPF.Tracefs, f.EBPF.TracefsProbed, tracefs)
@@ -304,8 +308,8 @@ func TestCollectLive(t *testing.T) {
 		if fh, err := os.Open(fmt.Sprintf("/proc/%d/exe", p.PID)); err == nil {
 			_, _ = fh.Read(hdr)
 			fh.Close()
-			if ELFClass(hdr) != 32 {
-				t.Errorf("process %d (%s) listed as 32-bit, its exe says %d", p.PID, p.Comm, ELFClass(hdr))
+			if host.ELFClass(hdr) != 32 {
+				t.Errorf("process %d (%s) listed as 32-bit, its exe says %d", p.PID, p.Comm, host.ELFClass(hdr))
 			}
 		}
 		if p.PID == pid32 {

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -85,7 +87,7 @@ func TestSmallParsers(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]int{"\x7fELF\x01": 32, "\x7fELF\x02\x01": 64, "#!/bi": 0, "\x7fEL": 0, "\x7fELF\x03": 0} {
-		if got := ELFClass([]byte(in)); got != want {
+		if got := host.ELFClass([]byte(in)); got != want {
 			t.Errorf("ELFClass(%q) = %d, want %d", in, got, want)
 		}
 	}
@@ -101,14 +103,14 @@ func TestSmallParsers(t *testing.T) {
 	if _, _, ok := KernelVersion("garbage"); ok {
 		t.Error("KernelVersion(garbage) ok")
 	}
-	cfg, err := ParseKernelConfig(strings.NewReader("CONFIG_AUDIT=y\n# CONFIG_KPROBES is not set\nCONFIG_BPF_SYSCALL=y\nCONFIG_DEBUG_INFO_BTF=m\n"))
+	cfg, err := ParseKernelConfig(strings.NewReader("CONFIG_AUDIT=y\n# CONFIG_KPROBES is not set\nCONFIG_BPF_SYSCALL=y\nCONFIG_DEBUG_INFO_BTF=m\n"), ConfigKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg["CONFIG_AUDIT"] != "y" || cfg["CONFIG_KPROBES"] != "n" || cfg["CONFIG_DEBUG_INFO_BTF"] != "m" || cfg["CONFIG_FTRACE_SYSCALLS"] != "n" {
 		t.Errorf("kernel config: %v", cfg)
 	}
-	if _, err := ParseKernelConfig(strings.NewReader("not a config\n")); err == nil {
+	if _, err := ParseKernelConfig(strings.NewReader("not a config\n"), ConfigKeys); err == nil {
 		t.Error("ParseKernelConfig accepted a file with no CONFIG_ line")
 	}
 }
@@ -137,7 +139,17 @@ func TestParseMountinfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := ParseMountinfo(string(b))
+	proc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "self", "mountinfo"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := host.Mounts(proc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ms) != 7 {
 		t.Fatalf("%d mounts, want 7", len(ms))
 	}
@@ -148,7 +160,7 @@ func TestParseMountinfo(t *testing.T) {
 		"/var/log/audit": "/var/log/audit", "/var/log/audit/audit.log": "/var/log/audit",
 		"/var/log": "/", "/var/log/auditx": "/", "/boot/grub2": "/boot", "/": "/",
 	} {
-		m, ok := MountFor(ms, path)
+		m, ok := host.MountFor(ms, path)
 		if !ok || m.MountPoint != want {
 			t.Errorf("MountFor(%q) = %q, want %q", path, m.MountPoint, want)
 		}
@@ -267,6 +279,14 @@ func TestReaderRHEL86(t *testing.T) {
 	}
 	if f.LogDisk.Kind() != "hdd" {
 		t.Errorf("kind %s", f.LogDisk.Kind())
+	}
+
+	// The one reader of disks says the same, disk by disk.
+	if got, want := (Reader{Root: root}).WholeDisks("253:3"), []WholeDisk{{Name: "sdb", Rotational: Bool(true)}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("whole disks of 253:3: %+v, want %+v", got, want)
+	}
+	if got := (Reader{Root: root}).WholeDisks("8:99"); got != nil {
+		t.Errorf("whole disks of an unknown device: %+v", got)
 	}
 
 	// Without /var/log/audit the disk under / is judged: dm-0 on an SSD.

@@ -10,19 +10,36 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/blockdevice"
+
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
-// Reader reads node files under Root: "/" on the running node, a recorded
-// tree (testdata/roots/rhel86) in tests. It reads only; the probes that need
-// the kernel (netlink, bpf) live in Collect.
+// Reader reads node files under Root: "/" on the running node (the zero
+// Reader reads it too), a recorded tree (built by buildRHEL86Root) in
+// tests. It reads only; the probes that need the kernel (netlink, bpf)
+// live in Collect. Its exported methods are the one reader of each fact
+// for the rest of the project; the mount table and the ELF class of a
+// process are read by package host, which packages that node imports use
+// too.
 type Reader struct {
 	Root string
 }
 
-func (r Reader) path(p string) string { return filepath.Join(r.Root, p) }
+func (r Reader) root() string {
+	if r.Root == "" {
+		return "/"
+	}
+	return r.Root
+}
+
+func (r Reader) path(p string) string { return filepath.Join(r.root(), p) }
 
 func (r Reader) readString(p string) (string, error) {
 	b, err := os.ReadFile(r.path(p))
@@ -52,15 +69,16 @@ func (r Reader) readFacts(f *Facts) {
 		f.Hostname = strings.TrimSpace(s)
 	}
 
-	f.KernelConfig, f.KernelConfigSource = r.kernelConfig(f.Kernel)
-	if f.KernelConfig == nil {
+	if cfg, src, err := r.KernelConfig(f.Kernel, ConfigKeys); err == nil {
+		f.KernelConfig, f.KernelConfigSource = cfg, src
+	} else {
 		f.Notes = append(f.Notes, "no kernel config (/proc/config.gz, /boot/config-"+f.Kernel+")")
 	}
 
 	e := &f.EBPF
 	e.BTF = Bool(r.exists("/sys/kernel/btf/vmlinux"))
-	if s, err := r.readString("/sys/kernel/security/lockdown"); err == nil {
-		e.Lockdown = ParseLockdown(s)
+	if mode, err := r.Lockdown(); err == nil {
+		e.Lockdown = mode
 	}
 	if v, err := r.readInt("/proc/sys/kernel/unprivileged_bpf_disabled"); err == nil {
 		e.UnprivilegedBPF = Int(v)
@@ -82,10 +100,8 @@ func (r Reader) readFacts(f *Facts) {
 		f.Procs.IA32 = Bool(c == "y")
 	}
 
-	var mounts []Mount
-	if s, err := r.readString("/proc/self/mountinfo"); err == nil {
-		mounts = ParseMountinfo(s)
-	} else {
+	mounts, err := host.Mounts(r.path("/proc"))
+	if err != nil {
 		f.Notes = append(f.Notes, "cannot read /proc/self/mountinfo")
 	}
 	for _, m := range mounts {
@@ -128,93 +144,89 @@ func (r Reader) readInt(p string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(s))
 }
 
-// kernelConfig reads the config of the running kernel where distributions
-// keep it: /proc/config.gz (CONFIG_IKCONFIG_PROC), /boot/config-RELEASE (RHEL,
-// Debian), /lib/modules/RELEASE/config (RHEL 9).
-func (r Reader) kernelConfig(release string) (map[string]string, string) {
+// KernelConfig reads the build config of the running kernel (release is
+// its uname -r) where distributions keep it: /proc/config.gz
+// (CONFIG_IKCONFIG_PROC), /boot/config-RELEASE (RHEL, Debian),
+// /lib/modules/RELEASE/config (RHEL 9). It returns the values of keys
+// ("n" for an option that is not set) and the file they came from.
+func (r Reader) KernelConfig(release string, keys []string) (config map[string]string, source string, err error) {
 	if b, err := os.ReadFile(r.path("/proc/config.gz")); err == nil {
 		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
-			if m, err := ParseKernelConfig(zr); err == nil {
-				return m, "/proc/config.gz"
+			if m, err := ParseKernelConfig(zr, keys); err == nil {
+				return m, "/proc/config.gz", nil
 			}
 		}
 	}
 	if release == "" {
-		return nil, ""
+		return nil, "", errors.New("no kernel config in /proc/config.gz, and no kernel release to look for one")
 	}
 	for _, p := range []string{"/boot/config-" + release, "/lib/modules/" + release + "/config"} {
 		if f, err := os.Open(r.path(p)); err == nil {
-			m, err := ParseKernelConfig(f)
+			m, err := ParseKernelConfig(f, keys)
 			f.Close()
 			if err == nil {
-				return m, p
+				return m, p, nil
 			}
 		}
 	}
-	return nil, ""
+	return nil, "", fmt.Errorf("no kernel config in /proc/config.gz, /boot/config-%s or /lib/modules/%s/config", release, release)
+}
+
+// Lockdown returns the kernel lockdown mode in force ("none",
+// "integrity", "confidentiality"); the error wraps fs.ErrNotExist when the
+// kernel has no lockdown LSM or securityfs is not mounted.
+func (r Reader) Lockdown() (string, error) {
+	s, err := r.readString("/sys/kernel/security/lockdown")
+	if err != nil {
+		return "", fmt.Errorf("reading the lockdown mode: %w", err)
+	}
+	return ParseLockdown(s), nil
 }
 
 // scanProcs reads the ELF class of every process's executable: 32-bit
 // processes make the b32 audit rules necessary. Kernel threads (no
 // executable) are not counted.
 func (r Reader) scanProcs() (scanned, unreadable int, bits32 []Proc, auditd bool) {
-	ents, err := os.ReadDir(r.path("/proc"))
+	procRoot := r.path("/proc")
+	pfs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return 0, 0, nil, false
 	}
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		dir := "/proc/" + ent.Name()
-		comm, _ := r.readString(dir + "/comm")
-		comm = strings.TrimSpace(comm)
+	procs, err := pfs.AllProcs()
+	if err != nil {
+		return 0, 0, nil, false
+	}
+	for _, p := range procs {
+		comm, _ := p.Comm()
 		if comm == "auditd" {
 			auditd = true
 		}
-		hdr, err := r.readHead(dir+"/exe", 5)
+		class, err := host.ExeClass(procRoot, p.PID)
 		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.EOF):
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			continue // kernel thread or exited
 		case err != nil:
 			unreadable++
 			continue
 		}
 		scanned++
-		if ELFClass(hdr) == 32 {
-			exe, _ := os.Readlink(r.path(dir + "/exe"))
-			bits32 = append(bits32, Proc{PID: pid, Comm: comm, Exe: exe})
+		if class == 32 {
+			exe, _ := p.Executable()
+			bits32 = append(bits32, Proc{PID: p.PID, Comm: comm, Exe: exe})
 		}
 	}
 	sort.Slice(bits32, func(i, j int) bool { return bits32[i].PID < bits32[j].PID })
 	return scanned, unreadable, bits32, auditd
 }
 
-func (r Reader) readHead(p string, n int) ([]byte, error) {
-	f, err := os.Open(r.path(p))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := io.ReadFull(f, b); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-	return b, nil
-}
-
 // logDisk finds the disks under /var/log/audit (or / when it is missing) and
 // whether one of them spins.
-func (r Reader) logDisk(mounts []Mount) Disk {
+func (r Reader) logDisk(mounts []host.Mount) Disk {
 	d := Disk{Path: "/var/log/audit"}
 	if !r.exists(d.Path) {
 		d.Path = "/"
 	}
-	m, ok := MountFor(mounts, d.Path)
+	m, ok := host.MountFor(mounts, d.Path)
 	if !ok {
 		return d
 	}
@@ -230,27 +242,56 @@ func (r Reader) logDisk(mounts []Mount) Disk {
 	if strings.HasPrefix(dev, "0:") {
 		return d
 	}
-	disks := r.wholeDisks("/sys/dev/block/"+dev, 0)
-	sort.Strings(disks)
-	d.Disks = disks
-	for _, name := range disks {
-		v, err := r.readInt("/sys/block/" + name + "/queue/rotational")
-		if err != nil {
+	for _, w := range r.WholeDisks(dev) {
+		d.Disks = append(d.Disks, w.Name)
+		if w.Rotational == nil {
 			continue
 		}
 		if d.Rotational == nil {
 			d.Rotational = Bool(false)
 		}
-		if v == 1 {
+		if *w.Rotational {
 			d.Rotational = Bool(true)
 		}
 	}
 	return d
 }
 
+// WholeDisk is a disk that a block device lives on.
+type WholeDisk struct {
+	Name string // sda, vda, nvme0n1
+	// Rotational is the kernel's queue/rotational flag: the disk spins.
+	// Nil when it cannot be read.
+	Rotational *bool
+	// Virtual marks a disk the hypervisor or the kernel makes up (virtio,
+	// Xen, loop, zram, nbd, an md or device-mapper device without slaves):
+	// its rotational flag says nothing about the medium below.
+	Virtual bool
+}
+
+// WholeDisks resolves the block device dev ("major:minor") to the whole
+// disks it lives on, sorted by name: a partition's disk, the slaves of a
+// device-mapper or md device, recursively. It returns nil for a device
+// /sys does not know.
+func (r Reader) WholeDisks(dev string) []WholeDisk {
+	names := r.wholeDisks("/sys/dev/block/"+dev, 0)
+	sort.Strings(names)
+	bfs, bfsErr := blockdevice.NewFS(r.path("/proc"), r.path("/sys"))
+	var out []WholeDisk
+	for _, name := range names {
+		w := WholeDisk{Name: name, Virtual: r.virtualDisk(name)}
+		if bfsErr == nil {
+			if v, err := bfs.SysBlockDeviceRotational(name); err == nil {
+				w.Rotational = Bool(v == 1)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // wholeDisks resolves a block device (a /sys path relative to Root) to the
-// whole disks it lives on: a partition's parent, a device mapper or md
-// device's slaves, recursively.
+// names of the whole disks it lives on.
 func (r Reader) wholeDisks(sysPath string, depth int) []string {
 	if depth > 8 {
 		return nil
@@ -268,12 +309,12 @@ func (r Reader) wholeDisks(sysPath string, depth int) []string {
 	}
 	var out []string
 	for _, s := range slaves {
-		rel, err := filepath.Rel(r.Root, filepath.Join(real, "slaves", s.Name()))
+		rel, err := filepath.Rel(r.root(), filepath.Join(real, "slaves", s.Name()))
 		if err != nil {
 			continue
 		}
 		for _, d := range r.wholeDisks("/"+rel, depth+1) {
-			if !contains(out, d) {
+			if !slices.Contains(out, d) {
 				out = append(out, d)
 			}
 		}
@@ -281,13 +322,15 @@ func (r Reader) wholeDisks(sysPath string, depth int) []string {
 	return out
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
+// virtualDisk tells made-up disks by their name, or by a virtio driver.
+func (r Reader) virtualDisk(name string) bool {
+	for _, p := range []string{"vd", "xvd", "loop", "zram", "ram", "nbd", "dm-", "md"} {
+		if strings.HasPrefix(name, p) {
 			return true
 		}
 	}
-	return false
+	drv, err := filepath.EvalSymlinks(r.path("/sys/block/" + name + "/device/driver"))
+	return err == nil && strings.Contains(filepath.Base(drv), "virtio")
 }
 
 // ParseOSRelease parses /etc/os-release (os-release(5)).
@@ -344,11 +387,11 @@ func ParseRedhatRelease(s string) OSRelease {
 	return o
 }
 
-// ParseKernelConfig keeps the ConfigKeys of a kernel .config; absent keys
-// (and "# CONFIG_X is not set") read as "n".
-func ParseKernelConfig(rd io.Reader) (map[string]string, error) {
-	m := make(map[string]string, len(ConfigKeys))
-	for _, k := range ConfigKeys {
+// ParseKernelConfig keeps the values of keys in a kernel .config; absent
+// keys (and "# CONFIG_X is not set") read as "n".
+func ParseKernelConfig(rd io.Reader, keys []string) (map[string]string, error) {
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
 		m[k] = "n"
 	}
 	sc := bufio.NewScanner(rd)
@@ -383,86 +426,4 @@ func ParseLockdown(s string) string {
 		return strings.TrimSpace(s)
 	}
 	return s[i+1 : j]
-}
-
-// ELFClass returns 32 or 64 for an ELF header, 0 when b is not ELF.
-func ELFClass(b []byte) int {
-	if len(b) < 5 || string(b[:4]) != "\x7fELF" {
-		return 0
-	}
-	switch b[4] {
-	case 1:
-		return 32
-	case 2:
-		return 64
-	}
-	return 0
-}
-
-// Mount is one line of /proc/self/mountinfo.
-type Mount struct {
-	Device     string // major:minor
-	MountPoint string
-	FSType     string
-	Source     string
-}
-
-// ParseMountinfo parses /proc/PID/mountinfo (proc(5)).
-func ParseMountinfo(s string) []Mount {
-	var out []Mount
-	for _, line := range strings.Split(s, "\n") {
-		f := strings.Fields(line)
-		sep := -1
-		for i, x := range f {
-			if x == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(f) < sep+3 {
-			continue
-		}
-		out = append(out, Mount{
-			Device:     f[2],
-			MountPoint: unescapeMount(f[4]),
-			FSType:     f[sep+1],
-			Source:     unescapeMount(f[sep+2]),
-		})
-	}
-	return out
-}
-
-// unescapeMount undoes the octal escapes of mountinfo (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// MountFor returns the mount that holds path: the longest mount point that
-// is a prefix of it, the last one mounted when several stack.
-func MountFor(mounts []Mount, path string) (Mount, bool) {
-	best, found := Mount{}, false
-	for _, m := range mounts {
-		mp := m.MountPoint
-		if path != mp && mp != "/" && !strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/") {
-			continue
-		}
-		if !found || len(mp) >= len(best.MountPoint) {
-			best, found = m, true
-		}
-	}
-	return best, found
 }

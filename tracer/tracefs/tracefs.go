@@ -8,15 +8,15 @@
 package tracefs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
 // Path is where tracefs is looked for and mounted.
@@ -29,27 +29,19 @@ var ErrUnavailable = errors.New("tracefs unavailable")
 // Mounted reports whether a tracefs, or a debugfs with its tracing
 // directory, is mounted in this process's mount namespace.
 func Mounted() bool {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := host.Mounts("/proc")
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
+	for _, m := range mounts {
+		if m.Root != "/" {
+			continue // a bind mount of a subdirectory
 		}
-		fields, fs := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(fs) < 1 || fields[3] != "/" {
-			continue
-		}
-		switch fs[0] {
+		switch m.FSType {
 		case "tracefs":
 			return true
 		case "debugfs":
-			if st, err := os.Stat(filepath.Join(fields[4], "tracing", "events")); err == nil && st.IsDir() {
+			if st, err := os.Stat(filepath.Join(m.MountPoint, "tracing", "events")); err == nil && st.IsDir() {
 				return true
 			}
 		}

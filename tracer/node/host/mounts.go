@@ -1,0 +1,83 @@
+package host
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+)
+
+// Mount is one mount of this process's mount namespace, as
+// /proc/self/mountinfo lists it (proc(5)), with its paths unescaped.
+type Mount struct {
+	Device     string // major:minor of the filesystem
+	Root       string // the directory of the filesystem mounted here, "/" for all of it
+	MountPoint string
+	FSType     string
+	Source     string
+	// Options are the mount's options, SuperOptions its filesystem's
+	// ("ro", "mode=755", and a cgroup v1 hierarchy's controllers).
+	Options, SuperOptions map[string]string
+}
+
+// Mounts reads the mount table of this process (procRoot/self/mountinfo).
+func Mounts(procRoot string) ([]Mount, error) {
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	infos, err := fs.GetMounts()
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	out := make([]Mount, 0, len(infos))
+	for _, m := range infos {
+		// procfs leaves mountinfo's octal escapes in place.
+		out = append(out, Mount{
+			Device:       m.MajorMinorVer,
+			Root:         unescape(m.Root),
+			MountPoint:   unescape(m.MountPoint),
+			FSType:       m.FSType,
+			Source:       unescape(m.Source),
+			Options:      m.Options,
+			SuperOptions: m.SuperOptions,
+		})
+	}
+	return out, nil
+}
+
+// unescape undoes the octal escapes of mountinfo (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// MountFor returns the mount that holds path: the longest mount point that
+// is a prefix of it, the last one mounted when several stack.
+func MountFor(mounts []Mount, path string) (Mount, bool) {
+	best, found := Mount{}, false
+	for _, m := range mounts {
+		mp := m.MountPoint
+		if path != mp && mp != "/" && !strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/") {
+			continue
+		}
+		if !found || len(mp) >= len(best.MountPoint) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
