@@ -63,7 +63,8 @@ func WriteTable(out io.Writer, results []Result) error {
 		return err
 	}
 	notes = append(notes, "ratio: median of the per-round ratios to none; 95% interval: Student's t on their logarithms; "+
-		"noise: the interval holds 1.00x, so this run cannot tell the cost from none")
+		"noise: the interval holds 1.00x, so this run cannot tell the cost from none; drift: it lies below 1.00x, "+
+		"so the untraced rounds were slowed by something else on the node")
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(out, "  "+n); err != nil {
 			return err
@@ -81,8 +82,13 @@ func intervalCell(r Result) string {
 		return "n/a (1 round) noise"
 	}
 	s := fmt.Sprintf("%.2f-%.2f", r.RatioCI95[0], r.RatioCI95[1])
-	if r.Noise {
+	switch {
+	case r.Noise:
 		s += " noise"
+	case r.RatioCI95[1] < 1:
+		// Watching never speeds a workload up: the baseline's rounds were
+		// the ones slowed, by something else on the node.
+		s += " below 1x: drift"
 	}
 	return s
 }
