@@ -216,7 +216,7 @@ func Build(o Options) (*Set, error) {
 		return nil, tracer.Usagef("no event class selected: use --events exec,fork,signal,exit")
 	}
 	set := &Set{}
-	arches := []string{}
+	var arches []string
 	switch o.Arch {
 	case "b64":
 		arches = []string{"b64"}
