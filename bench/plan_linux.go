@@ -190,8 +190,9 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	switch {
-	case nodeAud == nil:
+	case nodeAud == nil && (touchesAudit || o.RestartAuditd):
 		b.Info.Auditd = "none running"
+	case nodeAud == nil:
 	case o.RestartAuditd:
 		if nodeAud.Rules, err = listRules(); err != nil {
 			return nil, err
