@@ -289,3 +289,32 @@ func keyOwnerAlive(key string) bool {
 	pid, start, ok := auditrules.ParseInstanceKey(key)
 	return ok && (owner{PID: pid, Start: start}).alive()
 }
+
+// Originals are the audit settings running tracers changed, as they were
+// before the first of them did (nil: not changed by a tracer). Other
+// programs that save and restore audit settings (bench) take these as the
+// node's own values, and leave settings alone while TracersRunning: the
+// last tracer to exit restores them.
+type Originals struct {
+	Enabled, BacklogLimit, BacklogWaitTime *uint32
+	// Excludes are the lean-records exclude rules tracers added, in
+	// auditctl syntax: not the node's own rules.
+	Excludes []string
+}
+
+// TracerOriginals reads what tracers recorded in the state directory.
+func TracerOriginals() Originals {
+	var s nodeSettings
+	if readJSON(nodePath(), &s) != nil {
+		return Originals{}
+	}
+	o := Originals{Enabled: s.Enabled, BacklogLimit: s.BacklogLimit, BacklogWaitTime: s.BacklogWaitTime}
+	for _, typ := range s.Excludes {
+		o.Excludes = append(o.Excludes, auditrules.ExcludeRule(typ).Text())
+	}
+	return o
+}
+
+// TracersRunning reports whether a tracer other than this process runs
+// on the node (an owner file whose process is alive).
+func TracersRunning() bool { return othersAlive() }
