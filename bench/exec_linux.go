@@ -33,7 +33,13 @@ func NewCgroup() (*Cgroup, error) {
 		return nil, nil
 	}
 	removeStaleCgroups(root)
-	return newCgroupAt(filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
+	c, err := newCgroupAt(filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+		// A pod's cgroup file system is read-only: run the workloads
+		// without a cgroup of their own, as on a node without cgroup v2.
+		return nil, nil
+	}
+	return c, err
 }
 
 func newCgroupAt(path string) (*Cgroup, error) {

@@ -168,9 +168,10 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 
 	b = &Bench{Info: RunInfo{Started: time.Now().UTC(), Quick: o.Quick}}
 	b.Info.MachineID, b.Info.BootID = machineIdentity()
+	made := b // the named result is nil on the error paths below
 	defer func() {
 		if err != nil {
-			_ = b.Close()
+			_ = made.Close()
 		}
 	}()
 	logf := func(format string, args ...any) {
