@@ -396,7 +396,7 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 }
 
 func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1, Label: m.label}
+	obs := Observation{Seen: -1, Label: m.label, Queued: auditQueued()}
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
 	}

@@ -4,14 +4,16 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // tracerMode is this tool watching: `tracer watch` as a child process,
@@ -63,8 +65,12 @@ func (m *tracerMode) Setup(context.Context) error {
 func (m *tracerMode) logPath(run *Run) string { return filepath.Join(run.Dir, "events.jsonl") }
 
 func (m *tracerMode) Start(ctx context.Context, run *Run) error {
+	// block: bench measures what watching costs with nothing lost, as
+	// auditd and the floors do (the default, drop, can only cost less:
+	// it drops where block waits); --stats-file gives the figures as JSON.
 	args := []string{"watch", "--backend", m.backend, "--format", "json",
-		"--output", m.logPath(run), "--events", "exec,fork,signal"}
+		"--output", m.logPath(run), "--events", "exec,fork,signal",
+		"--backpressure", "block", "--stats-file", m.statsPath(run)}
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
 	}
@@ -96,15 +102,15 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	return nil
 }
 
-// summaryRe matches watch's last line, "tracer: N events seen, M lost
-// (kernel a, ringbuf b, ...)", where a figure that is a lower bound has a
-// leading ">=" and the stages are whatever watch lists.
-var summaryRe = regexp.MustCompile(`tracer: (>=)?(\d+) events seen, (>=)?(\d+) lost(?: \(([^)]*)\))?`)
+func (m *tracerMode) statsPath(run *Run) string { return filepath.Join(run.Dir, "watch-stats.json") }
 
 func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	obs := Observation{Seen: -1, Label: m.label}
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
+	}
+	if m.backend == "audit" {
+		obs.Queued = auditQueued()
 	}
 	w := m.w
 	m.w = nil
@@ -121,20 +127,23 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 		}
 	}
-	var summary []string
-	for _, l := range w.Lines() {
-		if s := summaryRe.FindStringSubmatch(l); s != nil {
-			summary = s
-		}
+	var sf tracer.StatsFile
+	if b, err := os.ReadFile(m.statsPath(run)); err != nil || json.Unmarshal(b, &sf) != nil {
+		return obs, fmt.Errorf("tracer watch wrote no --stats-file (%v): %s", err, w.output())
 	}
-	if summary == nil {
-		return obs, fmt.Errorf("tracer watch printed no summary line: %s", w.output())
-	}
-	obs.Lost, _ = strconv.ParseInt(summary[4], 10, 64)
-	if obs.Lost > 0 || summary[3] != "" {
+	obs.Lost = int64(sf.LostTotal)
+	if obs.Lost > 0 || len(sf.LostLowerBound) > 0 {
 		// Loss is node-wide: say where, so that it can be told apart from the workload's events.
-		obs.Note = joinNote(obs.Note, fmt.Sprintf("the watcher lost %s%d of %s%s events node-wide (%s)",
-			summary[3], obs.Lost, summary[1], summary[2], summary[5]))
+		bound := ""
+		if len(sf.LostLowerBound) > 0 {
+			bound = ">="
+		}
+		var stages []string
+		for _, st := range []string{"kernel", "ringbuf", "reassembly", "queue", "output"} {
+			stages = append(stages, fmt.Sprintf("%s %d", st, sf.Lost[st]))
+		}
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("the watcher lost %s%d of %d events node-wide (%s)",
+			bound, obs.Lost, sf.EventsSeen, strings.Join(stages, ", ")))
 	}
 	evs, err := readJSONLogFile(m.logPath(run))
 	if err != nil {

@@ -337,7 +337,7 @@ func TestBenchSweep(t *testing.T) {
 			t.Errorf("%s: no ceiling (%+v)", r.Mode, r)
 			continue
 		}
-		if !slices.Contains([]string{"lost", "slowed", "workload"}, r.MaxEventsLimit) || (r.Mode == "none" && r.MaxEventsLimit != "workload") {
+		if !slices.Contains([]string{"lost", "behind", "slowed", "workload"}, r.MaxEventsLimit) || (r.Mode == "none" && r.MaxEventsLimit != "workload") {
 			t.Errorf("%s: ceiling %v stopped by %q", r.Mode, *r.MaxEventsPerS, r.MaxEventsLimit)
 		}
 	}

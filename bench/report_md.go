@@ -79,7 +79,8 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 			return FormatRate(*r.MaxEventsPerS, r.MaxEventsLimit)
 		},
 		"limitwhy": func(limit string) string {
-			return map[string]string{"lost": "the next step lost events", "slowed": "it held the workload below the asked rate",
+			return map[string]string{"lost": "the next step lost events", "behind": "at the next step the audit backlog was filling up",
+				"slowed":   "it held the workload below the asked rate",
 				"workload": "the workload could go no faster here"}[limit]
 		},
 		"textchart": textChart,

@@ -84,9 +84,11 @@ type Result struct {
 	RatioFloorCI95 []float64 `json:"ratio_floor_ci95,omitempty"`
 	// MaxEventsPerS is, from --sweep, the highest event rate the mode
 	// delivered with nothing lost; MaxEventsLimit says what stopped the
-	// sweep there: "lost" (the next step lost events), "slowed" (the mode
-	// held the workload below the asked rate) or "workload" (the workload
-	// could go no faster: the mode's ceiling is higher).
+	// sweep there: "lost" (the next step lost events), "behind" (the next
+	// step left the audit backlog filling up: sustained, it would lose),
+	// "slowed" (the mode held the workload below the asked rate) or
+	// "workload" (the workload could go no faster: the mode's ceiling is
+	// higher).
 	MaxEventsPerS  *float64 `json:"max_events_per_s,omitempty"`
 	MaxEventsLimit string   `json:"max_events_limit,omitempty"`
 }
@@ -105,7 +107,10 @@ type SweepStep struct {
 	PerS float64 `json:"events_per_s"`
 	Seen int64   `json:"events_seen"`
 	Lost int64   `json:"events_lost"`
-	// OK: nothing lost and, where the mode counts, every event seen.
+	// Queued is the kernel's audit backlog when the workload ended.
+	Queued int64 `json:"audit_queued,omitempty"`
+	// OK: nothing lost, where the mode counts every event seen, and the
+	// audit backlog not left filling up.
 	OK  bool   `json:"ok"`
 	Err string `json:"error,omitempty"`
 }

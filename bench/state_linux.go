@@ -18,6 +18,8 @@ import (
 
 	libaudit "github.com/elastic/go-libaudit/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
 // StateDir holds a file per running bench with the node settings it
@@ -53,8 +55,20 @@ func readAuditSettings() (*auditSettings, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &auditSettings{Enabled: st.Enabled, Failure: st.Failure, RateLimit: st.RateLimit,
-		BacklogLimit: st.BacklogLimit, BacklogWaitTime: st.BacklogWaitTime}, nil
+	a := &auditSettings{Enabled: st.Enabled, Failure: st.Failure, RateLimit: st.RateLimit,
+		BacklogLimit: st.BacklogLimit, BacklogWaitTime: st.BacklogWaitTime}
+	// Running tracers changed some settings and will restore them: the
+	// node's own values are the ones they recorded.
+	o := audit.TracerOriginals()
+	for _, f := range []struct {
+		dst *uint32
+		src *uint32
+	}{{&a.Enabled, o.Enabled}, {&a.BacklogLimit, o.BacklogLimit}, {&a.BacklogWaitTime, o.BacklogWaitTime}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return a, nil
 }
 
 // restoreAuditSettings sets back what differs from want, and says what it did.
@@ -71,6 +85,10 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 	if st.Enabled == 2 {
 		return nil, nil // locked since: nothing can be changed until reboot
 	}
+	// While a tracer runs, the settings tracers manage are theirs to give
+	// back (the last to exit restores them): setting them now would undo a
+	// running tracer's, or freeze them for good once it restores.
+	tracers := audit.TracersRunning()
 	var done []string
 	var errs []error
 	set := func(name string, now, was uint32, f func() error) {
@@ -83,18 +101,29 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 		}
 		done = append(done, fmt.Sprintf("restored audit %s %d (was %d)", name, was, now))
 	}
-	set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
-	set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
-		return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
-	})
+	if !tracers {
+		set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
+		set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
+			return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
+		})
+	}
 	set("failure", st.Failure, want.Failure, func() error {
 		return c.SetFailure(libaudit.FailureMode(want.Failure), libaudit.WaitForReply)
 	})
 	set("rate_limit", st.RateLimit, want.RateLimit, func() error { return c.SetRateLimit(want.RateLimit, libaudit.WaitForReply) })
-	if want.Enabled != 2 {
+	if want.Enabled != 2 && !tracers {
 		set("enabled", st.Enabled, want.Enabled, func() error { return c.SetEnabled(want.Enabled == 1, libaudit.WaitForReply) })
 	}
 	return done, errors.Join(errs...)
+}
+
+// auditQueued is the kernel's audit backlog now, 0 when unreadable.
+func auditQueued() int64 {
+	st, err := readAuditStatus()
+	if err != nil {
+		return 0
+	}
+	return int64(st.Backlog)
 }
 
 // auditHolder returns the live process that holds the audit PID, or 0.
@@ -304,7 +333,7 @@ func reloadRules(want []string) ([]string, error) {
 		return nil, err
 	}
 	var missing []string
-	for _, r := range want {
+	for _, r := range notTracers(want) {
 		if !slices.Contains(have, r) {
 			missing = append(missing, r)
 		}
@@ -426,4 +455,23 @@ func isTracer(pid int) bool {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// nodeOwnRules lists the loaded audit rules that are the node's own.
+func nodeOwnRules() ([]string, error) {
+	rules, err := listRules()
+	return notTracers(rules), err
+}
+
+// notTracers leaves out running tracers' rules and lean-records excludes:
+// they are not the node's, and their tracer removes them.
+func notTracers(rules []string) []string {
+	excl := audit.TracerOriginals().Excludes
+	var out []string
+	for _, r := range rules {
+		if !audit.HasKey(r) && !slices.Contains(excl, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -7,13 +7,15 @@ import (
 )
 
 // Sweep finds each mode's ceiling: the highest event rate it delivers with
-// nothing lost. It runs signal-storm and exec-storm paced at a rate that
-// doubles every step, each step StepS seconds long at the asked rate, every
-// mode once per step with none first. A mode leaves the sweep at the first
-// step where it lost or missed events (or failed), or held the workload well below the
-// rate none reached (it is then at its ceiling: a higher asked rate would
-// only take longer); the sweep ends when none itself falls short of the
-// asked rate, the workload's own ceiling on this node.
+// nothing lost. It runs signal-storm and exec-storm paced at a rate (events
+// a second) that doubles every step, each step StepS seconds long at the
+// asked rate, every mode once per step with none first. A mode leaves the
+// sweep at the first step where it lost or missed events (or failed), left
+// the audit backlog filling up (a reader falling behind, which a longer
+// burst would make lose), or held the workload well below the rate none
+// reached, twice running (it is then at its ceiling: a higher asked rate
+// would only take longer); the sweep ends when none itself falls short of
+// the asked rate, the workload's own ceiling on this node.
 type Sweep struct {
 	Workloads []SweepWorkload
 	StepS     float64
@@ -59,6 +61,11 @@ const (
 	// A mode that reaches less than this share of what none reached in the
 	// same step slowed the workload: it is at its ceiling.
 	sweepModeShort = 0.8
+	// A step is short, the kernel's audit backlog long (131072 records while
+	// a tracer holds the audit PID): a reader that falls behind loses
+	// nothing in one step, but would in a longer burst. More records than
+	// this still queued when the workload ended is falling behind.
+	sweepMaxQueued = 4096
 )
 
 type sweepMode struct {
@@ -102,14 +109,14 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				s, err := r.runOnce(ctx, w, 1, m.st.v)
 				done++
 				step := SweepStep{Workload: sw.Name, Mode: m.st.v.Mode.Name(), Label: s.Label, Storage: m.st.v.StorageLabel(),
-					TargetPerS: rate, Events: w.Expected.Total(), ElapsedS: s.Elapsed, Seen: s.Seen, Lost: s.Lost}
+					TargetPerS: rate, Events: w.Expected.Total(), ElapsedS: s.Elapsed, Seen: s.Seen, Lost: s.Lost, Queued: s.Queued}
 				if s.Elapsed > 0 {
 					step.PerS = math.Round(float64(step.Events) / s.Elapsed)
 				}
 				if err != nil {
 					step.Err = err.Error()
 				}
-				step.OK = err == nil && s.Lost == 0 && (s.Seen < 0 || s.Seen >= step.Events)
+				step.OK = err == nil && s.Lost == 0 && (s.Seen < 0 || s.Seen >= step.Events) && s.Queued <= sweepMaxQueued
 				if r.Progress != nil {
 					r.Progress(Progress{Done: done, Total: -1, Workload: fmt.Sprintf("sweep %s %.0f/s", sw.Name, rate),
 						Variant: m.st.v.String(), Round: 1, Sample: s, Err: err})
@@ -138,6 +145,8 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				switch {
 				case err != nil:
 					m.out, m.limit = true, "failed"
+				case !step.OK && step.Lost == 0 && step.Queued > sweepMaxQueued && (step.Seen < 0 || step.Seen >= step.Events):
+					m.out, m.limit = true, "behind"
 				case !step.OK:
 					m.out, m.limit = true, "lost"
 				case step.PerS < sweepModeShort*noneRate:

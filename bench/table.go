@@ -157,6 +157,8 @@ func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
 		switch {
 		case s.Err != "":
 			lost = "FAILED: " + s.Err
+		case s.Queued > sweepMaxQueued:
+			lost = fmt.Sprintf("%d (%d records still queued)", s.Lost, s.Queued)
 		case s.Seen >= 0 && s.Seen < s.Events:
 			lost = fmt.Sprintf("%d (missed %d)", s.Lost, s.Events-s.Seen)
 		}
@@ -171,7 +173,8 @@ func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
 		if r.MaxEventsPerS == nil {
 			continue
 		}
-		why := map[string]string{"lost": "the next step lost events", "slowed": "the mode held the workload below the asked rate",
+		why := map[string]string{"lost": "the next step lost events", "behind": "at the next step the audit backlog was filling up",
+			"slowed":   "the mode held the workload below the asked rate",
 			"workload": "the workload could go no faster"}[r.MaxEventsLimit]
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Workload, r.ModeLabel(), maxRateCell(r), why)
 	}
