@@ -118,18 +118,3 @@ func TestKernelHZ(t *testing.T) {
 		t.Errorf("kernelHZ = %d", hz)
 	}
 }
-
-// watch's summary line, before and after the queue stage, and with lower bounds.
-func TestSummaryLine(t *testing.T) {
-	for _, c := range []struct{ line, seen, lost, bound, stages string }{
-		{"tracer: 200001 events seen, 0 lost (kernel 0, ringbuf 0, reassembly 0, output 0)", "200001", "0", "", "kernel 0, ringbuf 0, reassembly 0, output 0"},
-		{"tracer: 5 events seen, 2 lost (kernel 0, ringbuf 0, reassembly 0, queue 2, output 0)", "5", "2", "", "kernel 0, ringbuf 0, reassembly 0, queue 2, output 0"},
-		{"tracer: 7 events seen, >=3 lost (kernel >=3, ringbuf 0, reassembly 0, queue 0, output 0)", "7", "3", ">=", "kernel >=3, ringbuf 0, reassembly 0, queue 0, output 0"},
-		{"tracer: 9 events seen, 0 lost", "9", "0", "", ""},
-	} {
-		m := summaryRe.FindStringSubmatch(c.line)
-		if m == nil || m[2] != c.seen || m[4] != c.lost || m[3] != c.bound || m[5] != c.stages {
-			t.Errorf("%q: %q", c.line, m)
-		}
-	}
-}

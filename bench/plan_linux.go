@@ -195,7 +195,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		b.Info.Auditd = "none running"
 	case nodeAud == nil:
 	case o.RestartAuditd:
-		if nodeAud.Rules, err = listRules(); err != nil {
+		if nodeAud.Rules, err = nodeOwnRules(); err != nil {
 			return nil, err
 		}
 		b.state.StoppedAuditd = nodeAud
