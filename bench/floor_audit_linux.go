@@ -396,7 +396,8 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 }
 
 func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1, Label: m.label, Queued: auditQueued()}
+	obs := Observation{Seen: -1, Label: m.label}
+	obs.Queued, obs.QueueLimit = auditQueued()
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
 	}

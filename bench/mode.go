@@ -68,9 +68,10 @@ type Observation struct {
 	// "audit (beside auditd)", "auditd (node's)".
 	Label string
 	// Queued is how many records still waited in the kernel's audit
-	// backlog when the workload ended (modes that use audit; else 0): a
-	// reader that falls behind loses once a longer burst fills it.
-	Queued int64
+	// backlog when the workload ended, of QueueLimit (modes that use
+	// audit; else 0): a reader that falls behind loses once a longer burst
+	// fills it.
+	Queued, QueueLimit int64
 }
 
 // SkipError says why a mode cannot run on this node and how to fix it.

@@ -350,7 +350,8 @@ func (m *auditdMode) waitDaemon(ctx context.Context, w *watcher) error {
 }
 
 func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1, Note: m.flushDesc, Label: m.label(), Queued: auditQueued()}
+	obs := Observation{Seen: -1, Note: m.flushDesc, Label: m.label()}
+	obs.Queued, obs.QueueLimit = auditQueued()
 	if m.external != nil {
 		obs.Note = m.externalNote()
 	}

@@ -110,7 +110,7 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		return obs, fmt.Errorf("not started")
 	}
 	if m.backend == "audit" {
-		obs.Queued = auditQueued()
+		obs.Queued, obs.QueueLimit = auditQueued()
 	}
 	w := m.w
 	m.w = nil

@@ -107,8 +107,10 @@ type SweepStep struct {
 	PerS float64 `json:"events_per_s"`
 	Seen int64   `json:"events_seen"`
 	Lost int64   `json:"events_lost"`
-	// Queued is the kernel's audit backlog when the workload ended.
-	Queued int64 `json:"audit_queued,omitempty"`
+	// Queued is the kernel's audit backlog when the workload ended, of
+	// QueueLimit.
+	Queued     int64 `json:"audit_queued,omitempty"`
+	QueueLimit int64 `json:"audit_backlog_limit,omitempty"`
 	// OK: nothing lost, where the mode counts every event seen, and the
 	// audit backlog not left filling up.
 	OK  bool   `json:"ok"`

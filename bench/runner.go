@@ -396,7 +396,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 		return s, fmt.Errorf("stopping %s: %w", v.Mode.Name(), serr)
 	}
 	s.Round = round
-	s.Seen, s.Lost, s.Queued = obs.Seen, obs.Lost, obs.Queued
+	s.Seen, s.Lost, s.Queued, s.QueueLimit = obs.Seen, obs.Lost, obs.Queued, obs.QueueLimit
 	s.TracerCPU, s.KauditdCPU, s.BacklogWait = obs.TracerCPU, obs.KauditdCPU, obs.BacklogWait
 	s.Note, s.Label = obs.Note, obs.Label
 	return s, nil

@@ -117,13 +117,14 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 	return done, errors.Join(errs...)
 }
 
-// auditQueued is the kernel's audit backlog now, 0 when unreadable.
-func auditQueued() int64 {
+// auditQueued is the kernel's audit backlog now and its limit, 0 and 0
+// when unreadable.
+func auditQueued() (queued, limit int64) {
 	st, err := readAuditStatus()
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return int64(st.Backlog)
+	return int64(st.Backlog), int64(st.BacklogLimit)
 }
 
 // auditHolder returns the live process that holds the audit PID, or 0.

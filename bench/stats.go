@@ -20,9 +20,10 @@ type Sample struct {
 	BacklogWait float64
 	// Seen is -1 when the mode cannot tell (none, or a log that rotated away).
 	Seen, Lost int64
-	// Queued is the audit backlog when the workload ended (Observation.Queued).
-	Queued int64
-	Note   string
+	// Queued is the audit backlog when the workload ended, of QueueLimit
+	// (Observation.Queued).
+	Queued, QueueLimit int64
+	Note               string
 	// Label is what the mode says it ran as, when its name does not say it.
 	Label string
 }

@@ -157,7 +157,7 @@ func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
 		switch {
 		case s.Err != "":
 			lost = "FAILED: " + s.Err
-		case s.Queued > sweepMaxQueued:
+		case s.behind():
 			lost = fmt.Sprintf("%d (%d records still queued)", s.Lost, s.Queued)
 		case s.Seen >= 0 && s.Seen < s.Events:
 			lost = fmt.Sprintf("%d (missed %d)", s.Lost, s.Events-s.Seen)
