@@ -134,8 +134,11 @@ func svgChart(charts []ReportChart) htmltemplate.HTML {
 				end = math.Max(end, hi)
 			}
 			val := fmt.Sprintf("%.2fx", bar.Ratio)
-			if bar.Noise && bar.Mode != "none" {
+			switch {
+			case bar.Noise && bar.Mode != "none":
 				val += " (noise)"
+			case bar.Hi > 0 && bar.Hi < 1:
+				val += " (drift)"
 			}
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="value">%s`, end+6, by+barH-3, val)
 			if bar.Lost > 0 {

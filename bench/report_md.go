@@ -56,9 +56,12 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 				return ""
 			case len(r.RatioCI95) != 2 && r.Rounds < 2:
 				return "not significant (1 round)"
-			case r.Noise || r.RatioElapsed < 1:
-				// Watching never speeds a workload up: below 1x is noise too.
+			case r.Noise:
 				return "within noise"
+			case r.RatioElapsed < 1:
+				// Watching never speeds a workload up: the untraced rounds
+				// were slowed by something else.
+				return "below 1x: drift"
 			}
 			return ""
 		},
@@ -211,8 +214,11 @@ func textChart(c ReportChart) string {
 		if b.Hi > 0 {
 			fmt.Fprintf(&sb, " [%.2f-%.2f]", b.Lo, b.Hi)
 		}
-		if b.Noise && b.Mode != "none" {
+		switch {
+		case b.Noise && b.Mode != "none":
 			sb.WriteString(" within noise")
+		case b.Hi > 0 && b.Hi < 1:
+			sb.WriteString(" below 1x: drift")
 		}
 		if b.Lost > 0 {
 			fmt.Fprintf(&sb, "  (%d lost)", b.Lost)
@@ -235,6 +241,9 @@ func intervalBar(c ReportChart, b ReportBar, width int) string {
 	lo, mid, hi := cell(b.Lo), cell(b.Ratio), cell(b.Hi)
 	for i := lo; i < mid; i++ {
 		bar[i] = '▒'
+	}
+	if hi > mid && bar[mid] == ' ' {
+		bar[mid] = '─'
 	}
 	for i := mid + 1; i < hi; i++ {
 		bar[i] = '─'
