@@ -88,7 +88,7 @@ type outQueue struct {
 	cm        sync.Mutex // orders the writer's counting with abandon
 	abandoned bool
 
-	accepted   atomic.Uint64 // events put in a chunk
+	accepted   uint64 // events put in a chunk; mu guards it (one locked op less per event)
 	written    atomic.Uint64
 	lostQueue  atomic.Uint64
 	lostOutput atomic.Uint64
@@ -136,7 +136,7 @@ func (q *outQueue) put(b []byte) {
 	}
 	q.cur.buf = append(q.cur.buf, b...)
 	q.cur.ends = append(q.cur.ends, len(q.cur.buf))
-	q.accepted.Add(1)
+	q.accepted++
 }
 
 // handoff passes the current chunk to the writer; q.mu is held. It
@@ -243,7 +243,7 @@ func (q *outQueue) abandon() {
 	}
 	q.abandoned = true
 	q.fail.Store(true)
-	pending := q.accepted.Load() - q.written.Load() - q.lostOutput.Load()
+	pending := q.accepted - q.written.Load() - q.lostOutput.Load()
 	q.lostOutput.Add(pending)
 	q.setErr(fmt.Errorf("output abandoned with %d events not written", pending))
 }

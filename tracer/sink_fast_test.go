@@ -1,0 +1,194 @@
+package tracer
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// appendStringByByte is appendString as it was before its fast path: one
+// byte or rune at a time. The fast path must write exactly what it wrote.
+func appendStringByByte(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r <= 0x9f || r == 0x2028 || r == 0x2029:
+			b = append(b, '\\', 'u')
+			b = appendHex(b, uint32(r), 4)
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+var stringCases = []string{
+	"", "storm", "/user.slice/user-0.slice/session-3.scope", `a"b\c`, "x\ny\tz\r", "\x00\x01\x1f\x7f",
+	"caf\u00e9", "\u00e9t\u00e9", "\xff", "a\xffb", "\xc2\x9b", "\xc2\x80\xc2\x9f\xc2\xa0", "\u2028\u2029",
+	"\xe2\x80", "\xf0\x9f\x98\x80 smile", "\xed\xa0\x80", "tail\\", "\"", strings.Repeat("ab\x1b", 40),
+}
+
+func TestAppendStringMatchesByteAtATime(t *testing.T) {
+	for _, s := range stringCases {
+		got, want := appendString([]byte("x"), s), appendStringByByte([]byte("x"), s)
+		if !bytes.Equal(got, want) {
+			t.Errorf("appendString(%q) = %q, want %q", s, got, want)
+		}
+	}
+	// Every byte at every place of the words plainLen reads at once.
+	for c := range 256 {
+		for pos := range 17 {
+			w := []byte(strings.Repeat("a~ ", 6))[:17]
+			w[pos] = byte(c)
+			if got, want := appendString(nil, string(w)), appendStringByByte(nil, string(w)); !bytes.Equal(got, want) {
+				t.Fatalf("appendString(%q) = %q, want %q", w, got, want)
+			}
+		}
+	}
+	// Every single byte and every pair, around plain runs.
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd",
+			string([]byte{0xc2, byte(c)}), string([]byte{0xe2, 0x80, byte(c)})} {
+			if got, want := appendString(nil, s), appendStringByByte(nil, s); !bytes.Equal(got, want) {
+				t.Fatalf("appendString(%q) = %q, want %q", s, got, want)
+			}
+		}
+	}
+}
+
+func FuzzAppendStringMatchesByteAtATime(f *testing.F) {
+	for _, s := range stringCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := appendString(nil, s), appendStringByByte(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// sameButTime must name every field of Event but Time: one it missed
+// would make JSONSink write the last event's line for a different event.
+func TestSameButTimeSeesEveryField(t *testing.T) {
+	base := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: TypeSignal, Comm: "storm",
+		Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init"}}}
+	twin := base
+	twin.Time = time.Unix(2, 0)
+	twin.Argv = append([]string(nil), base.Argv...)
+	twin.Ancestors = append([]Ancestor(nil), base.Ancestors...)
+	if !sameButTime(&base, &twin) {
+		t.Fatal("events that differ in time alone are not the same")
+	}
+	var changed int
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			if v.Type() == reflect.TypeFor[time.Time]() {
+				return
+			}
+			for i := range v.NumField() {
+				walk(path+"."+v.Type().Field(i).Name, v.Field(i))
+			}
+			return
+		case reflect.Slice:
+			// Another element, and another value of the first one.
+			old := v.Interface()
+			v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+			check(t, &base, &twin, path+" (longer)")
+			v.Set(reflect.ValueOf(old))
+			walk(path+"[0]", v.Index(0))
+			return
+		}
+		old := reflect.New(v.Type()).Elem()
+		old.Set(v)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(v.Uint() + 1)
+		default:
+			t.Fatalf("%s: a field of kind %s: teach this test and sameButTime about it", path, v.Kind())
+		}
+		check(t, &base, &twin, path)
+		changed++
+		v.Set(old)
+	}
+	walk("Event", reflect.ValueOf(&twin).Elem())
+	if changed < 40 {
+		t.Errorf("only %d fields changed: the walk missed some", changed)
+	}
+}
+
+func check(t *testing.T, a, b *Event, path string) {
+	t.Helper()
+	if sameButTime(a, b) || sameButTime(b, a) {
+		t.Errorf("%s differs, but sameButTime says the events are the same", path)
+	}
+}
+
+// A JSONSink writes for each event what AppendJSON gives it, whatever
+// came before: repeated events, new times, times of another length.
+func TestJSONSinkLinesAreAppendJSON(t *testing.T) {
+	var out bytes.Buffer
+	s := NewJSONSink(&out)
+	sig := Event{Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", AUID: UnsetID, TargetPID: 4242, Signal: 10,
+		Syscall: "kill", HasCode: true, Origin: OriginUser, Result: ResultIgnored, TargetComm: "storm",
+		ExecID: ExecID{PID: 4242, Start: 100}, TargetExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
+	exec := Event{Backend: "ebpf", Type: TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	times := []time.Time{t0, t0, t0.Add(time.Millisecond), t0.Add(time.Second), t0.Truncate(time.Millisecond),
+		t0.Truncate(time.Second), t0.Add(7 * time.Nanosecond), t0.Add(7 * time.Nanosecond)}
+	var want bytes.Buffer
+	argv := exec.Argv
+	for i, tm := range times {
+		for _, e := range []*Event{&sig, &sig, &exec, &exec, &sig} {
+			e.Time = tm
+			if i%3 == 1 && e == &exec {
+				argv[1] = "y" // the backend reuses its argv: the copy must not follow
+			}
+			want.Write(AppendJSON(nil, e))
+			want.WriteByte('\n')
+			if err := s.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sig.Ret = int64(i % 2) // and now and then another event
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Errorf("lines:\n%s\nwant\n%s", out.String(), want.String())
+	}
+}
