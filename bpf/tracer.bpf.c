@@ -114,7 +114,7 @@ struct event_hdr {
 	__u64 pstart; /* its real parent's */
 	__u64 cgid;   /* its cgroup v2 id */
 	__u32 ppid;   /* its real parent's tgid */
-	__u32 _pad2;
+	__u32 repeat; /* batched signal records: the record stands for 1 + repeat events (see struct batch) */
 };
 
 /* fork, signal and exit records. */
@@ -441,15 +441,22 @@ struct {
  * when the batch is full, at the next record of a later tick, before any
  * record this CPU sends directly (keeping the CPU's order), or when user
  * space runs flush_batch on the CPU (every poll interval, and at the end).
- * busy marks a program between its first and last access: one that
- * interrupts it (an IRQ, a preempting task) sends its record directly.
+ * A record equal to the last one in the batch (the same sender, target,
+ * signal and result in the same tick: a kill loop) is not written again:
+ * the last one's repeat count grows, so a storm costs the ring a record
+ * per tick, not one per signal. busy marks a program between its first
+ * and last access: one that interrupts it (an IRQ, a preempting task)
+ * sends its record directly.
  */
 #define BATCH_BYTES 4096
+#define REPEAT_MAX 0xffff /* decode.go's maxRepeat */
 
 struct batch {
 	__u32 len;
 	__u32 busy;
-	__u64 tick; /* now_ns() of the last signal record on this CPU */
+	__u64 tick;   /* now_ns() of the last signal record on this CPU */
+	__u32 events; /* the events the batch holds: its records and their repeats */
+	__u32 _pad;
 	char buf[BATCH_BYTES];
 };
 
@@ -466,8 +473,9 @@ static __always_inline void batch_flush(struct batch *b, __u64 now)
 	if (len > BATCH_BYTES)
 		len = BATCH_BYTES;
 	if (len && bpf_ringbuf_output(&events, b->buf, len, wake_flags(now)))
-		lost_add(LOST_OUTPUT, len / sizeof(struct event));
+		lost_add(LOST_OUTPUT, b->events);
 	b->len = 0;
+	b->events = 0;
 }
 
 /* Sends what this CPU batched, unless a program it interrupted is batching. */
@@ -553,55 +561,64 @@ static __always_inline bool pass_signal(__s32 sig)
 	return (cfg_sig_lo >> sig) & 1;
 }
 
-static __always_inline __u32 current_auid(bool btf)
+/*
+ * Programs on BTF tracepoints pass the current task (task != NULL), got
+ * once with bpf_get_current_task_btf, and read it with direct loads: a
+ * helper call costs about 30 ns in a VM whose kernel returns through
+ * return thunks, more than the loads it replaces, and a signal record
+ * took seven. The other programs (task == NULL) use the helpers and
+ * probe reads.
+ */
+
+static __always_inline __u32 current_auid(struct task_struct___who *task)
 {
-	if (btf) {
-		/* BTF tracepoints: a direct load from the task, no helper call. */
-		struct task_struct *task = bpf_get_current_task_btf();
+	if (task) {
 		if (bpf_core_field_exists(task->loginuid))
 			return task->loginuid.val;
 		return 0xffffffff;
 	}
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	if (bpf_core_field_exists(task->loginuid))
-		return BPF_CORE_READ(task, loginuid.val);
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	if (bpf_core_field_exists(t->loginuid))
+		return BPF_CORE_READ(t, loginuid.val);
 	return 0xffffffff;
 }
 
 /* The process's identity: its and its real parent's start time (exec ids),
- * its cgroup. BTF programs read the task with direct loads. */
-static __always_inline void fill_ident(struct event_hdr *h, bool btf)
+ * its cgroup (what bpf_get_current_cgroup_id reads). */
+static __always_inline void fill_ident(struct event_hdr *h, struct task_struct___who *task)
 {
-	if (btf) {
-		struct task_struct___who *t = (void *)bpf_get_current_task_btf();
-		struct task_struct___who *p = t->real_parent;
-		h->start = t->group_leader->start_boottime;
+	if (task) {
+		struct task_struct___who *p = task->real_parent;
+		h->start = task->group_leader->start_boottime;
 		h->ppid = p->tgid;
 		h->pstart = p->group_leader->start_boottime;
+		h->cgid = task->cgroups->dfl_cgrp->kn->id;
 	} else {
 		struct task_struct___who *t = (void *)bpf_get_current_task();
 		h->start = BPF_CORE_READ(t, group_leader, start_boottime);
 		h->ppid = BPF_CORE_READ(t, real_parent, tgid);
 		h->pstart = BPF_CORE_READ(t, real_parent, group_leader, start_boottime);
+		h->cgid = bpf_get_current_cgroup_id();
 	}
-	h->cgid = bpf_get_current_cgroup_id();
-	h->_pad2 = 0;
+	h->repeat = 0;
 }
 
-/* Fills a record's header; comm was read by pass_current. */
+/* Fills a record's header; comm was read by pass_current. The uid is the
+ * current (subjective) credentials' real uid, as bpf_get_current_uid_gid
+ * gives it. */
 static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, const char *comm, __u64 now,
-				     bool btf)
+				     struct task_struct___who *task)
 {
 	h->ktime = now;
 	h->pid = tgid;
-	h->uid = (__u32)bpf_get_current_uid_gid();
-	h->auid = current_auid(btf);
+	h->uid = task ? task->cred->uid.val : (__u32)bpf_get_current_uid_gid();
+	h->auid = current_auid(task);
 	h->type = type;
 	h->syscall = sc;
 	h->flags = 0;
 	h->_pad = 0;
 	__builtin_memcpy(h->comm, comm, COMM_LEN);
-	fill_ident(h, btf);
+	fill_ident(h, task);
 }
 
 /* The caller's comm, 8-byte aligned for pass_comm. */
@@ -609,6 +626,30 @@ union comm {
 	char c[COMM_LEN];
 	__u64 w[2];
 };
+
+/* w with the bytes from its first NUL on cleared; *nul says there was one.
+ * The lowest byte flagged by the zero-byte test is exact: a borrow only
+ * flags bytes above a zero one. */
+static __always_inline __u64 before_nul(__u64 w, bool *nul)
+{
+	__u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+	if (!z)
+		return w;
+	*nul = true;
+	z &= -z;
+	return w & ((z >> 7) - 1);
+}
+
+/* task's comm as bpf_get_current_comm gives it: up to its NUL, padded with
+ * NULs (a rename before Linux 6.2 left an old longer name's tail after
+ * the NUL), the 16th byte a NUL. */
+static __always_inline void task_comm(struct task_struct___who *task, union comm *c)
+{
+	bool nul = false;
+	__builtin_memcpy(c->c, task->comm, COMM_LEN);
+	c->w[0] = before_nul(c->w[0], &nul);
+	c->w[1] = nul ? 0 : before_nul(c->w[1] & 0x00ffffffffffffffULL, &nul);
+}
 
 /* Whether task is in cfg_cgroup_id or below it: its cgroup's ancestor at
  * that level is that cgroup (the test bpftrace's cgroup predicate makes). */
@@ -627,8 +668,15 @@ static __always_inline bool pass_cgroup(struct task_struct___who *task)
 }
 
 /* The process-tree, comm and cgroup filters, in order of cost; fills tgid and comm. */
-static __always_inline bool pass_current(__u32 *tgid, union comm *comm)
+static __always_inline bool pass_current(struct task_struct___who *task, __u32 *tgid, union comm *comm)
 {
+	if (task) {
+		*tgid = task->tgid;
+		if (!pass_pid(*tgid))
+			return false;
+		task_comm(task, comm);
+		return pass_comm(comm->c) && pass_cgroup(task);
+	}
 	*tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!pass_pid(*tgid))
 		return false;
@@ -756,11 +804,11 @@ static __always_inline int exec_enter(const char *filename, const void *argv, bo
 {
 	union comm comm;
 	__u32 tgid;
-	if (!pass_current(&tgid, &comm))
+	if (!pass_current(NULL, &tgid, &comm))
 		return 0;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct exec_start st;
-	fill_hdr(&st.h, EV_EXEC, sc, tgid, comm.c, now_ns(), false);
+	fill_hdr(&st.h, EV_EXEC, sc, tgid, comm.c, now_ns(), NULL);
 	st.h.flags = compat ? EVF_COMPAT : 0;
 	st.ppid = BPF_CORE_READ(task, real_parent, tgid);
 	st._pad = 0;
@@ -828,17 +876,30 @@ static __always_inline void fill_tail(struct event *ev, const struct sig_info *s
 	ev->xflags = si->flags;
 }
 
+/* Whether two records are the same but for their repeat counts. */
+static __always_inline bool same_event(const struct event *x, const struct event *y)
+{
+	const __u64 *a = (const __u64 *)x, *b = (const __u64 *)y;
+	_Static_assert(__builtin_offsetof(struct event_hdr, repeat) == 8 * 8 + 4, "repeat is the top half of word 8");
+	__u64 diff = (a[8] ^ b[8]) & 0xffffffffULL;
+#pragma unroll
+	for (int i = 0; i < sizeof(struct event) / 8; i++)
+		if (i != 8)
+			diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
 /*
- * The bodies of fork, signal and exit records. btf is true in programs on
- * BTF tracepoints, where the task can be read with direct loads.
+ * The bodies of fork, signal and exit records. task is the current task in
+ * programs on BTF tracepoints, read with direct loads; NULL elsewhere.
  */
-static __always_inline int on_fork(void *ctx, __u8 sc, long ret, bool btf)
+static __always_inline int on_fork(void *ctx, __u8 sc, long ret, struct task_struct___who *task)
 {
 	union comm comm;
 	__u32 tgid;
 	if (ret <= 0)
 		return 0;
-	if (!pass_current(&tgid, &comm))
+	if (!pass_current(task, &tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
 		count_key(&fork_counts, comm.c);
@@ -851,7 +912,7 @@ static __always_inline int on_fork(void *ctx, __u8 sc, long ret, bool btf)
 		lost_inc(LOST_OUTPUT);
 		return 0;
 	}
-	fill_hdr(&ev->h, EV_FORK, sc, tgid, comm.c, now, btf);
+	fill_hdr(&ev->h, EV_FORK, sc, tgid, comm.c, now, task);
 	ev->a = (__s32)ret;
 	ev->b = 0;
 	ev->ret = 0;
@@ -870,14 +931,14 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
-static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf,
-					const struct sig_info *si)
+static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat,
+					struct task_struct___who *task, const struct sig_info *si)
 {
 	union comm comm;
 	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
-	if (!pass_current(&tgid, &comm))
+	if (!pass_current(task, &tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
 		signal_count(comm.c, target, sig);
@@ -896,13 +957,19 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 
 			__u32 off = b->len;
 			if (off <= BATCH_BYTES - sizeof(struct event)) {
 				struct event *ev = (struct event *)&b->buf[off];
-				fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, btf);
+				fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, task);
 				ev->h.flags = compat ? EVF_COMPAT : 0;
 				ev->a = target;
 				ev->b = sig;
 				ev->ret = ret;
 				fill_tail(ev, si);
-				b->len = off + sizeof(struct event);
+				/* The last record again: counted there. */
+				struct event *last = (struct event *)&b->buf[off - sizeof(struct event)];
+				if (off >= sizeof(struct event) && last->h.repeat < REPEAT_MAX && same_event(last, ev))
+					last->h.repeat++;
+				else
+					b->len = off + sizeof(struct event);
+				b->events++;
 				if (b->tick != now)
 					batch_flush(b, now); /* a tick has passed: send what waited */
 			}
@@ -919,7 +986,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 
 		lost_inc(LOST_OUTPUT);
 		return 0;
 	}
-	fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, btf);
+	fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, task);
 	ev->h.flags = compat ? EVF_COMPAT : 0;
 	ev->a = target;
 	ev->b = sig;
@@ -929,16 +996,16 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 
 	return 0;
 }
 
-static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat, bool btf)
+static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat)
 {
-	return on_signal_si(ctx, sc, target, sig, ret, compat, btf, NULL);
+	return on_signal_si(ctx, sc, target, sig, ret, compat, NULL, NULL);
 }
 
-static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, bool btf)
+static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, struct task_struct___who *task)
 {
 	union comm comm;
 	__u32 tgid;
-	if (!pass_current(&tgid, &comm))
+	if (!pass_current(task, &tgid, &comm))
 		return 0;
 	if (cfg_count_only) {
 		total_inc(EV_EXIT);
@@ -950,7 +1017,7 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
 		lost_inc(LOST_OUTPUT);
 		return 0;
 	}
-	fill_hdr(&ev->h, EV_EXIT, sc, tgid, comm.c, now, btf);
+	fill_hdr(&ev->h, EV_EXIT, sc, tgid, comm.c, now, task);
 	ev->h.flags = compat ? EVF_COMPAT : 0;
 	ev->a = code;
 	ev->b = 0;
@@ -1024,13 +1091,13 @@ int fexit_execve(__u64 *ctx)
 	SEC("fexit/" SYS(name))                                     \
 	int fexit_##name(__u64 *ctx)                                \
 	{                                                           \
-		return on_fork(ctx, sc, (long)ctx[1], false);              \
+		return on_fork(ctx, sc, (long)ctx[1], NULL);               \
 	}                                                           \
 	/* For kernels whose BTF has only __do_sys_X(void). */      \
 	SEC("fexit/__do_sys_" #name)                                \
 	int fexit_##name##_0(__u64 *ctx)                            \
 	{                                                           \
-		return on_fork(ctx, sc, (long)ctx[0], false);              \
+		return on_fork(ctx, sc, (long)ctx[0], NULL);               \
 	}
 
 FEXIT_FORK(fork, SC_FORK)
@@ -1042,35 +1109,35 @@ SEC("fexit/" SYS(kill))
 int fexit_kill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(tkill))
 int fexit_tkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(tgkill))
 int fexit_tgkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false, false);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(rt_sigqueueinfo))
 int fexit_rt_sigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false, false);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(rt_tgsigqueueinfo))
 int fexit_rt_tgsigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false, false);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(pidfd_send_signal))
@@ -1081,19 +1148,19 @@ int fexit_pidfd_send_signal(__u64 *ctx)
 	__s32 sig = (__s32)ARG1(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false, false);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false);
 }
 
 SEC("fentry/" SYS(exit))
 int fentry_exit(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ARG0(REGS(ctx)), false, false);
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0(REGS(ctx)), false, NULL);
 }
 
 SEC("fentry/" SYS(exit_group))
 int fentry_exit_group(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0(REGS(ctx)), false, false);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0(REGS(ctx)), false, NULL);
 }
 
 #ifdef HAVE_IA32
@@ -1119,35 +1186,35 @@ SEC("fexit/__ia32_sys_kill")
 int fexit_kill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_tkill")
 int fexit_tkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_tgkill")
 int fexit_tgkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true, false);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_sigqueueinfo")
 int fexit_rt_sigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true, false);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_tgsigqueueinfo")
 int fexit_rt_tgsigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true, false);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_pidfd_send_signal")
@@ -1158,19 +1225,19 @@ int fexit_pidfd_send_signal_32(__u64 *ctx)
 	__s32 sig = (__s32)ARG1_32(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true, false);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true);
 }
 
 SEC("fentry/__ia32_sys_exit")
 int fentry_exit_32(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ARG0_32(REGS(ctx)), true, false);
+	return on_exit(ctx, SC_EXIT, (__s32)ARG0_32(REGS(ctx)), true, NULL);
 }
 
 SEC("fentry/__ia32_sys_exit_group")
 int fentry_exit_group_32(__u64 *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0_32(REGS(ctx)), true, false);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ARG0_32(REGS(ctx)), true, NULL);
 }
 #endif /* HAVE_IA32 */
 
@@ -1211,7 +1278,7 @@ int tp_exit_exec(struct sys_exit_ctx *ctx)
 	SEC("tracepoint/syscalls/sys_exit_" #name)         \
 	int tp_exit_##name(struct sys_exit_ctx *ctx)       \
 	{                                                  \
-		return on_fork(ctx, sc, ctx->ret, false);         \
+		return on_fork(ctx, sc, ctx->ret, NULL);          \
 	}
 
 TP_EXIT_FORK(fork, SC_FORK)
@@ -1226,7 +1293,7 @@ static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
 	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
-	if (!pass_current(&tgid, &comm))
+	if (!pass_current(NULL, &tgid, &comm))
 		return 0;
 	if (cfg_count_only && sc != SC_PIDFD_SEND_SIGNAL) {
 		signal_count(comm.c, target, sig);
@@ -1234,7 +1301,7 @@ static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
 	}
 	struct event ev;
 	__builtin_memset(&ev, 0, sizeof(ev));
-	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, comm.c, now_ns(), false);
+	fill_hdr(&ev.h, EV_SIGNAL, sc, tgid, comm.c, now_ns(), NULL);
 	ev.a = target;
 	ev.b = sig;
 	__u64 key = bpf_get_current_task();
@@ -1280,13 +1347,13 @@ int tp_exit_signal(struct sys_exit_ctx *ctx)
 SEC("tracepoint/syscalls/sys_enter_exit")
 int tp_enter_exit(struct sys_enter_ctx *ctx)
 {
-	return on_exit(ctx, SC_EXIT, (__s32)ctx->args[0], false, false);
+	return on_exit(ctx, SC_EXIT, (__s32)ctx->args[0], false, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_enter_exit_group")
 int tp_enter_exit_group(struct sys_enter_ctx *ctx)
 {
-	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ctx->args[0], false, false);
+	return on_exit(ctx, SC_EXIT_GROUP, (__s32)ctx->args[0], false, NULL);
 }
 
 /* ---- the process tree ---- */
@@ -1414,13 +1481,18 @@ static __always_inline long syscall_arg(const struct pt_regs *r, int i, bool com
 }
 #endif
 
-/* The syscall the current task is in, and its saved user registers. */
-static __always_inline __u8 current_syscall(const struct pt_regs **regs, bool *compat)
+/* The syscall task (the current task) is in, and its saved user registers. */
+static __always_inline __u8 current_syscall(struct task_struct___who *task, const struct pt_regs **regs, bool *compat)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	*regs = (const struct pt_regs *)bpf_task_pt_regs(task);
-	*compat = task_compat(task);
+	*regs = (const struct pt_regs *)bpf_task_pt_regs((struct task_struct *)task);
+	*compat = task_compat((struct task_struct *)task);
 	return syscall_of(SYSCALL_NR(*regs), *compat);
+}
+
+/* The current task, for programs on BTF tracepoints. */
+static __always_inline struct task_struct___who *current_btf(void)
+{
+	return (struct task_struct___who *)bpf_get_current_task_btf();
 }
 
 /* The comm of tasks in exec, before the exec replaces it (the exec
@@ -1487,9 +1559,10 @@ int sched_exec(__u64 *ctx)
 
 	const struct pt_regs *regs;
 	bool compat;
-	__u8 sc = current_syscall(&regs, &compat);
+	struct task_struct___who *cur = current_btf();
+	__u8 sc = current_syscall(cur, &regs, &compat);
 	__u64 now = now_ns();
-	fill_hdr(&e->h, EV_EXEC, sc, tgid, comm.c, now, true);
+	fill_hdr(&e->h, EV_EXEC, sc, tgid, comm.c, now, cur);
 	e->h.flags = compat ? EVF_COMPAT : 0;
 	struct task_struct *task = (struct task_struct *)key;
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
@@ -1531,10 +1604,11 @@ int sched_fork(__u64 *ctx)
 		return 0;
 	const struct pt_regs *regs;
 	bool compat;
-	__u8 sc = current_syscall(&regs, &compat);
+	struct task_struct___who *cur = current_btf();
+	__u8 sc = current_syscall(cur, &regs, &compat);
 	if (sc < SC_FORK || sc > SC_CLONE3)
 		return 0; /* a kernel thread, io worker or usermode helper */
-	return on_fork(ctx, sc, child_vpid(child), true);
+	return on_fork(ctx, sc, child_vpid(child), cur);
 }
 
 /*
@@ -1557,7 +1631,7 @@ static __always_inline bool killed_exit(void *ctx, struct task_struct___who *tas
 	struct killer *k = bpf_map_lookup_elem(&killers, &tgid);
 	__u64 *oom = bpf_map_lookup_elem(&oom_victims, &tgid);
 	union comm comm;
-	if (cfg_count_only || !pass_current(&tgid, &comm))
+	if (cfg_count_only || !pass_current(task, &tgid, &comm))
 		goto out;
 	__u64 now = now_ns();
 	struct event *ev = ev_reserve(now);
@@ -1565,7 +1639,7 @@ static __always_inline bool killed_exit(void *ctx, struct task_struct___who *tas
 		lost_inc(LOST_OUTPUT);
 		goto out;
 	}
-	fill_hdr(&ev->h, EV_EXIT, SC_NONE, tgid, comm.c, now, true);
+	fill_hdr(&ev->h, EV_EXIT, SC_NONE, tgid, comm.c, now, task);
 	ev->a = 0;
 	ev->b = signo;
 	ev->ret = 0;
@@ -1599,10 +1673,11 @@ int sched_exit(__u64 *ctx)
 	if (cfg_types & (1 << EV_EXIT)) {
 		const struct pt_regs *regs;
 		bool compat;
-		if (!killed_exit(ctx, (struct task_struct___who *)ctx[0])) {
-			__u8 sc = current_syscall(&regs, &compat);
+		struct task_struct___who *task = (struct task_struct___who *)ctx[0];
+		if (!killed_exit(ctx, task)) {
+			__u8 sc = current_syscall(task, &regs, &compat);
 			if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
-				on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, true);
+				on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, task);
 		}
 	}
 	return track_exit((struct task_struct *)ctx[0]);
@@ -1745,7 +1820,7 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___who *t,
 	h->ppid = p->tgid;
 	h->pstart = p->group_leader->start_boottime;
 	h->cgid = t->cgroups->dfl_cgrp->kn->id;
-	h->_pad2 = 0;
+	h->repeat = 0;
 	ev->a = group ? tgid : t->pid;
 	ev->b = sig;
 	ev->ret = 0;
@@ -1773,7 +1848,8 @@ int sched_signal(__u64 *ctx)
 	int group = (int)ctx[3], result = (int)ctx[4];
 	const struct pt_regs *regs;
 	bool compat;
-	__u8 sc = current_syscall(&regs, &compat);
+	struct task_struct___who *cur = current_btf();
+	__u8 sc = current_syscall(cur, &regs, &compat);
 	__s32 code = sig_code(info);
 	/* A timer or the terminal may signal from an interrupt that came
 	 * while the task it interrupted was in a signal syscall. */
@@ -1818,7 +1894,7 @@ int sched_signal(__u64 *ctx)
 	}
 	if (!cfg_sig_sched)
 		return 0; /* the syscall probes report it */
-	return on_signal_si(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, true,
+	return on_signal_si(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, cur,
 			    cfg_count_only ? NULL : &si);
 }
 

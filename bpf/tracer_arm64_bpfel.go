@@ -14,11 +14,13 @@ import (
 )
 
 type TracerBatch struct {
-	_    structs.HostLayout
-	Len  uint32
-	Busy uint32
-	Tick uint64
-	Buf  [4096]int8
+	_      structs.HostLayout
+	Len    uint32
+	Busy   uint32
+	Tick   uint64
+	Events uint32
+	Pad    uint32
+	Buf    [4096]int8
 }
 
 type TracerCommKey struct {
@@ -58,7 +60,7 @@ type TracerEventHdr struct {
 	Pstart  uint64
 	Cgid    uint64
 	Ppid    uint32
-	Pad2    uint32
+	Repeat  uint32
 }
 
 type TracerExecEvent struct {

@@ -57,6 +57,7 @@ struct task_struct___who {
 	struct sighand_struct___who *sighand;
 	struct css_set___who *cgroups;
 	const struct cred___who *real_cred;
+	const struct cred___who *cred;
 	kuid_t loginuid;
 	char comm[16];
 };

@@ -30,6 +30,7 @@ const (
 	offPStart  = 48 // its real parent's
 	offCgid    = 56 // its cgroup v2 id
 	offHdrPPID = 64
+	offRepeat  = 68 // batched signal records: 1 + repeat events (struct batch)
 	hdrSize    = 72
 	commLen    = 16
 
@@ -67,6 +68,10 @@ const (
 	xfTarget = 64 // signal: xpid, xstart, xcomm are the target's
 )
 
+// maxRepeat bounds a record's repeat count (REPEAT_MAX in tracer.bpf.c):
+// a record saying more is not the kernel's.
+const maxRepeat = 0xffff
+
 // Limits of the exec record (bpf/tracer.bpf.c): the filename keeps at most
 // 255 bytes, argv at most 20 arguments of at most 127 bytes each.
 const (
@@ -97,6 +102,17 @@ type decoder struct {
 	clock   clock
 	strings map[string]string
 	cgroups *cgroupNames // nil: cgroups are not named
+	// The last string interned and the last cgroup named: a storm's
+	// records repeat them, and a map lookup costs more than the rest of
+	// the record's decoding.
+	lastString string
+	lastCgid   uint64
+	lastCg     tracer.CgroupInfo
+	lastCgOK   bool
+	// The last fork, signal or exit record decoded and its event: a
+	// record that differs from it in its time alone is that event again.
+	prevRaw []byte
+	prev    tracer.Event
 }
 
 const maxInterned = 4096
@@ -109,14 +125,18 @@ func newDecoder() *decoder {
 
 // intern returns b as a string, shared with earlier equal strings.
 func (d *decoder) intern(b []byte) string {
-	if s, ok := d.strings[string(b)]; ok { // no allocation for the lookup
-		return s
+	if string(b) == d.lastString { // no allocation for the comparison
+		return d.lastString
 	}
-	if len(d.strings) >= maxInterned {
-		clear(d.strings)
+	s, ok := d.strings[string(b)] // no allocation for the lookup
+	if !ok {
+		if len(d.strings) >= maxInterned {
+			clear(d.strings)
+		}
+		s = string(b)
+		d.strings[s] = s
 	}
-	s := string(b)
-	d.strings[s] = s
+	d.lastString = s
 	return s
 }
 
@@ -134,6 +154,28 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 	if len(raw) < hdrSize {
 		return fmt.Errorf("%w: %d bytes", errShortRecord, len(raw))
 	}
+	le := binary.LittleEndian
+	if len(raw) == len(d.prevRaw) && bytes.Equal(raw[offKtime+8:], d.prevRaw[offKtime+8:]) {
+		argv, anc := e.Argv[:0], e.Ancestors[:0]
+		*e = d.prev
+		e.Argv, e.Ancestors = argv, anc
+		e.Time = d.clock.wall(le.Uint64(raw[offKtime:]))
+		return nil
+	}
+	if err := d.decodeRecord(raw, e); err != nil {
+		d.prevRaw = d.prevRaw[:0]
+		return err
+	}
+	d.prevRaw = d.prevRaw[:0]
+	if e.Type != tracer.TypeExec { // fixed fields only: no argv to copy
+		d.prevRaw = append(d.prevRaw, raw...)
+		d.prev = *e
+		d.prev.Argv, d.prev.Ancestors = nil, nil
+	}
+	return nil
+}
+
+func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {
 	le := binary.LittleEndian
 	e.Reset()
 	e.Backend = "ebpf"

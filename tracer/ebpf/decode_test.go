@@ -195,6 +195,7 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"pstart", unsafe.Offsetof(h.Pstart), offPStart},
 		{"cgid", unsafe.Offsetof(h.Cgid), offCgid},
 		{"header ppid", unsafe.Offsetof(h.Ppid), offHdrPPID},
+		{"repeat", unsafe.Offsetof(h.Repeat), offRepeat},
 		{"header size", unsafe.Sizeof(h), hdrSize},
 		{"code", unsafe.Offsetof(ev.Code), offCode},
 		{"xpid", unsafe.Offsetof(ev.Xpid), offXPID},
@@ -237,6 +238,35 @@ func BenchmarkDecodeSignal(b *testing.B) {
 		if err := d.decode(raw, &e); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A batched record stands for 1 + its repeat count events, all the same,
+// in their place in the batch; a count beyond the kernel's cap is a bad
+// record.
+func TestDeliverBatchRepeats(t *testing.T) {
+	b := New()
+	d := newDecoder()
+	rec := func(sig int32, repeat uint32) []byte {
+		r := smallRecord(tracer.TypeSignal, 7, 99, sig, 0)
+		binary.LittleEndian.PutUint32(r[offRepeat:], repeat)
+		return r
+	}
+	var raw []byte
+	raw = append(raw, rec(1, 0)...)
+	raw = append(raw, rec(2, 3)...)
+	raw = append(raw, rec(3, maxRepeat+1)...)
+	raw = append(raw, rec(4, 1)...)
+	var got []int
+	b.deliverBatch(d, raw, new(tracer.Event), func(e *tracer.Event) {
+		got = append(got, e.Signal)
+		e.Ancestors = append(e.Ancestors, tracer.Ancestor{PID: 1}) // what --ancestry does to an event
+	})
+	if want := []int{1, 2, 2, 2, 2, 4, 4}; !reflect.DeepEqual(got, want) {
+		t.Errorf("delivered %v, want %v", got, want)
+	}
+	if st := b.Stats(); st.Events[tracer.TypeSignal] != 7 || b.badRecs.Load() != 1 {
+		t.Errorf("%v events, %d bad records, want 7 signals and 1 bad record", st.Events, b.badRecs.Load())
 	}
 }
 

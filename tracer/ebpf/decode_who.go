@@ -19,8 +19,12 @@ func (d *decoder) decodeIdentity(raw []byte, e *tracer.Event) {
 		e.ParentExecID = tracer.ExecID{PID: ppid, Start: tracer.TicksFromNS(le.Uint64(raw[offPStart:]))}
 	}
 	if id := le.Uint64(raw[offCgid:]); id != 0 && d.cgroups != nil {
-		if ci, ok := d.cgroups.lookup(id); ok {
-			e.SetCgroup(ci)
+		if id != d.lastCgid {
+			d.lastCg, d.lastCgOK = d.cgroups.lookup(id)
+			d.lastCgid = id
+		}
+		if d.lastCgOK {
+			e.SetCgroup(d.lastCg)
 		}
 	}
 }

@@ -583,13 +583,37 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 }
 
 // deliverBatch delivers a ring buffer record: one record, or a CPU's batch
-// of signal records (see struct batch in tracer.bpf.c).
+// of signal records (see struct batch in tracer.bpf.c), each of which
+// stands for 1 + its repeat count events. The batch's events are counted
+// once at its end: one locked add per batch, not per event.
 func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
-	for len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
-		b.deliver(d, raw[:eventSize], ev, emit)
-		raw = raw[eventSize:]
+	var n [tracer.TypeExit + 1]uint64
+	for len(raw) > 0 {
+		rec := raw
+		if len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
+			rec = raw[:eventSize]
+		}
+		raw = raw[len(rec):]
+		repeat := uint32(0)
+		if len(rec) == eventSize && rec[offType] != uint8(tracer.TypeExec) {
+			if repeat = binary.LittleEndian.Uint32(rec[offRepeat:]); repeat > maxRepeat {
+				b.badRecs.Add(1)
+				continue
+			}
+		}
+		// A repeat decodes to the same event with the decoder's fast
+		// path; each is emitted anew, as emit may change the event.
+		for range 1 + repeat {
+			if !b.decodeEmit(d, rec, ev, emit, &n) {
+				break
+			}
+		}
 	}
-	b.deliver(d, raw, ev, emit)
+	for t, c := range n {
+		if c != 0 {
+			b.events[t].Add(c)
+		}
+	}
 }
 
 // flushFunc returns what sends every CPU's batched records to the ring:
@@ -614,12 +638,21 @@ func (b *Backend) flushFunc() func() {
 }
 
 func (b *Backend) deliver(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
+	var n [tracer.TypeExit + 1]uint64
+	if b.decodeEmit(d, raw, ev, emit, &n) {
+		b.events[ev.Type].Add(1)
+	}
+}
+
+// decodeEmit decodes one record, counts it in n and emits it.
+func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event), n *[tracer.TypeExit + 1]uint64) bool {
 	if err := d.decode(raw, ev); err != nil {
 		b.badRecs.Add(1)
-		return
+		return false
 	}
-	b.events[ev.Type].Add(1)
+	n[ev.Type]++
 	emit(ev)
+	return true
 }
 
 // Stats returns the delivered and lost counts, and per-program run time

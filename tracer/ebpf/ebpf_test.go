@@ -421,16 +421,22 @@ func TestCountOnly(t *testing.T) {
 	}
 }
 
-// A full ring buffer loses records; the kernel counts each one, so that
-// delivered + lost is what happened.
+// A full ring buffer loses records; the kernel counts each event, so that
+// delivered + lost is what happened: records of their own (signals that
+// differ from the one before), and a storm's repeats of one record.
 func TestRingFullIsCounted(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := tracertest.BuildWorkload(t)
-	const kills = 5000
+	const pairs, repeats = 2500, 5000
+	const kills = 2*pairs + repeats
 	cfg := tracer.DefaultConfig()
 	cfg.Types, cfg.RingBytes = tracer.TypeSet(0).With(tracer.TypeSignal), os.Getpagesize()
 	b := New()
-	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "exit", "7")
+	var args []string
+	for range pairs {
+		args = append(args, "kill", "1", "10", "tkill", "1", "12")
+	}
+	h := startHeld(t, bin, append(args, "kill", strconv.Itoa(repeats), "10", "exit", "7")...)
 	cfg.PID = h.pid()
 	if err := b.Start(cfg); err != nil {
 		t.Fatal(err)
