@@ -226,9 +226,7 @@ func TestStalledPipeStorm(t *testing.T) {
 			r.Close()
 			got := <-counted
 			_, lost, stages := w.summary(t)
-			if got+lost != kills {
-				t.Errorf("reading consumer: %d written + %d lost (%s) = %d, want %d", got, lost, stages, got+lost, kills)
-			}
+			checkAccounted(t, "reading consumer", got, lost, stages, kills)
 
 			// With a consumer that does not read until the storm is over.
 			r, wr, err = os.Pipe()
@@ -247,9 +245,7 @@ func TestStalledPipeStorm(t *testing.T) {
 			if limit := 3*reading + time.Second; stalled > limit {
 				t.Errorf("the stalled pipe stalled the workload: %v, want at most %v (3x %v + 1s)", stalled, limit, reading)
 			}
-			if got+lost != kills {
-				t.Errorf("stalled consumer: %d written + %d lost (%s) = %d, want %d", got, lost, stages, got+lost, kills)
-			}
+			checkAccounted(t, "stalled consumer", got, lost, stages, kills)
 			if lost == 0 {
 				t.Logf("nothing lost: the queue absorbed the whole storm")
 			}
@@ -466,5 +462,22 @@ func TestStatsFileMatchesSummary(t *testing.T) {
 	}
 	if fi, err := os.Stat(sf); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("stats file mode %v (%v), want 0600", fi.Mode(), err)
+	}
+}
+
+// checkAccounted: every event the workload made was written or counted
+// lost. Audit's kernel stage counts the records the kernel dropped (an
+// event has two or more), node-wide: with kernel loss the sum may exceed
+// the events made, never fall short.
+func checkAccounted(t *testing.T, what string, written, lost int, stages string, made int) {
+	t.Helper()
+	kernel := strings.Contains(stages, "kernel ") && !strings.Contains(stages, "kernel 0,")
+	switch {
+	case written > made:
+		t.Errorf("%s: %d written, more than the %d made", what, written, made)
+	case !kernel && written+lost != made:
+		t.Errorf("%s: %d written + %d lost (%s) = %d, want %d", what, written, lost, stages, written+lost, made)
+	case kernel && written+lost < made:
+		t.Errorf("%s: %d written + %d lost (%s) = %d, fewer than the %d made", what, written, lost, stages, written+lost, made)
 	}
 }
