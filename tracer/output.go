@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Backpressure says what an output does when its reader falls behind.
@@ -15,8 +16,11 @@ type Backpressure uint8
 
 const (
 	// BackpressureDrop drops events when the output queue is full and
-	// counts them (stage queue): the reader of the kernel never waits, so
-	// neither do the processes the kernel is auditing.
+	// the output has stalled, and counts them (stage queue). While the
+	// writer makes progress (a slow disk, a storm) the reader waits for
+	// room, and the kernel's buffer (the audit backlog, the eBPF ring)
+	// holds what comes meanwhile, or drops and counts it when full: the
+	// processes the kernel watches never wait.
 	BackpressureDrop Backpressure = iota
 	// BackpressureBlock waits for the output: nothing is dropped here, and
 	// a stalled reader stalls the backend (and, on audit, the node).
@@ -58,6 +62,10 @@ type OutputOptions struct {
 const (
 	chunkBytes        = 256 << 10
 	defaultQueueBytes = 16 << 20
+	// stallAfter: a write that has not returned for this long means the
+	// output stalled (a pipe nobody reads): a full queue then drops at
+	// once, where it waits for a writer that makes progress.
+	stallAfter = 250 * time.Millisecond
 )
 
 // chunk is a run of encoded events handed to the writer in one write.
@@ -84,6 +92,10 @@ type outQueue struct {
 	done  chan struct{}
 	fail  atomic.Bool // a write failed or the output was abandoned
 	ended bool
+	// writeStart is when the writer's current write began (Unix ns; 0:
+	// none in progress).
+	writeStart atomic.Int64
+	timer      *time.Timer // waits for room (drop mode); mu guards it
 
 	cm        sync.Mutex // orders the writer's counting with abandon
 	abandoned bool
@@ -129,7 +141,11 @@ func (q *outQueue) put(b []byte) {
 		return
 	}
 	if len(q.cur.buf) > 0 && len(q.cur.buf)+len(b) > chunkBytes {
-		if !q.handoff(q.opts.Backpressure == BackpressureBlock) {
+		wait := waitProgress
+		if q.opts.Backpressure == BackpressureBlock {
+			wait = waitAbort
+		}
+		if !q.handoff(wait) {
 			q.lostQueue.Add(1)
 			return
 		}
@@ -139,22 +155,25 @@ func (q *outQueue) put(b []byte) {
 	q.accepted++
 }
 
+// How handoff waits for room in a full queue.
+type waitMode uint8
+
+const (
+	noWait       waitMode = iota // kick
+	waitProgress                 // drop mode: while the writer makes progress
+	waitAbort                    // block mode, flush: until Abort
+)
+
 // handoff passes the current chunk to the writer; q.mu is held. It
-// reports false when the queue is full and wait is false.
-func (q *outQueue) handoff(wait bool) bool {
+// reports false when the queue stayed full.
+func (q *outQueue) handoff(wait waitMode) bool {
 	if len(q.cur.ends) == 0 {
 		return true
 	}
-	if wait {
-		select {
-		case q.full <- q.cur:
-		case <-q.opts.Abort:
-			return false
-		}
-	} else {
-		select {
-		case q.full <- q.cur:
-		default:
+	select {
+	case q.full <- q.cur:
+	default:
+		if !q.waitRoom(wait) {
 			return false
 		}
 	}
@@ -167,12 +186,41 @@ func (q *outQueue) handoff(wait bool) bool {
 	return true
 }
 
+// waitRoom waits for room in the full queue as wait says, and queues the
+// current chunk; q.mu is held.
+func (q *outQueue) waitRoom(wait waitMode) bool {
+	var timeout <-chan time.Time
+	switch wait {
+	case noWait:
+		return false
+	case waitProgress:
+		if s := q.writeStart.Load(); s != 0 && time.Now().UnixNano()-s > int64(stallAfter) {
+			return false // stalled: drop at once
+		}
+		if q.timer == nil {
+			q.timer = time.NewTimer(stallAfter)
+		} else {
+			q.timer.Reset(stallAfter)
+		}
+		defer q.timer.Stop()
+		timeout = q.timer.C
+	}
+	select {
+	case q.full <- q.cur:
+		return true
+	case <-timeout:
+		return false
+	case <-q.opts.Abort:
+		return false
+	}
+}
+
 // kick passes what is buffered to the writer without waiting, so a quiet
 // stream still reaches its reader promptly.
 func (q *outQueue) kick() {
 	q.mu.Lock()
 	if !q.ended {
-		q.handoff(false)
+		q.handoff(noWait)
 	}
 	q.mu.Unlock()
 }
@@ -185,7 +233,7 @@ func (q *outQueue) flush() error {
 		q.mu.Unlock()
 		return q.error()
 	}
-	ok := q.handoff(true)
+	ok := q.handoff(waitAbort)
 	marker := &chunk{flushed: make(chan struct{})}
 	if ok {
 		select {
@@ -262,7 +310,9 @@ func (q *outQueue) writer() {
 		}
 		q.cm.Unlock()
 		if !failed {
+			q.writeStart.Store(time.Now().UnixNano())
 			n, err := q.w.Write(c.buf)
+			q.writeStart.Store(0)
 			q.count(c, n, err)
 		}
 		q.recycle(c)

@@ -76,6 +76,37 @@ func TestQueueDropsAndCountsWhenStalled(t *testing.T) {
 	}
 }
 
+// slowWriter takes its time over every write, but returns: a slow disk.
+type slowWriter struct {
+	delay time.Duration
+	n     int
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	w.n += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
+}
+
+// In drop mode a writer that makes progress is waited for, however slow:
+// the backend's kernel buffer holds what comes meanwhile. Only a stalled
+// one (TestQueueDropsAndCountsWhenStalled) costs events here.
+func TestQueueWaitsForASlowWriter(t *testing.T) {
+	w := &slowWriter{delay: 20 * time.Millisecond}
+	s := NewJSONSink(w, OutputOptions{QueueBytes: 2 * chunkBytes})
+	e := &Event{Backend: "ebpf", Type: TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
+	const n = 20_000 // about 12 chunks: six times the queue
+	for range n {
+		_ = s.Write(e)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := sinkLoss(s); l.Queue != 0 || l.Output != 0 || w.n != n {
+		t.Fatalf("written %d, lost queue %d, output %d; want %d written", w.n, l.Queue, l.Output, n)
+	}
+}
+
 // A write error (EPIPE) counts every event not written, calls OnError once,
 // and the events after it are counted too.
 func TestQueueCountsWriteErrorExactly(t *testing.T) {

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// buildIgnoredStorm compiles a program that sends itself SIGUSR1, ignored,
+// n times as fast as one CPU can: the kernel discards each signal at once,
+// so this is the fastest stream of signal events one process can make.
+func buildIgnoredStorm(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "storm.c")
+	if err := os.WriteFile(src, []byte(`#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	long n = atol(argv[1]);
+	pid_t self = getpid();
+	signal(SIGUSR1, SIG_IGN);
+	for (long i = 0; i < n; i++) kill(self, SIGUSR1);
+	return 0;
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "storm")
+	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// countSignalLines counts the JSON lines of signal sig sent by pid.
+func countSignalLines(t *testing.T, path string, pid, sig int) (n, total int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	from := []byte(fmt.Sprintf(`,"pid":%d,`, pid))
+	signal := []byte(fmt.Sprintf(`,"signal":%d,`, sig))
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			total++
+			if bytes.Contains(line, []byte(`"type":"signal"`)) && bytes.Contains(line, from) && bytes.Contains(line, signal) {
+				n++
+			}
+		}
+		if err == io.EOF {
+			return n, total
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", path, err)
+		}
+	}
+}
+
+// A storm from a single process never outruns the eBPF backend on a
+// machine with a second CPU: 2,000,000 ignored kills, JSON to a file,
+// default ring size and drop backpressure, and every one is written.
+// Not a timing test: the storm goes as fast as the machine lets it.
+func TestEBPFSingleProcessStormDelivered(t *testing.T) {
+	tracertest.NeedRoot(t)
+	const kills = 2_000_000
+	storm := buildIgnoredStorm(t)
+	out := filepath.Join(t.TempDir(), "events.jsonl")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--format", "json", "--output", out)
+	cmd := exec.Command(storm, strconv.Itoa(kills))
+	start := time.Now()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		w.stop(t)
+		t.Fatalf("storm: %v %s", err, b)
+	}
+	took := time.Since(start)
+	w.stop(t)
+	seen, lost, stages := w.summary(t)
+	lines, total := countSignalLines(t, out, cmd.Process.Pid, 10)
+	t.Logf("%d kills in %v (%.0f/s); watch saw %d events, lost %d (%s); %d lines of the storm, %d in all",
+		kills, took.Round(time.Millisecond), kills/took.Seconds(), seen, lost, stages, lines, total)
+	if lost != 0 {
+		t.Errorf("lost %d events (%s), want 0", lost, stages)
+	}
+	if lines != kills {
+		t.Errorf("%d JSON lines of the storm's signals, want %d", lines, kills)
+	}
+}
