@@ -160,6 +160,7 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 		*e = d.prev
 		e.Argv, e.Ancestors = argv, anc
 		e.Time = d.clock.wall(le.Uint64(raw[offKtime:]))
+		d.prev.Time = e.Time
 		return nil
 	}
 	if err := d.decodeRecord(raw, e); err != nil {
@@ -173,6 +174,14 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 		d.prev.Argv, d.prev.Ancestors = nil, nil
 	}
 	return nil
+}
+
+// again fills e with the event the last record decoded to, for its
+// repeats (a fork, signal or exit record that decoded without error).
+func (d *decoder) again(e *tracer.Event) {
+	argv, anc := e.Argv[:0], e.Ancestors[:0]
+	*e = d.prev
+	e.Argv, e.Ancestors = argv, anc
 }
 
 func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {

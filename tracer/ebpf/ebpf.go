@@ -601,12 +601,14 @@ func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit fu
 				continue
 			}
 		}
-		// A repeat decodes to the same event with the decoder's fast
-		// path; each is emitted anew, as emit may change the event.
-		for range 1 + repeat {
-			if !b.decodeEmit(d, rec, ev, emit, &n) {
-				break
-			}
+		if !b.decodeEmit(d, rec, ev, emit, &n) {
+			continue
+		}
+		// Each repeat is the same event, emitted anew: emit may change it.
+		for range repeat {
+			d.again(ev)
+			n[ev.Type]++
+			emit(ev)
 		}
 	}
 	for t, c := range n {
