@@ -130,7 +130,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 
 	// The default: the sched set when streaming, so that no other syscall
 	// pays; the syscalls set when counting, which counts every call as
-	// audit and the seed's bpftrace program do, failed execs included (a
+	// audit and bench's bpftrace program do, failed execs included (a
 	// count run is short and scoped to one command's tree). Either falls
 	// back to the other where the kernel lacks what it needs.
 	sets := []string{cfg.Probes}
