@@ -1,6 +1,6 @@
 // Package bpf holds the tracer's BPF programs (tracer.bpf.c) and their
 // compiled objects with the Go bindings bpf2go generated for them, committed
-// so that building the tracer needs no clang. tracer/ebpf loads them; bench
+// so that building the tracer needs no clang. tracer/bpfbackend loads them; bench
 // loads floor.bpf.c, empty programs on the same hooks (mode ebpf-floor).
 //
 // Rebuild after editing the C source (Debian: apt-get install clang llvm

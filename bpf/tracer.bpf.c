@@ -26,7 +26,7 @@
  *
  * Events go to user space through a ring buffer (or a perf event array on
  * kernels without one); in counting mode they are only counted in hash maps.
- * The record layouts below are decoded by tracer/ebpf/decode.go.
+ * The record layouts below are decoded by tracer/bpfbackend/decode.go.
  */
 #include "headers/kernel.h"
 #include "headers/who.h"

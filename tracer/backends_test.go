@@ -10,7 +10,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
-	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -35,7 +35,7 @@ func TestBackendsSeeTheSame(t *testing.T) {
 		name   string
 		b      tracer.Backend
 		probes string
-	}{{"audit", audit.New(), ""}, {"ebpf", ebpf.New(), "syscalls"}, {"ebpf-sched", ebpf.New(), "sched"}}
+	}{{"audit", audit.New(), ""}, {"ebpf", bpfbackend.New(), "syscalls"}, {"ebpf-sched", bpfbackend.New(), "sched"}}
 	for _, r := range runs {
 		b := r.b
 		cfg.Probes = r.probes

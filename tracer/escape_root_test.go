@@ -15,7 +15,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
-	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -90,7 +90,7 @@ func TestHostileStringsOutput(t *testing.T) {
 		name   string
 		b      tracer.Backend
 		probes string
-	}{{"audit", audit.New(), ""}, {"ebpf", ebpf.New(), ""}, {"ebpf-syscalls", ebpf.New(), "syscalls"}}
+	}{{"audit", audit.New(), ""}, {"ebpf", bpfbackend.New(), ""}, {"ebpf-syscalls", bpfbackend.New(), "syscalls"}}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			cfg.Probes = r.probes

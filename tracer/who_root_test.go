@@ -13,7 +13,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
-	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -83,7 +83,7 @@ func TestWhoBothBackends(t *testing.T) {
 	args := []string{"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse"}
 	got := map[string][]tracer.Event{}
 	whos := map[string]tracertest.WhoOutput{}
-	for _, b := range []tracer.Backend{audit.New(), ebpf.New()} {
+	for _, b := range []tracer.Backend{audit.New(), bpfbackend.New()} {
 		got[b.Name()], whos[b.Name()] = runWhoUnder(t, b, bin, args...)
 		if err := b.Close(); err != nil {
 			t.Fatal(err)

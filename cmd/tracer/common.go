@@ -11,7 +11,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
-	"github.com/tracer-dev/tracer/tracer/ebpf"
+	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 )
 
 // streamFlags are the flags watch and trace share (SPEC.md "Common flags").
@@ -109,7 +109,7 @@ func newBackend(name string) (tracer.Backend, error) {
 	case "audit":
 		return audit.New(), nil
 	case "ebpf":
-		return ebpf.New(), nil
+		return bpfbackend.New(), nil
 	case "":
 		return nil, tracer.Usagef("--backend is required: use --backend audit or --backend ebpf")
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ebpf
+package bpfbackend
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -202,13 +202,13 @@ func BenchmarkRecordToQueue(b *testing.B) {
 
 // floorSignal loads the empty signal_generate program of bpf/floor.bpf.c
 // (bench's mode ebpf-floor).
-func floorSignal(b *testing.B) *cebpf.Program {
+func floorSignal(b *testing.B) *ebpf.Program {
 	b.Helper()
 	spec, err := bpf.LoadFloor()
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := cebpf.NewProgram(spec.Programs["floor_signal"])
+	prog, err := ebpf.NewProgram(spec.Programs["floor_signal"])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func BenchmarkSignalFloor(b *testing.B) {
 		lost += st.TotalLost()
 	}
 	// The floor's run time with statistics on is what they cost.
-	if stats, err := cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+	if stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
 		timeFloor()
 		if ps, err := floor.Stats(); err == nil && ps.RunCount > 0 {
 			b.ReportMetric(float64(ps.Runtime.Nanoseconds())/float64(ps.RunCount), "ns-floor/signal")

@@ -14,7 +14,7 @@
 // "fentry" attaches to the syscall functions, where the kernel allows BPF
 // trampolines. A process tree (Config.PID, Backend.Track) is followed at
 // fork in the kernel. docs/backends.md has the details and the trade-offs.
-package ebpf
+package bpfbackend
 
 import (
 	"context"
