@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -134,7 +135,7 @@ func snapshot(t *testing.T) nodeState {
 	return s
 }
 
-func runBench(t *testing.T, bin string, args ...string) *File {
+func runBench(t *testing.T, bin string, args ...string) *result.File {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(bin, append(append([]string{"bench"}, args...), "--out", out)...)
@@ -144,7 +145,7 @@ func runBench(t *testing.T, bin string, args ...string) *File {
 		t.Fatalf("tracer bench %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	t.Logf("tracer bench %s:\n%s", strings.Join(args, " "), stdout.String())
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}

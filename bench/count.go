@@ -24,13 +24,13 @@ type procEvent struct {
 
 // treeCount is what a mode saw of one workload's process tree.
 type treeCount struct {
-	Counts
+	Tally
 	// ThreadForks are fork events that created a thread of a GoRuntime
-	// workload: the runtime's, not the workload's, so not in Counts.
+	// workload: the runtime's, not the workload's, so not in Tally.
 	ThreadForks int64
 	// FailedForks are fork calls that made no process: most are clones the
 	// kernel restarts because a signal arrived (ERESTARTNOINTR), which the
-	// audit log records twice. Not in Counts: no process was made.
+	// audit log records twice. Not in Tally: no process was made.
 	FailedForks int64
 	Procs       int // processes in the tree
 }

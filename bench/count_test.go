@@ -20,16 +20,16 @@ func TestCountAuditdLog(t *testing.T) {
 		t.Fatalf("read %d SYSCALL records with key tracer, want 57", len(evs))
 	}
 	sh := countTree(evs, 23029, nil)
-	if want := (Counts{Exec: 1 + 4, Fork: 6}); sh.Counts != want {
-		t.Errorf("cis-shell, 1 iteration: %v, want %v (the workload's own formula)", sh.Counts, want)
+	if want := (Tally{Exec: 1 + 4, Fork: 6}); sh.Tally != want {
+		t.Errorf("cis-shell, 1 iteration: %v, want %v (the workload's own formula)", sh.Tally, want)
 	}
 	if sh.Procs != 7 {
 		t.Errorf("cis-shell tree has %d processes, want 7", sh.Procs)
 	}
 	threads := map[uint32]bool{23036: true, 23037: true, 23038: true, 23039: true, 23040: true}
 	g := countTree(evs, 23036, threads)
-	if want := (Counts{Exec: 2, Signal: 3}); g.Counts != want || g.ThreadForks != 4 {
-		t.Errorf("signal-storm: %v and %d thread forks, want %v and 4", g.Counts, g.ThreadForks, want)
+	if want := (Tally{Exec: 2, Signal: 3}); g.Tally != want || g.ThreadForks != 4 {
+		t.Errorf("signal-storm: %v and %d thread forks, want %v and 4", g.Tally, g.ThreadForks, want)
 	}
 	// Without the thread ids the runtime's clone3 calls look like forks.
 	if g := countTree(evs, 23036, nil); g.Fork != 4 {
@@ -83,8 +83,8 @@ func TestCountJSONLog(t *testing.T) {
 		t.Fatalf("read %d events, want 10", len(evs))
 	}
 	c := countTree(evs, 100, map[uint32]bool{100: true, 104: true})
-	if want := (Counts{Exec: 3, Fork: 2, Signal: 1}); c.Counts != want || c.ThreadForks != 1 {
-		t.Errorf("tree of 100: %v, %d thread forks; want %v, 1", c.Counts, c.ThreadForks, want)
+	if want := (Tally{Exec: 3, Fork: 2, Signal: 1}); c.Tally != want || c.ThreadForks != 1 {
+		t.Errorf("tree of 100: %v, %d thread forks; want %v, 1", c.Tally, c.ThreadForks, want)
 	}
 	if c.Procs != 4 { // 100, 101, 102, 103
 		t.Errorf("tree of 100 has %d processes, want 4", c.Procs)
@@ -108,10 +108,10 @@ type=SYSCALL msg=audit(1.003:4): arch=c000003e syscall=59 success=yes exit=0 ppi
 		t.Fatal(err)
 	}
 	c := countTree(evs, 500, nil)
-	if want := (Counts{Exec: 2, Fork: 1}); c.Counts != want || c.FailedForks != 1 {
-		t.Errorf("%v, %d failed; want %v, 1", c.Counts, c.FailedForks, want)
+	if want := (Tally{Exec: 2, Fork: 1}); c.Tally != want || c.FailedForks != 1 {
+		t.Errorf("%v, %d failed; want %v, 1", c.Tally, c.FailedForks, want)
 	}
-	if n := countNote(&Workload{Known: true, Expected: Counts{Exec: 2, Fork: 1}}, c); n != "1 fork calls that made no process (restarted clones) not counted" {
+	if n := countNote(&Workload{Known: true, Expected: Tally{Exec: 2, Fork: 1}}, c); n != "1 fork calls that made no process (restarted clones) not counted" {
 		t.Errorf("note %q", n)
 	}
 }

@@ -168,8 +168,8 @@ func (m *tracerMode) Teardown() error {
 // and what was set apart.
 func countNote(w *Workload, c treeCount) string {
 	note := ""
-	if w.Known && c.Counts != w.Expected {
-		note = fmt.Sprintf("saw %s, expected %s", c.Counts, w.Expected)
+	if w.Known && c.Tally != w.Expected {
+		note = fmt.Sprintf("saw %s, expected %s", c.Tally, w.Expected)
 	}
 	if c.FailedForks > 0 {
 		note = joinNote(note, fmt.Sprintf("%d fork calls that made no process (restarted clones) not counted", c.FailedForks))

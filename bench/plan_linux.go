@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 )
 
@@ -72,7 +73,7 @@ type Bench struct {
 	Runner    *Runner
 	Workloads []*Workload
 	Storages  []*Storage
-	Info      RunInfo
+	Info      result.RunInfo
 	cgroup    *Cgroup
 	workDir   string
 	state     *benchState
@@ -166,7 +167,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 
-	b = &Bench{Info: RunInfo{Started: time.Now().UTC(), Quick: o.Quick}}
+	b = &Bench{Info: result.RunInfo{Started: time.Now().UTC(), Quick: o.Quick}}
 	b.Info.MachineID, b.Info.BootID = machineIdentity()
 	made := b // the named result is nil on the error paths below
 	defer func() {
@@ -338,7 +339,7 @@ func newMode(name, self string, hasCgroup bool) (Mode, error) {
 }
 
 // Run runs the bench (see Runner.Run).
-func (b *Bench) Run(ctx context.Context) ([]Result, error) { return b.Runner.Run(ctx) }
+func (b *Bench) Run(ctx context.Context) ([]result.Row, error) { return b.Runner.Run(ctx) }
 
 // Close removes the storages, the cgroup and the work directory, starts
 // the node's auditd again when bench stopped it, and puts back the audit

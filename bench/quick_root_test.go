@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -63,7 +64,7 @@ func TestQuickBench(t *testing.T) {
 	}
 	t.Logf("\n%s", stdout.String())
 
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestBenchCommand(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tracer bench -- /bin/true: %v\n%s", err, b)
 	}
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestBenchHDD(t *testing.T) {
 	if !strings.Contains(string(b), "storage hdd-simulated: simulated:") || !strings.Contains(string(b), how) {
 		t.Errorf("the simulated disk is not described as simulated %s:\n%s", how, b)
 	}
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestBenchSweep(t *testing.T) {
 	if !strings.Contains(string(b), "MAX EVENTS/S") || !strings.Contains(string(b), "CEILING") {
 		t.Errorf("no ceiling in the output:\n%s", b)
 	}
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func TestBenchSweep(t *testing.T) {
 			t.Errorf("%s: ceiling %v stopped by %q", r.Mode, *r.MaxEventsPerS, r.MaxEventsLimit)
 		}
 	}
-	last := map[string]SweepStep{}
+	last := map[string]result.SweepStep{}
 	for _, s := range f.Sweep {
 		if p, ok := last[s.Mode]; ok {
 			if s.TargetPerS <= p.TargetPerS {

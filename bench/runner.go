@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 // Variant is a mode writing to one storage. Modes that write no log run
@@ -70,7 +72,7 @@ type Runner struct {
 	// Progress, when set, is called after each run.
 	Progress func(Progress)
 	// SweepSteps holds the sweep's runs after Run.
-	SweepSteps []SweepStep
+	SweepSteps []result.SweepStep
 }
 
 // Failures lists the modes that could not complete, this tool's own apart
@@ -95,7 +97,7 @@ type variantState struct {
 // error is a *Failures for modes that could not complete (skipped modes are
 // not failures: their results say why they were skipped), joined with ctx's
 // error when the run was interrupted; results hold what was measured.
-func (r *Runner) Run(ctx context.Context) ([]Result, error) {
+func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 	if r.Rounds < 1 {
 		return nil, fmt.Errorf("rounds must be at least 1, not %d", r.Rounds)
 	}
@@ -202,10 +204,10 @@ loop:
 		}
 	}
 
-	var results []Result
+	var results []result.Row
 	for _, w := range r.Workloads {
 		for _, st := range states {
-			res := Result{Workload: w.Name, Mode: st.v.Mode.Name(), Storage: st.v.StorageLabel(),
+			res := result.Row{Workload: w.Name, Mode: st.v.Mode.Name(), Storage: st.v.StorageLabel(),
 				Count: w.Count, EventsExpected: -1, EventsSeen: -1}
 			if w.Known {
 				res.EventsExpected = w.Expected.Total()

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 // fakeMode records what the runner asks of it and reports fixed figures.
@@ -81,7 +83,7 @@ func TestRunnerInterleavesRounds(t *testing.T) {
 	skipped := &fakeMode{name: "skipped", setupErr: Skipf("tool x is not installed: apt-get install x")}
 	vs, calls := newFakes(none, a, skipped)
 	w1 := NewCommand([]string{"/bin/true"})
-	w1.Name, w1.Known, w1.Expected = "w1", true, Counts{Exec: 1}
+	w1.Name, w1.Known, w1.Expected = "w1", true, Tally{Exec: 1}
 	w2 := NewCommand([]string{"/bin/sh", "-c", "exit 0"})
 	w2.Name = "w2"
 	var progress []Progress
@@ -110,7 +112,7 @@ func TestRunnerInterleavesRounds(t *testing.T) {
 	if len(res) != 6 {
 		t.Fatalf("%d results, want 6: %+v", len(res), res)
 	}
-	byKey := map[string]Result{}
+	byKey := map[string]result.Row{}
 	for _, x := range res {
 		byKey[x.Workload+"/"+x.Mode] = x
 	}

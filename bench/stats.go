@@ -3,6 +3,8 @@ package bench
 import (
 	"math"
 	"sort"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 // Sample is what one run of a workload under one mode measured.
@@ -143,7 +145,7 @@ func RatioCI95(ratios []float64) (lo, hi float64, ok bool) {
 // interval, medians of the tracer's CPU, and events seen as the smallest
 // count of any round and lost as the largest, so that one bad round is
 // never hidden by the others.
-func Summarize(r *Result, samples, base []Sample) {
+func Summarize(r *result.Row, samples, base []Sample) {
 	var el, us, sy, pct, tcpu, kcpu []float64
 	seen, lost := int64(-1), int64(0)
 	for i, s := range samples {
@@ -200,7 +202,7 @@ func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // SummarizeFloor adds to r the ratio to floor, the samples of the mode
 // that is r's lower bound, round by round as the ratio to none.
-func SummarizeFloor(r *Result, floor string, samples, floorSamples []Sample) {
+func SummarizeFloor(r *result.Row, floor string, samples, floorSamples []Sample) {
 	ratios := RoundRatios(samples, floorSamples)
 	if len(ratios) == 0 {
 		return

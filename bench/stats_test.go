@@ -2,8 +2,9 @@ package bench
 
 import (
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 func TestMedian(t *testing.T) {
@@ -73,7 +74,7 @@ func TestSummarize(t *testing.T) {
 		{Round: 2, Elapsed: 4.8, User: 0.6, Sys: 2.4, TracerCPU: 1.2, KauditdCPU: 0.3, Seen: 98, Lost: 2},
 		{Round: 3, Elapsed: 3.3, User: 0.5, Sys: 2.2, TracerCPU: 0.9, KauditdCPU: 0.1, Seen: 100, Lost: 0},
 	}
-	var r Result
+	var r result.Row
 	Summarize(&r, mode, base)
 	check := func(name string, got, want float64) {
 		t.Helper()
@@ -97,7 +98,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("seen/lost = %d/%d, want the worst round: 98/2", r.EventsSeen, r.EventsLost)
 	}
 
-	var b Result
+	var b result.Row
 	Summarize(&b, base, nil)
 	check("baseline ratio", b.RatioElapsed, 1)
 }
@@ -109,43 +110,6 @@ func TestCPUPct(t *testing.T) {
 	}
 	if got := (Sample{}).CPUPct(); got != 0 {
 		t.Errorf("CPUPct of nothing = %v", got)
-	}
-}
-
-func TestTableFlagsLoss(t *testing.T) {
-	var b strings.Builder
-	err := WriteTable(&b, []Result{
-		{Workload: "signal-storm", Mode: "none", Rounds: 5, ElapsedS: 0.65, RatioElapsed: 1, EventsExpected: 200001, EventsSeen: -1},
-		{Workload: "signal-storm", Mode: "auditd", Storage: "hdd-simulated", Rounds: 5, ElapsedS: 7.8, RatioElapsed: 12,
-			EventsExpected: 200001, EventsSeen: 199000, EventsLost: 1001, Note: "flush=INCREMENTAL_ASYNC freq=50"},
-		{Workload: "signal-storm", Mode: "ebpf", Storage: "ssd", Rounds: 5, ElapsedS: 0.7, RatioElapsed: 1.08,
-			EventsExpected: 200001, EventsSeen: 200001},
-		{Workload: "signal-storm", Mode: "bpftrace", Skipped: "bpftrace is not installed: apt-get install bpftrace"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	lines := strings.Split(out, "\n")
-	var auditd, ebpf string
-	for _, l := range lines {
-		if strings.Contains(l, " auditd ") {
-			auditd = l
-		}
-		if strings.Contains(l, " ebpf ") {
-			ebpf = l
-		}
-	}
-	if i, j := strings.Index(auditd, "12.00x"), strings.Index(auditd, "LOST 1001 MISSED 1001"); i < 0 || j < i {
-		t.Errorf("auditd row does not flag its loss next to its ratio:\n%s", out)
-	}
-	if strings.Contains(ebpf, "LOST") || strings.Contains(ebpf, "MISSED") || !strings.Contains(ebpf, "200001/200001/0") {
-		t.Errorf("ebpf row:\n%s", out)
-	}
-	for _, want := range []string{"hdd-simulated", "bpftrace is not installed", "flush=INCREMENTAL_ASYNC", "200001/-/-"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
 	}
 }
 
@@ -171,12 +135,12 @@ func TestRatioCI95(t *testing.T) {
 
 func TestSummarizeInterval(t *testing.T) {
 	base := []Sample{{Round: 1, Elapsed: 1}, {Round: 2, Elapsed: 1}, {Round: 3, Elapsed: 1}}
-	var r Result
+	var r result.Row
 	Summarize(&r, []Sample{{Round: 1, Elapsed: 0.97}, {Round: 2, Elapsed: 1.02}, {Round: 3, Elapsed: 0.99}}, base)
 	if len(r.RatioCI95) != 2 || !r.Noise {
 		t.Errorf("a cost of -1%% within noise: %+v", r)
 	}
-	r = Result{}
+	r = result.Row{}
 	Summarize(&r, []Sample{{Round: 1, Elapsed: 3}, {Round: 2, Elapsed: 3.1}, {Round: 3, Elapsed: 2.9}}, base)
 	if r.Noise || r.RatioCI95[0] <= 1 {
 		t.Errorf("3x is not noise: %+v", r)
@@ -186,7 +150,7 @@ func TestSummarizeInterval(t *testing.T) {
 	if r.Floor != "audit-floor" || math.Abs(r.RatioFloor-1.2) > 1e-9 || len(r.RatioFloorCI95) != 2 {
 		t.Errorf("ratio to floor: %+v", r)
 	}
-	r = Result{}
+	r = result.Row{}
 	Summarize(&r, []Sample{{Round: 1, Elapsed: 2}}, base)
 	if r.RatioCI95 != nil || !r.Noise {
 		t.Errorf("one round: %+v, want no interval and noise", r)

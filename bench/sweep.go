@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 // Sweep finds each mode's ceiling: the highest event rate it delivers with
@@ -61,18 +63,7 @@ const (
 	// A mode that reaches less than this share of what none reached in the
 	// same step slowed the workload: it is at its ceiling.
 	sweepModeShort = 0.8
-	// A step is short, the kernel's audit backlog long (131072 records while
-	// a tracer holds the audit PID): a reader that falls behind loses
-	// nothing in one step, but would in a longer burst. A backlog more than
-	// this share full when the workload ended is falling behind (a reader's
-	// latency alone leaves a few thousand records queued).
-	sweepMaxQueuedShare = 0.5
 )
-
-// behind reports whether the step left the audit backlog more than half full.
-func (s SweepStep) behind() bool {
-	return s.QueueLimit > 0 && float64(s.Queued) > sweepMaxQueuedShare*float64(s.QueueLimit)
-}
 
 type sweepMode struct {
 	st    *variantState
@@ -81,8 +72,8 @@ type sweepMode struct {
 	out   bool
 }
 
-func (r *Runner) runSweep(ctx context.Context, states []*variantState, results []Result) []SweepStep {
-	var steps []SweepStep
+func (r *Runner) runSweep(ctx context.Context, states []*variantState, results []result.Row) []result.SweepStep {
+	var steps []result.SweepStep
 	var base *variantState
 	for _, st := range states {
 		if st.v.Mode.Name() == "none" {
@@ -111,10 +102,10 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				return steps
 			}
 			noneRate := 0.0
-			run := func(m *sweepMode) (SweepStep, error) {
+			run := func(m *sweepMode) (result.SweepStep, error) {
 				s, err := r.runOnce(ctx, w, 1, m.st.v)
 				done++
-				step := SweepStep{Workload: sw.Name, Mode: m.st.v.Mode.Name(), Label: s.Label, Storage: m.st.v.StorageLabel(),
+				step := result.SweepStep{Workload: sw.Name, Mode: m.st.v.Mode.Name(), Label: s.Label, Storage: m.st.v.StorageLabel(),
 					TargetPerS: rate, Events: w.Expected.Total(), ElapsedS: s.Elapsed, Seen: s.Seen, Lost: s.Lost,
 					Queued: s.Queued, QueueLimit: s.QueueLimit}
 				if s.Elapsed > 0 {
@@ -123,7 +114,7 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				if err != nil {
 					step.Err = err.Error()
 				}
-				step.OK = err == nil && s.Lost == 0 && (s.Seen < 0 || s.Seen >= step.Events) && !step.behind()
+				step.OK = err == nil && s.Lost == 0 && (s.Seen < 0 || s.Seen >= step.Events) && !step.Behind()
 				if r.Progress != nil {
 					r.Progress(Progress{Done: done, Total: -1, Workload: fmt.Sprintf("sweep %s %.0f/s", sw.Name, rate),
 						Variant: m.st.v.String(), Round: 1, Sample: s, Err: err})
@@ -152,7 +143,7 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 				switch {
 				case err != nil:
 					m.out, m.limit = true, "failed"
-				case !step.OK && step.Lost == 0 && step.behind() && (step.Seen < 0 || step.Seen >= step.Events):
+				case !step.OK && step.Lost == 0 && step.Behind() && (step.Seen < 0 || step.Seen >= step.Events):
 					m.out, m.limit = true, "behind"
 				case !step.OK:
 					m.out, m.limit = true, "lost"

@@ -9,13 +9,15 @@ import (
 	"strings"
 )
 
-// Counts is a number of events per class.
-type Counts struct{ Exec, Fork, Signal int64 }
+// Tally is a number of events per class: what a workload must make and
+// what a mode saw of it. (tracer.Counts is another thing: the per-comm
+// aggregation trace prints.)
+type Tally struct{ Exec, Fork, Signal int64 }
 
 // Total sums the classes.
-func (c Counts) Total() int64 { return c.Exec + c.Fork + c.Signal }
+func (c Tally) Total() int64 { return c.Exec + c.Fork + c.Signal }
 
-func (c Counts) String() string {
+func (c Tally) String() string {
 	return fmt.Sprintf("exec %d, fork %d, signal %d", c.Exec, c.Fork, c.Signal)
 }
 
@@ -27,7 +29,7 @@ type Workload struct {
 	Count int64 // iterations or events; 0 for a command
 	// Expected holds when Known: every built-in workload knows its events
 	// exactly, a command after -- does not.
-	Expected Counts
+	Expected Tally
 	Known    bool
 	// GoRuntime marks workloads that run in this Go binary: the runtime's
 	// thread creations (clone with CLONE_THREAD) are not events of the
@@ -54,7 +56,7 @@ type builtin struct {
 	// well under a tenth of a second anywhere.
 	start     int64
 	script    []byte
-	expected  func(n int64) Counts
+	expected  func(n int64) Tally
 	goRuntime bool
 	countNoun string
 }
@@ -67,22 +69,22 @@ var builtins = []builtin{
 	{
 		name: "cis-shell", desc: "a CIS benchmark check loop in sh (6 forks, 4 execs per iteration)",
 		start: 3, script: cisShellScript, countNoun: "iterations",
-		expected: func(n int64) Counts { return Counts{Exec: 1 + 4*n, Fork: 6 * n} },
+		expected: func(n int64) Tally { return Tally{Exec: 1 + 4*n, Fork: 6 * n} },
 	},
 	{
 		name: "signal-storm", desc: "kill(getpid(), SIGUSR1) in a tight loop, SIGUSR1 ignored",
 		start: 10000, goRuntime: true, countNoun: "kills",
-		expected: func(n int64) Counts { return Counts{Exec: 1, Signal: n} },
+		expected: func(n int64) Tally { return Tally{Exec: 1, Signal: n} },
 	},
 	{
 		name: "syscall-tax", desc: "getppid() in a tight loop: a syscall no rule names",
 		start: 50000, goRuntime: true, countNoun: "getppid calls",
-		expected: func(n int64) Counts { return Counts{Exec: 1} },
+		expected: func(n int64) Tally { return Tally{Exec: 1} },
 	},
 	{
 		name: "exec-storm", desc: "sh spawning /bin/true in a loop (1 fork, 1 exec each)",
 		start: 20, script: execStormScript, countNoun: "spawns",
-		expected: func(n int64) Counts { return Counts{Exec: 1 + n, Fork: n} },
+		expected: func(n int64) Tally { return Tally{Exec: 1 + n, Fork: n} },
 	},
 }
 

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/bench/report"
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
@@ -141,11 +143,11 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 
 	results, runErr := b.Run(ctx)
 	prog.finish()
-	if err := bench.WriteTable(os.Stdout, results); err != nil {
+	if err := report.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
 	if steps := b.Runner.SweepSteps; len(steps) > 0 {
-		if err := bench.WriteSweepTable(os.Stdout, results, steps); err != nil {
+		if err := report.WriteSweepTable(os.Stdout, results, steps); err != nil {
 			return err
 		}
 	}
@@ -158,7 +160,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			fmt.Fprintf(os.Stderr, "tracer: reading node facts: %v\n", ferr)
 		}
 		info := b.Info
-		if err := bench.WriteFile(o.out, &bench.File{Schema: bench.Schema, Node: facts, Run: &info,
+		if err := result.Write(o.out, &result.File{Schema: result.Schema, Node: facts, Run: &info,
 			Results: results, Sweep: b.Runner.SweepSteps}); err != nil {
 			return err
 		}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/bench/report"
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
@@ -49,7 +50,7 @@ func runDoctor(o *doctorOptions) error {
 		if err != nil {
 			return err
 		}
-		tax = append(tax, bench.SyscallTax(path, f)...)
+		tax = append(tax, report.SyscallTax(path, f)...)
 	}
 	facts, err := node.Collect()
 	if err != nil {
@@ -67,8 +68,8 @@ func runDoctor(o *doctorOptions) error {
 
 // readResult reads a bench result file; a missing or malformed file is the
 // user's to fix (exit status 2).
-func readResult(path string) (*bench.File, error) {
-	f, err := bench.ReadFile(path)
+func readResult(path string) (*result.File, error) {
+	f, err := result.Read(path)
 	if err != nil {
 		return nil, tracer.Usagef("%v (give a file written by tracer bench --out)", err)
 	}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/bench/report"
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 )
 
@@ -44,7 +45,7 @@ func runReport(o *reportOptions, args []string) error {
 	if len(args) == 0 {
 		return tracer.Usagef("no result file given: tracer report RESULT.json... (files written by tracer bench --out)")
 	}
-	files := make([]*bench.File, 0, len(args))
+	files := make([]*result.File, 0, len(args))
 	for _, path := range args {
 		f, err := readResult(path)
 		if err != nil {
@@ -52,13 +53,13 @@ func runReport(o *reportOptions, args []string) error {
 		}
 		files = append(files, f)
 	}
-	r, err := bench.NewReport(args, files)
+	r, err := report.New(args, files)
 	if err != nil {
 		return err
 	}
 	// Render fully before opening the output, so a failure leaves no half file.
 	var buf bytes.Buffer
-	if err := bench.WriteReport(&buf, r, o.format); err != nil {
+	if err := report.Write(&buf, r, o.format); err != nil {
 		return err
 	}
 	out, err := openOutput(o.output)

@@ -8,8 +8,8 @@ import (
 )
 
 var reportFixtures = []string{
-	"../../bench/testdata/report/web-86-12.json",
-	"../../bench/testdata/report/db-legacy-01.json",
+	"../../bench/report/testdata/web-86-12.json",
+	"../../bench/report/testdata/db-legacy-01.json",
 }
 
 func TestReportCommand(t *testing.T) {

@@ -1,4 +1,10 @@
-package bench
+// Package result is the file `tracer bench --out` writes and `tracer report`
+// and `tracer doctor --bench` read: File, with the node's facts, how the run
+// was sized, a Row per workload and mode, and the steps of a --sweep. Read
+// and Write check and keep the schema version. The package is a leaf: it
+// runs nothing and builds on any system. docs/bench-result.md describes the
+// format field by field.
+package result
 
 import (
 	"encoding/json"
@@ -22,7 +28,7 @@ type File struct {
 	Schema  int        `json:"schema"`
 	Node    node.Facts `json:"node"`
 	Run     *RunInfo   `json:"run,omitempty"`
-	Results []Result   `json:"results"`
+	Results []Row      `json:"results"`
 	// Sweep holds every step of a --sweep, for the report's ceiling table.
 	Sweep []SweepStep `json:"sweep,omitempty"`
 }
@@ -42,9 +48,9 @@ type RunInfo struct {
 	Auditd string `json:"auditd,omitempty"`
 }
 
-// Result is one (workload, mode) row. Times are medians over rounds; ratio is
-// the median of the per-round ratios to mode none in the same round.
-type Result struct {
+// Row is one (workload, mode) result. Times are medians over rounds; ratio
+// is the median of the per-round ratios to mode none in the same round.
+type Row struct {
 	Workload string `json:"workload"`
 	Mode     string `json:"mode"`
 	// Label is what tables show for the mode when it ran in a way its name
@@ -117,9 +123,23 @@ type SweepStep struct {
 	Err string `json:"error,omitempty"`
 }
 
+// MaxQueuedShare is how full the audit backlog may be when a sweep step's
+// workload ends. A step is short and the backlog long (131072 records while
+// a tracer holds the audit PID): a reader that falls behind loses nothing in
+// one step, but would in a longer burst. A backlog more than this share full
+// is falling behind (a reader's latency alone leaves a few thousand records
+// queued).
+const MaxQueuedShare = 0.5
+
+// Behind reports whether the step left the audit backlog more than
+// MaxQueuedShare full.
+func (s SweepStep) Behind() bool {
+	return s.QueueLimit > 0 && float64(s.Queued) > MaxQueuedShare*float64(s.QueueLimit)
+}
+
 // ModeLabel is a row's mode as tables show it: its label, with its storage
 // when it names one.
-func (r Result) ModeLabel() string {
+func (r Row) ModeLabel() string {
 	m := r.Mode
 	if r.Label != "" {
 		m = r.Label
@@ -131,15 +151,15 @@ func (r Result) ModeLabel() string {
 }
 
 // Name is the row's mode or label, without storage.
-func (r Result) Name() string {
+func (r Row) Name() string {
 	if r.Label != "" {
 		return r.Label
 	}
 	return r.Mode
 }
 
-// ReadFile reads and checks a result file of schema 1 or 2.
-func ReadFile(path string) (*File, error) {
+// Read reads and checks a result file of schema 1 or 2.
+func Read(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading result file: %w", err)
@@ -154,9 +174,9 @@ func ReadFile(path string) (*File, error) {
 	return &f, nil
 }
 
-// WriteFile writes f as indented JSON, to a file made by tracer.CreateOutput
+// Write writes f as indented JSON, to a file made by tracer.CreateOutput
 // (mode 0600, never through a symlink).
-func WriteFile(path string, f *File) error {
+func Write(path string, f *File) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding result file: %w", err)

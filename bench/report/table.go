@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 // WriteTable prints results one row per workload, mode and storage: the
@@ -16,7 +18,7 @@ import (
 // after a --sweep, the highest event rate the mode delivered with nothing
 // lost. A mode that loses or misses events says so right after its ratio.
 // Notes follow the table.
-func WriteTable(out io.Writer, results []Result) error {
+func WriteTable(out io.Writer, results []result.Row) error {
 	sweep := false
 	for _, r := range results {
 		if r.MaxEventsPerS != nil {
@@ -74,7 +76,7 @@ func WriteTable(out io.Writer, results []Result) error {
 }
 
 // intervalCell is a row's 95% interval, with "noise" when it holds 1.00x.
-func intervalCell(r Result) string {
+func intervalCell(r result.Row) string {
 	if r.Mode == "none" {
 		return "-"
 	}
@@ -94,7 +96,7 @@ func intervalCell(r Result) string {
 }
 
 // floorCell is a row's ratio to its floor and that ratio's interval.
-func floorCell(r Result) string {
+func floorCell(r result.Row) string {
 	if r.Floor == "" || r.RatioFloor == 0 {
 		return "-"
 	}
@@ -105,7 +107,7 @@ func floorCell(r Result) string {
 	return s
 }
 
-func maxRateCell(r Result) string {
+func maxRateCell(r result.Row) string {
 	if r.MaxEventsPerS == nil {
 		return "-"
 	}
@@ -139,7 +141,7 @@ func humanRate(v float64) string {
 
 // WriteSweepTable prints the sweep's steps: per workload and asked rate,
 // the rate each mode reached and what it lost.
-func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
+func WriteSweepTable(out io.Writer, results []result.Row, steps []result.SweepStep) error {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "SWEEP: the rate each mode reached at each asked rate (events/s; LOST: events lost or missed)")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -157,7 +159,7 @@ func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
 		switch {
 		case s.Err != "":
 			lost = "FAILED: " + s.Err
-		case s.behind():
+		case s.Behind():
 			lost = fmt.Sprintf("%d (%d records still queued)", s.Lost, s.Queued)
 		case s.Seen >= 0 && s.Seen < s.Events:
 			lost = fmt.Sprintf("%d (missed %d)", s.Lost, s.Events-s.Seen)
@@ -184,7 +186,7 @@ func WriteSweepTable(out io.Writer, results []Result, steps []SweepStep) error {
 // lossFlag is what stands next to a mode's ratio when it did not see
 // everything: events lost (the watcher says so) or missed (fewer seen in
 // the workload's tree than it made).
-func lossFlag(r Result) string {
+func lossFlag(r result.Row) string {
 	var f []string
 	if r.EventsLost > 0 {
 		f = append(f, fmt.Sprintf("LOST %d", r.EventsLost))
@@ -195,7 +197,7 @@ func lossFlag(r Result) string {
 	return strings.Join(f, " ")
 }
 
-func events(r Result) string {
+func events(r result.Row) string {
 	num := func(n int64) string {
 		if n < 0 {
 			return "-"
@@ -208,7 +210,7 @@ func events(r Result) string {
 	return num(r.EventsExpected) + "/" + num(r.EventsSeen) + "/" + fmt.Sprint(r.EventsLost)
 }
 
-func tracerCPU(r Result) string {
+func tracerCPU(r result.Row) string {
 	if r.Mode == "none" {
 		return "-"
 	}

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	_ "embed"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
@@ -44,13 +45,13 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 		"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
 		"ratio": func(v float64) string { return fmt.Sprintf("%.2fx", v) },
 		"pct":   func(v float64) string { return fmt.Sprintf("%+.0f%%", v) },
-		"interval": func(r Result) string {
+		"interval": func(r result.Row) string {
 			if r.Mode == "none" || len(r.RatioCI95) != 2 {
 				return "-"
 			}
 			return fmt.Sprintf("%.2f-%.2f", r.RatioCI95[0], r.RatioCI95[1])
 		},
-		"significance": func(r Result) string {
+		"significance": func(r result.Row) string {
 			switch {
 			case r.Mode == "none":
 				return ""
@@ -65,7 +66,7 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 			}
 			return ""
 		},
-		"floorcell": func(r Result) string {
+		"floorcell": func(r result.Row) string {
 			if r.Floor == "" || r.RatioFloor == 0 {
 				return "-"
 			}
@@ -75,7 +76,7 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 			}
 			return s
 		},
-		"maxrate": func(r Result) string {
+		"maxrate": func(r result.Row) string {
 			if r.MaxEventsPerS == nil {
 				return "-"
 			}
@@ -93,8 +94,8 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 			}
 			return fmt.Sprint(v)
 		},
-		"rowNotes": func(rs []Result) []Result {
-			var out []Result
+		"rowNotes": func(rs []result.Row) []result.Row {
+			var out []result.Row
 			for _, r := range rs {
 				if r.Note != "" {
 					out = append(out, r)
@@ -191,7 +192,7 @@ func factsDisk(f node.Facts) string {
 // per step, on the chart's own scale (logarithmic when the bars span more
 // than tenfold), and each bar's 95% interval: shaded from its low end to
 // the bar's end, a line with a cap past it to its high end.
-func textChart(c ReportChart) string {
+func textChart(c Chart) string {
 	const width = 40
 	labelW := len(c.Workload)
 	for _, b := range c.Bars {
@@ -230,7 +231,7 @@ func textChart(c ReportChart) string {
 }
 
 // intervalBar is unicodeBar with the interval drawn over it.
-func intervalBar(c ReportChart, b ReportBar, width int) string {
+func intervalBar(c Chart, b Bar, width int) string {
 	bar := []rune(unicodeBar(c.Pos(b.Ratio)*float64(width), width))
 	if b.Hi <= 0 {
 		return string(bar)

@@ -1,4 +1,12 @@
-package bench
+// Package report renders bench result files (package bench/result) for
+// people: the terminal table `tracer bench` prints, and what `tracer report`
+// writes, Markdown or one self-contained HTML page per run or fleet: the
+// node's facts and verdicts, the table, bar charts of the ratios, SSD
+// against HDD, sweep ceilings, a recommendation per node and, for several
+// nodes, the fleet view. It also picks out the syscall-tax rows `tracer
+// doctor --bench` states. It reads results and runs nothing, so it builds
+// on any system. Build a Report with New, render it with Write.
+package report
 
 import (
 	"fmt"
@@ -9,47 +17,48 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/auditrules/cost"
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
 // Report is what `tracer report` renders from one or more result files:
 // a section per node and, for several nodes, a fleet view. Build it with
-// NewReport, render it with WriteMarkdown or WriteHTML.
+// New, render it with WriteMarkdown or WriteHTML.
 type Report struct {
 	Title string
-	Nodes []*ReportNode
-	Fleet *ReportFleet // nil for one node
+	Nodes []*Node
+	Fleet *Fleet // nil for one node
 }
 
-// ReportNode is one result file: the node's facts and verdicts, its bench
+// Node is one result file: the node's facts and verdicts, its bench
 // rows, the bars of the chart, the SSD/HDD comparison and a recommendation.
-type ReportNode struct {
+type Node struct {
 	Source string // the file's base name
-	File   *File
+	File   *result.File
 	// Name is the hostname (the file name when the facts have none), with
 	// what tells it apart when another node of the report has the same:
 	// its machine id, else its boot id, else its file name.
 	Name     string
 	Verdicts []node.Verdict
-	RuleCost *auditrules.CostReport // nil when the rules were not read
-	Rows     []Result               // measured rows, in workload and mode order
-	Skipped  []Result
-	Charts   []ReportChart
-	Storage  *ReportStorage // nil when no row names a storage
-	Rec      ReportRecommendation
+	RuleCost *cost.Report // nil when the rules were not read
+	Rows     []result.Row // measured rows, in workload and mode order
+	Skipped  []result.Row
+	Charts   []Chart
+	Storage  *Storage // nil when no row names a storage
+	Rec      Recommendation
 	// Ceilings are the rows with a --sweep ceiling.
-	Ceilings []Result
+	Ceilings []result.Row
 	// HasFloor: some row has a ratio to its floor.
 	HasFloor bool
 }
 
-// ReportChart is one workload's bars: the elapsed-time ratio to mode none
+// Chart is one workload's bars: the elapsed-time ratio to mode none
 // per mode (and storage), with its 95% interval.
-type ReportChart struct {
+type Chart struct {
 	Workload string
-	Bars     []ReportBar
+	Bars     []Bar
 	Max      float64 // the scale's end: at least the largest ratio (or interval end), and 1.5
 	// Log: the bars span more than tenfold (auditd at 50x beside ebpf at
 	// 1.1x), so the scale is logarithmic from Min, lest the largest bar
@@ -58,8 +67,8 @@ type ReportChart struct {
 	Min float64
 }
 
-// ReportBar is one bar.
-type ReportBar struct {
+// Bar is one bar.
+type Bar struct {
 	Label string
 	Mode  string
 	Ratio float64
@@ -73,7 +82,7 @@ type ReportBar struct {
 const logScaleAbove = 10
 
 // Pos is where v lies on the chart's scale, from 0 (the scale's start) to 1.
-func (c ReportChart) Pos(v float64) float64 {
+func (c Chart) Pos(v float64) float64 {
 	if !c.Log {
 		return math.Max(0, v/c.Max)
 	}
@@ -84,7 +93,7 @@ func (c ReportChart) Pos(v float64) float64 {
 }
 
 // Ticks are the grid values of the chart's scale.
-func (c ReportChart) Ticks() []float64 {
+func (c Chart) Ticks() []float64 {
 	if !c.Log {
 		return ticks(c.Max)
 	}
@@ -99,35 +108,35 @@ func (c ReportChart) Ticks() []float64 {
 	return out
 }
 
-// ReportStorage compares the same workload and mode on different storage
+// Storage compares the same workload and mode on different storage
 // (ssd, hdd, hdd-simulated, a --log-dir).
-type ReportStorage struct {
+type Storage struct {
 	Kinds []string
-	Rows  []ReportStorageRow
+	Rows  []StorageRow
 }
 
-// ReportStorageRow is one workload and mode across storage kinds.
-type ReportStorageRow struct {
+// StorageRow is one workload and mode across storage kinds.
+type StorageRow struct {
 	Workload, Mode string
-	Cells          []*Result // per Kinds entry; nil where not measured
+	Cells          []*result.Row // per Kinds entry; nil where not measured
 	// Factor is the slowest kind's elapsed over the fastest's, 0 when only
 	// one kind was measured.
 	Factor float64
 }
 
-// ReportRecommendation is the advice for one node.
-type ReportRecommendation struct {
+// Recommendation is the advice for one node.
+type Recommendation struct {
 	Backend string   // audit or ebpf, "" when neither can run
 	Why     string   // one sentence
 	Rules   []string // what to run or change about audit rules
 	Backlog string   // audit backlog (or ring buffer) advice
 	// Costs are the recommended mode's measured costs per workload.
-	Costs   []ReportCost
+	Costs   []Cost
 	Summary string // "+3% (cis-shell) to +31% (signal-storm)"
 }
 
-// ReportCost is the measured extra elapsed time of one workload.
-type ReportCost struct {
+// Cost is the measured extra elapsed time of one workload.
+type Cost struct {
 	Workload string
 	Ratio    float64
 	Pct      float64 // (ratio-1)*100
@@ -143,7 +152,7 @@ type ReportCost struct {
 
 // Text is the cost as the report states it: "+31% (1.25x-1.37x)", or
 // "within noise" with the ratio it measured.
-func (c ReportCost) Text() string {
+func (c Cost) Text() string {
 	iv := ""
 	if c.Hi > 0 {
 		iv = fmt.Sprintf(", 95%% interval %.2fx-%.2fx", c.Lo, c.Hi)
@@ -158,17 +167,17 @@ func (c ReportCost) Text() string {
 	return fmt.Sprintf("%s (%.2fx%s)", pct, c.Ratio, iv)
 }
 
-// ReportFleet summarises many nodes.
-type ReportFleet struct {
-	Groups []ReportGroup
-	Spread []ReportSpread
-	NoEBPF []ReportNoEBPF
+// Fleet summarises many nodes.
+type Fleet struct {
+	Groups []Group
+	Spread []Spread
+	NoEBPF []NoEBPF
 	// Backends counts the recommendations, "ebpf on 2 nodes, audit on 1".
 	Backends string
 }
 
-// ReportGroup is the nodes of one OS release and kernel.
-type ReportGroup struct {
+// Group is the nodes of one OS release and kernel.
+type Group struct {
 	OS, Kernel string
 	osID       string
 	osVersion  string
@@ -176,8 +185,8 @@ type ReportGroup struct {
 	EBPF       string // the eBPF verdict of the group's first node
 }
 
-// ReportSpread is the spread of one workload and mode over the nodes.
-type ReportSpread struct {
+// Spread is the spread of one workload and mode over the nodes.
+type Spread struct {
 	Workload, Mode   string
 	N                int
 	Min, Median, Max float64
@@ -185,8 +194,8 @@ type ReportSpread struct {
 	LostNodes        int // nodes that lost events in this mode
 }
 
-// ReportNoEBPF is a node whose eBPF verdict is "cannot".
-type ReportNoEBPF struct {
+// NoEBPF is a node whose eBPF verdict is "cannot".
+type NoEBPF struct {
 	Node, OS, Kernel string
 	Reasons          []string
 }
@@ -205,9 +214,9 @@ func reportRank(m map[string]int, s string) int {
 	return len(m)
 }
 
-// NewReport builds the report of result files; names are the files' paths
+// New builds the report of result files; names are the files' paths
 // (only their base names are shown).
-func NewReport(names []string, files []*File) (*Report, error) {
+func New(names []string, files []*result.File) (*Report, error) {
 	if len(files) == 0 {
 		return nil, tracer.Usagef("no result file given: tracer report RESULT.json")
 	}
@@ -228,8 +237,8 @@ func NewReport(names []string, files []*File) (*Report, error) {
 	return r, nil
 }
 
-func newReportNode(source string, f *File) *ReportNode {
-	n := &ReportNode{Source: source, File: f, Name: f.Node.Hostname}
+func newReportNode(source string, f *result.File) *Node {
+	n := &Node{Source: source, File: f, Name: f.Node.Hostname}
 	if n.Name == "" {
 		n.Name = strings.TrimSuffix(source, filepath.Ext(source))
 	}
@@ -264,8 +273,8 @@ func newReportNode(source string, f *File) *ReportNode {
 // distinguish renames nodes that share a name (hostnames repeat: "vm",
 // "localhost", clones of one image) by what tells them apart: the machine
 // id, else the boot id (one machine measured twice), else the file name.
-func distinguish(nodes []*ReportNode) {
-	byName := map[string][]*ReportNode{}
+func distinguish(nodes []*Node) {
+	byName := map[string][]*Node{}
 	for _, n := range nodes {
 		byName[n.Name] = append(byName[n.Name], n)
 	}
@@ -280,7 +289,7 @@ func distinguish(nodes []*ReportNode) {
 		if len(ns) < 2 {
 			continue
 		}
-		ids := func(f func(*RunInfo) string) (map[string]int, bool) {
+		ids := func(f func(*result.RunInfo) string) (map[string]int, bool) {
 			seen := map[string]int{}
 			for _, n := range ns {
 				if n.File.Run == nil || f(n.File.Run) == "" {
@@ -296,11 +305,11 @@ func distinguish(nodes []*ReportNode) {
 			return seen, true
 		}
 		switch {
-		case func() bool { _, ok := ids(func(r *RunInfo) string { return r.MachineID }); return ok }():
+		case func() bool { _, ok := ids(func(r *result.RunInfo) string { return r.MachineID }); return ok }():
 			for _, n := range ns {
 				n.Name = fmt.Sprintf("%s (machine %s)", name, short(n.File.Run.MachineID))
 			}
-		case func() bool { _, ok := ids(func(r *RunInfo) string { return r.BootID }); return ok }():
+		case func() bool { _, ok := ids(func(r *result.RunInfo) string { return r.BootID }); return ok }():
 			for _, n := range ns {
 				n.Name = fmt.Sprintf("%s (boot %s)", name, short(n.File.Run.BootID))
 			}
@@ -317,7 +326,7 @@ func distinguish(nodes []*ReportNode) {
 	}
 }
 
-func sortResults(rs []Result) {
+func sortResults(rs []result.Row) {
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
 		if wa, wb := reportRank(reportWorkloadOrder, a.Workload), reportRank(reportWorkloadOrder, b.Workload); wa != wb {
@@ -341,25 +350,25 @@ func sortResults(rs []Result) {
 
 // Label names a row's mode for charts and the fleet: with its storage when
 // the node measured more than one kind of storage.
-func (n *ReportNode) Label(r Result) string {
+func (n *Node) Label(r result.Row) string {
 	if n.Storage == nil {
 		return r.Name()
 	}
 	return r.ModeLabel()
 }
 
-func reportCharts(rows []Result, label func(Result) string) []ReportChart {
-	var out []ReportChart
+func reportCharts(rows []result.Row, label func(result.Row) string) []Chart {
+	var out []Chart
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Workload != r.Workload {
-			out = append(out, ReportChart{Workload: r.Workload, Max: 1.5})
+			out = append(out, Chart{Workload: r.Workload, Max: 1.5})
 		}
 		c := &out[len(out)-1]
 		ratio := r.RatioElapsed
 		if r.Mode == "none" && ratio == 0 {
 			ratio = 1
 		}
-		b := ReportBar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost, Noise: r.Noise}
+		b := Bar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost, Noise: r.Noise}
 		if len(r.RatioCI95) == 2 && r.Mode != "none" {
 			b.Lo, b.Hi = r.RatioCI95[0], r.RatioCI95[1]
 		}
@@ -411,7 +420,7 @@ func niceCeil(x float64) float64 {
 	}
 }
 
-func reportStorage(rows []Result) *ReportStorage {
+func reportStorage(rows []result.Row) *Storage {
 	var kinds []string
 	for _, r := range rows {
 		if r.Storage != "" && !reportContains(kinds, r.Storage) {
@@ -422,7 +431,7 @@ func reportStorage(rows []Result) *ReportStorage {
 		return nil
 	}
 	sort.SliceStable(kinds, func(i, j int) bool { return storageRank(kinds[i]) < storageRank(kinds[j]) })
-	s := &ReportStorage{Kinds: kinds}
+	s := &Storage{Kinds: kinds}
 	idx := map[string]int{}
 	for i := range rows {
 		r := &rows[i]
@@ -434,7 +443,7 @@ func reportStorage(rows []Result) *ReportStorage {
 		if !ok {
 			j = len(s.Rows)
 			idx[k] = j
-			s.Rows = append(s.Rows, ReportStorageRow{Workload: r.Workload, Mode: r.Mode, Cells: make([]*Result, len(kinds))})
+			s.Rows = append(s.Rows, StorageRow{Workload: r.Workload, Mode: r.Mode, Cells: make([]*result.Row, len(kinds))})
 		}
 		for ki, kind := range kinds {
 			if kind == r.Storage {
@@ -472,17 +481,17 @@ func storageRank(s string) int {
 
 // recommend picks the backend with the lower measured cost among those
 // that can run, and says what to set for it.
-func recommend(n *ReportNode) ReportRecommendation {
+func recommend(n *Node) Recommendation {
 	f := n.File.Node
 	av := node.VerdictFor(n.Verdicts, "audit")
 	ev := node.VerdictFor(n.Verdicts, "ebpf")
-	costs := map[string][]ReportCost{}
+	costs := map[string][]Cost{}
 	worst := map[string]float64{}
 	for _, r := range n.Rows {
 		if (r.Mode != "audit" && r.Mode != "ebpf") || (r.Storage != "" && r.Storage != "ssd") {
 			continue
 		}
-		c := ReportCost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
+		c := Cost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
 			Noise: r.Noise || r.RatioElapsed < 1, Floor: r.RatioFloor}
 		if len(r.RatioCI95) == 2 {
 			c.Lo, c.Hi = r.RatioCI95[0], r.RatioCI95[1]
@@ -490,7 +499,7 @@ func recommend(n *ReportNode) ReportRecommendation {
 		costs[r.Mode] = append(costs[r.Mode], c)
 		worst[r.Mode] = math.Max(worst[r.Mode], r.RatioElapsed)
 	}
-	var rec ReportRecommendation
+	var rec Recommendation
 	canAudit, canEBPF := av.Status != node.Cannot, ev.Status != node.Cannot
 	switch {
 	case !canAudit && !canEBPF:
@@ -570,7 +579,7 @@ func recommend(n *ReportNode) ReportRecommendation {
 	if rc := n.RuleCost; rc != nil {
 		high := 0
 		for _, fd := range rc.Findings {
-			if fd.Severity == auditrules.CostHigh {
+			if fd.Severity == cost.High {
 				high++
 			}
 		}
@@ -613,12 +622,12 @@ func nextPow2(v uint32) uint32 {
 // costSummary says what the recommended backend cost: the range of the
 // costs the run could tell from none, and the workloads where it could not
 // ("within noise"), never a negative or a sub-percent figure.
-func costSummary(cs []ReportCost) string {
+func costSummary(cs []Cost) string {
 	if len(cs) == 0 {
 		return "not measured"
 	}
 	var noise []string
-	var sig []ReportCost
+	var sig []Cost
 	for _, c := range cs {
 		if c.Noise {
 			noise = append(noise, c.Workload)
@@ -626,7 +635,7 @@ func costSummary(cs []ReportCost) string {
 			sig = append(sig, c)
 		}
 	}
-	pct := func(c ReportCost) string {
+	pct := func(c Cost) string {
 		if c.Pct < 1 {
 			return "under 1%"
 		}
@@ -658,8 +667,8 @@ func costSummary(cs []ReportCost) string {
 	return strings.Join(parts, "; ")
 }
 
-func newReportFleet(nodes []*ReportNode) *ReportFleet {
-	fl := &ReportFleet{}
+func newReportFleet(nodes []*Node) *Fleet {
+	fl := &Fleet{}
 	backends := map[string]int{}
 	gi := map[string]int{}
 	for _, n := range nodes {
@@ -672,13 +681,13 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 		if !ok {
 			i = len(fl.Groups)
 			gi[k] = i
-			fl.Groups = append(fl.Groups, ReportGroup{OS: osName, Kernel: n.File.Node.Kernel,
+			fl.Groups = append(fl.Groups, Group{OS: osName, Kernel: n.File.Node.Kernel,
 				osID: n.File.Node.OS.ID, osVersion: n.File.Node.OS.VersionID,
 				EBPF: node.VerdictFor(n.Verdicts, "ebpf").Status})
 		}
 		fl.Groups[i].Nodes = append(fl.Groups[i].Nodes, n.Name)
 		if ev := node.VerdictFor(n.Verdicts, "ebpf"); ev.Status == node.Cannot {
-			fl.NoEBPF = append(fl.NoEBPF, ReportNoEBPF{Node: n.Name, OS: osName, Kernel: n.File.Node.Kernel, Reasons: ev.Reasons})
+			fl.NoEBPF = append(fl.NoEBPF, NoEBPF{Node: n.Name, OS: osName, Kernel: n.File.Node.Kernel, Reasons: ev.Reasons})
 		}
 		b := n.Rec.Backend
 		if b == "" {
@@ -714,7 +723,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 		lost   int
 	}
 	accs := map[string]*acc{}
-	var keys []Result
+	var keys []result.Row
 	for _, n := range nodes {
 		for _, r := range n.Rows {
 			if r.Mode == "none" {
@@ -735,7 +744,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 				if label != r.Mode {
 					st = r.Storage
 				}
-				keys = append(keys, Result{Workload: r.Workload, Mode: r.Mode, Storage: st})
+				keys = append(keys, result.Row{Workload: r.Workload, Mode: r.Mode, Storage: st})
 			}
 			a.ratios = append(a.ratios, r.RatioElapsed)
 			a.names = append(a.names, n.Name)
@@ -747,7 +756,7 @@ func newReportFleet(nodes []*ReportNode) *ReportFleet {
 	sortResults(keys)
 	for _, k := range keys {
 		a := accs[k.Workload+"\x00"+k.ModeLabel()] // k has no label: its mode and storage
-		s := ReportSpread{Workload: k.Workload, Mode: a.label, N: len(a.ratios), LostNodes: a.lost}
+		s := Spread{Workload: k.Workload, Mode: a.label, N: len(a.ratios), LostNodes: a.lost}
 		for i, v := range a.ratios {
 			if i == 0 || v < s.Min {
 				s.Min, s.MinNode = v, a.names[i]
@@ -816,7 +825,7 @@ func reportContains(ss []string, s string) bool {
 // SyscallTax returns the syscall-tax workload's ratios for the modes that
 // load audit rules (auditd, audit): what every syscall pays while they are
 // loaded. doctor prints them next to the rule findings.
-func SyscallTax(source string, f *File) []node.MeasuredTax {
+func SyscallTax(source string, f *result.File) []node.MeasuredTax {
 	var out []node.MeasuredTax
 	for _, r := range f.Results {
 		if r.Workload != "syscall-tax" || r.Skipped != "" || (r.Mode != "auditd" && r.Mode != "audit") {
@@ -829,8 +838,8 @@ func SyscallTax(source string, f *File) []node.MeasuredTax {
 	return out
 }
 
-// WriteReport renders r as "md" or "html".
-func WriteReport(w io.Writer, r *Report, format string) error {
+// Write renders r as "md" or "html".
+func Write(w io.Writer, r *Report, format string) error {
 	switch format {
 	case "md", "markdown", "":
 		return WriteMarkdown(w, r)

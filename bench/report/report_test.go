@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 )
 
@@ -26,17 +27,17 @@ var reportFixtures = []string{"db-legacy-01.json", "app-81-07.json", "web-86-12.
 func loadReport(t *testing.T, names ...string) *Report {
 	t.Helper()
 	var paths []string
-	var files []*File
+	var files []*result.File
 	for _, n := range names {
-		p := filepath.Join("testdata/report", n)
-		f, err := ReadFile(p)
+		p := filepath.Join("testdata", n)
+		f, err := result.Read(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, p)
 		files = append(files, f)
 	}
-	r, err := NewReport(paths, files)
+	r, err := New(paths, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func loadReport(t *testing.T, names ...string) *Report {
 
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	golden := filepath.Join("testdata/report", name+".golden")
+	golden := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -136,13 +137,13 @@ func TestReportFleet(t *testing.T) {
 	if !reflect.DeepEqual(noEBPF, []string{"db-legacy-01", "app-81-07"}) {
 		t.Errorf("nodes without eBPF %q", noEBPF)
 	}
-	var ss *ReportSpread
+	var ss *Spread
 	for i := range fl.Spread {
 		if fl.Spread[i].Workload == "signal-storm" && fl.Spread[i].Mode == "audit" {
 			ss = &fl.Spread[i]
 		}
 	}
-	want := ReportSpread{Workload: "signal-storm", Mode: "audit", N: 3, Min: 3.9, Median: 4.1, Max: 5.2,
+	want := Spread{Workload: "signal-storm", Mode: "audit", N: 3, Min: 3.9, Median: 4.1, Max: 5.2,
 		MinNode: "app-81-07", MaxNode: "db-legacy-01", LostNodes: 1}
 	if ss == nil || *ss != want {
 		t.Errorf("signal-storm audit spread %+v, want %+v", ss, want)
@@ -156,17 +157,17 @@ func TestReportFleet(t *testing.T) {
 }
 
 func TestReportBadInput(t *testing.T) {
-	if _, err := NewReport(nil, nil); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := New(nil, nil); !errors.Is(err, tracer.ErrUsage) {
 		t.Errorf("no files: %v", err)
 	}
 	r := loadReport(t, "web-86-12.json")
-	if err := WriteReport(&bytes.Buffer{}, r, "pdf"); !errors.Is(err, tracer.ErrUsage) {
+	if err := Write(&bytes.Buffer{}, r, "pdf"); !errors.Is(err, tracer.ErrUsage) {
 		t.Errorf("unknown format: %v", err)
 	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	_ = os.WriteFile(bad, []byte(`{"schema": 7, "node": {}, "results": []}`), 0o644)
-	if _, err := ReadFile(bad); err == nil || !strings.Contains(err.Error(), "schema 7") {
+	if _, err := result.Read(bad); err == nil || !strings.Contains(err.Error(), "schema 7") {
 		t.Errorf("wrong schema: %v", err)
 	}
 }
@@ -323,14 +324,14 @@ func reportAbs(v int) int {
 // A mode 100x the others does not squeeze their bars to nothing: the scale
 // turns logarithmic, and the intervals are drawn.
 func TestReportChartLogScale(t *testing.T) {
-	rows := []Result{
+	rows := []result.Row{
 		{Workload: "signal-storm", Mode: "none", RatioElapsed: 1, RatioCI95: []float64{1, 1}, Noise: true},
 		{Workload: "signal-storm", Mode: "ebpf", RatioElapsed: 1.3, RatioCI95: []float64{1.2, 1.4}},
 		{Workload: "signal-storm", Mode: "auditd", RatioElapsed: 120, RatioCI95: []float64{100, 140}},
 		{Workload: "cis-shell", Mode: "none", RatioElapsed: 1},
 		{Workload: "cis-shell", Mode: "ebpf", RatioElapsed: 1.02, RatioCI95: []float64{0.95, 1.09}, Noise: true},
 	}
-	charts := reportCharts(rows, func(r Result) string { return r.Mode })
+	charts := reportCharts(rows, func(r result.Row) string { return r.Mode })
 	storm, cis := charts[0], charts[1]
 	if !storm.Log || cis.Log {
 		t.Fatalf("log scale: signal-storm %v, cis-shell %v; want only signal-storm", storm.Log, cis.Log)
@@ -361,36 +362,36 @@ func TestReportChartLogScale(t *testing.T) {
 // cost is within noise.
 func TestReportCostSummaryNoise(t *testing.T) {
 	for _, c := range []struct {
-		in   []ReportCost
+		in   []Cost
 		want string
 	}{
-		{[]ReportCost{{Workload: "cis-shell", Ratio: 0.93, Pct: -7, Noise: true}, {Workload: "syscall-tax", Ratio: 0.99, Pct: -1, Noise: true}},
+		{[]Cost{{Workload: "cis-shell", Ratio: 0.93, Pct: -7, Noise: true}, {Workload: "syscall-tax", Ratio: 0.99, Pct: -1, Noise: true}},
 			"within noise on every workload (more rounds or a longer --target would tell the costs apart)"},
-		{[]ReportCost{{Workload: "cis-shell", Ratio: 0.98, Pct: -2, Noise: true}, {Workload: "signal-storm", Ratio: 1.23, Pct: 23}},
+		{[]Cost{{Workload: "cis-shell", Ratio: 0.98, Pct: -2, Noise: true}, {Workload: "signal-storm", Ratio: 1.23, Pct: 23}},
 			"+23% (signal-storm); within noise on cis-shell"},
-		{[]ReportCost{{Workload: "syscall-tax", Ratio: 1.004, Pct: 0.4}, {Workload: "signal-storm", Ratio: 1.5, Pct: 50}},
+		{[]Cost{{Workload: "syscall-tax", Ratio: 1.004, Pct: 0.4}, {Workload: "signal-storm", Ratio: 1.5, Pct: 50}},
 			"under 1% (syscall-tax) to +50% (signal-storm)"},
 	} {
 		if got := costSummary(c.in); got != c.want {
 			t.Errorf("costSummary(%+v) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	if got := (ReportCost{Ratio: 0.93, Pct: -7, Lo: 0.8, Hi: 1.1, Noise: true}).Text(); !strings.HasPrefix(got, "within noise") || strings.Contains(got, "-7") {
+	if got := (Cost{Ratio: 0.93, Pct: -7, Lo: 0.8, Hi: 1.1, Noise: true}).Text(); !strings.HasPrefix(got, "within noise") || strings.Contains(got, "-7") {
 		t.Errorf("cost text %q", got)
 	}
 }
 
 // Two result files from nodes that share a hostname are told apart.
 func TestReportSameHostname(t *testing.T) {
-	f := func(machine, boot string) *File {
-		fl := &File{Schema: Schema, Results: []Result{{Workload: "cis-shell", Mode: "none", RatioElapsed: 1, Rounds: 2}}}
+	f := func(machine, boot string) *result.File {
+		fl := &result.File{Schema: result.Schema, Results: []result.Row{{Workload: "cis-shell", Mode: "none", RatioElapsed: 1, Rounds: 2}}}
 		fl.Node.Hostname = "vm"
-		fl.Run = &RunInfo{MachineID: machine, BootID: boot}
+		fl.Run = &result.RunInfo{MachineID: machine, BootID: boot}
 		return fl
 	}
-	names := func(files ...*File) []string {
+	names := func(files ...*result.File) []string {
 		paths := []string{"a/vm.json", "b/vm.json", "c/vm-2.json"}[:len(files)]
-		r, err := NewReport(paths, files)
+		r, err := New(paths, files)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +409,7 @@ func TestReportSameHostname(t *testing.T) {
 		t.Errorf("by boot id: %q", got)
 	}
 	// Nothing else tells them apart (schema 1 files): the file names do.
-	old := func() *File { x := f("", ""); x.Run = nil; return x }
+	old := func() *result.File { x := f("", ""); x.Run = nil; return x }
 	if got := names(old(), old(), f("3d1219c7", "")); !reflect.DeepEqual(got, []string{"vm (vm.json)", "vm (vm.json #2)", "vm (vm-2.json)"}) {
 		t.Errorf("by file name: %q", got)
 	}

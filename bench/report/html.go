@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	_ "embed"
@@ -19,7 +19,7 @@ var reportHTML = func() *htmltemplate.Template {
 	}
 	funcs["svgchart"] = svgChart
 	funcs["modeColorCSS"] = func(m string) htmltemplate.CSS { return htmltemplate.CSS(modeColor(m)) }
-	funcs["chartModes"] = func(cs []ReportChart) []string {
+	funcs["chartModes"] = func(cs []Chart) []string {
 		var out []string
 		for _, c := range cs {
 			for _, b := range c.Bars {
@@ -76,7 +76,7 @@ func modeColor(m string) string {
 // per mode with its 95% interval as a whisker, each panel on its own scale
 // -- logarithmic when its bars span more than tenfold -- with a dashed line
 // at 1x.
-func svgChart(charts []ReportChart) htmltemplate.HTML {
+func svgChart(charts []Chart) htmltemplate.HTML {
 	const (
 		width   = 760
 		labelW  = 200
@@ -156,7 +156,7 @@ func svgChart(charts []ReportChart) htmltemplate.HTML {
 
 // BarWidth is the drawn width of a bar of ratio v on chart c, full scale
 // being full pixels: at least 1 pixel, so that no bar disappears.
-func BarWidth(c ReportChart, v float64, full float64) float64 {
+func BarWidth(c Chart, v float64, full float64) float64 {
 	return math.Max(1, c.Pos(v)*full)
 }
 
