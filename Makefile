@@ -13,7 +13,7 @@ BIN := bin/tracer
 DEMO_PACKAGES := auditd bpftrace
 TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
 
-.PHONY: help deps deps-demo build demo test vet lint fmt-check generate check-generated bench clean
+.PHONY: help deps deps-demo build demo test vet cross lint fmt-check generate check-generated bench clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,13 +39,17 @@ demo: deps-demo build ## the main job: a short side-by-side comparison of the ba
 	./$(BIN) bench --quick --out bench-quick.json
 	./$(BIN) report --format md bench-quick.json
 
-test: deps vet fmt-check check-generated ## all tests, as root: unit, privileged integration, deploy manifests, benchmark smoke
+test: deps vet cross fmt-check check-generated ## all tests, as root: unit, privileged integration, deploy manifests, benchmark smoke
 	$(GO) test -count=1 -timeout 40m ./...
 	cd deploy && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
 
 vet: ## go vet
 	$(GO) vet ./...
+
+cross: ## build for macOS (where report and rules run) and for arm64 Linux
+	GOOS=darwin $(GO) build ./...
+	GOOS=linux GOARCH=arm64 $(GO) build ./...
 
 GOLANGCI_LINT ?= $(shell command -v golangci-lint 2>/dev/null || echo $$($(GO) env GOPATH)/bin/golangci-lint)
 lint: ## golangci-lint (v2.15.0, .golangci.yml); installs it with go install when missing

@@ -21,6 +21,14 @@ type ExecID struct {
 	Start uint64 // clock ticks since boot
 }
 
+// ProcIdentity is what /proc says of a live process: its ExecID, its
+// parent's pid, and its cgroup path.
+type ProcIdentity struct {
+	ExecID ExecID
+	PPID   uint32
+	Cgroup string
+}
+
 // ClockTicks is USER_HZ: the unit of /proc/PID/stat's starttime.
 const ClockTicks = 100
 

@@ -17,14 +17,6 @@ func readBootID() []byte {
 	return b
 }
 
-// ProcIdentity is what /proc says of a live process: its ExecID, its
-// parent's pid, and its cgroup path.
-type ProcIdentity struct {
-	ExecID ExecID
-	PPID   uint32
-	Cgroup string
-}
-
 // ReadProcIdentity reads pid's identity from /proc. It fails once the
 // process is reaped (a zombie still answers).
 func ReadProcIdentity(pid uint32) (ProcIdentity, error) {

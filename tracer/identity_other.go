@@ -2,6 +2,16 @@
 
 package tracer
 
+import (
+	"fmt"
+	"runtime"
+)
+
 func readBootID() []byte { return nil }
 
 func readProcLineage(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
+
+// ReadProcIdentity needs /proc: only Linux has it.
+func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
+	return ProcIdentity{}, fmt.Errorf("reading process %d: needs Linux (this is %s)", pid, runtime.GOOS)
+}

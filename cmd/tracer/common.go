@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -122,19 +124,6 @@ func needRoot(what string) error {
 		return tracer.Usagef("%s needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ for audit, CAP_BPF and CAP_PERFMON for ebpf): run it with sudo", what)
 	}
 	return nil
-}
-
-// openOutput opens --output (mode 0600, never through a symlink: see
-// tracer.CreateOutput), or returns stdout.
-func openOutput(path string) (*os.File, error) {
-	if path == "" || path == "-" {
-		return os.Stdout, nil
-	}
-	f, err := tracer.CreateOutput(path)
-	if err != nil {
-		return nil, tracer.Usagef("cannot write --output: %v", err)
-	}
-	return f, nil
 }
 
 func parsePID(s string) (uint32, error) {

@@ -44,6 +44,9 @@ func runDoctor(o *doctorOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return tracer.Usagef("unknown --format %q: use text or json", o.format)
 	}
+	if err := needLinux("doctor"); err != nil {
+		return err
+	}
 	var tax []node.MeasuredTax
 	for _, path := range o.bench {
 		f, err := readResult(path)

@@ -52,16 +52,13 @@ func newRootCmd() *cobra.Command {
 		return &tracer.UsageError{Msg: err.Error() + " (see --help)", Err: err}
 	})
 	root.AddCommand(
-		newWatchCmd(),
-		newTraceCmd(),
 		newRulesCmd(),
-		newCleanupCmd(),
-		newBenchCmd(),
 		newReportCmd(),
 		newDoctorCmd(),
-		newHeldCmd(),
-		newAuditFloorCmd(),
 	)
+	// watch, trace, cleanup, bench and their hidden helpers (commands_linux.go);
+	// elsewhere each says in one line that it needs Linux (commands_other.go).
+	root.AddCommand(linuxCommands()...)
 	return root
 }
 

@@ -1,0 +1,103 @@
+package result
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/node"
+)
+
+// These tests read and write files only: they run on any system, as the
+// report path (tracer report) must.
+
+func TestWriteRead(t *testing.T) {
+	ceiling := 410000.0
+	want := &File{
+		Schema: Schema,
+		Node:   node.Facts{Hostname: "web-1", Kernel: "6.1.0"},
+		Run:    &RunInfo{MachineID: "0123abcd", Started: time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC), TargetS: 2, Quick: true},
+		Results: []Row{
+			{Workload: "signal-storm", Mode: "none", Rounds: 3, ElapsedS: 0.6, RatioElapsed: 1, EventsExpected: 200001, EventsSeen: -1},
+			{Workload: "signal-storm", Mode: "audit", Label: "audit (beside auditd)", Rounds: 3, ElapsedS: 0.9, RatioElapsed: 1.5,
+				RatioCI95: []float64{1.4, 1.6}, Floor: "audit-floor", RatioFloor: 1.1, RatioFloorCI95: []float64{1.05, 1.15},
+				EventsExpected: 200001, EventsSeen: 200001, MaxEventsPerS: &ceiling, MaxEventsLimit: "lost"},
+			{Workload: "signal-storm", Mode: "bpftrace", Skipped: "bpftrace is not installed"},
+		},
+		Sweep: []SweepStep{{Workload: "signal-storm", Mode: "audit", TargetPerS: 20000, Events: 20000, PerS: 19990, Seen: 20000, OK: true}},
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := Write(path, want); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("result file mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestReadSchemas(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Schema 1 rows have no interval, noise flag, floor or ceiling.
+	f, err := Read(write("v1.json", `{"schema": 1, "node": {"hostname": "old"}, "results": [
+		{"workload": "cis-shell", "mode": "audit", "rounds": 5, "elapsed_s": 2.5, "ratio_elapsed": 1.25,
+		 "events_expected": 10, "events_seen": 10, "events_lost": 0}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Results[0]; f.Schema != 1 || r.RatioElapsed != 1.25 || r.RatioCI95 != nil || r.Noise || r.MaxEventsPerS != nil {
+		t.Errorf("schema 1: %+v", f)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"schema": 0, "node": {}, "results": []}`, "schema 0"},
+		{`{"schema": 3, "node": {}, "results": []}`, "schemas 1 to 2"},
+		{`elapsed 3.1s`, "parsing result file"},
+	} {
+		if _, err := Read(write("bad.json", c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.body, err, c.want)
+		}
+	}
+	if _, err := Read(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestRowNames(t *testing.T) {
+	r := Row{Mode: "audit"}
+	if r.Name() != "audit" || r.ModeLabel() != "audit" {
+		t.Errorf("plain: %q, %q", r.Name(), r.ModeLabel())
+	}
+	r.Label, r.Storage = "audit (beside auditd)", "hdd"
+	if r.Name() != "audit (beside auditd)" || r.ModeLabel() != "audit (beside auditd) (hdd)" {
+		t.Errorf("labelled: %q, %q", r.Name(), r.ModeLabel())
+	}
+}
+
+func TestSweepStepBehind(t *testing.T) {
+	for _, c := range []struct {
+		queued, limit int64
+		want          bool
+	}{{0, 0, false}, {3000, 131072, false}, {65536, 131072, false}, {65537, 131072, true}, {10, 0, false}} {
+		if got := (SweepStep{Queued: c.queued, QueueLimit: c.limit}).Behind(); got != c.want {
+			t.Errorf("%d of %d queued: behind %v, want %v", c.queued, c.limit, got, c.want)
+		}
+	}
+}

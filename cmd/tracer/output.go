@@ -1,0 +1,20 @@
+package main
+
+import (
+	"os"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// openOutput opens --output (mode 0600, never through a symlink: see
+// tracer.CreateOutput), or returns stdout.
+func openOutput(path string) (*os.File, error) {
+	if path == "" || path == "-" {
+		return os.Stdout, nil
+	}
+	f, err := tracer.CreateOutput(path)
+	if err != nil {
+		return nil, tracer.Usagef("cannot write --output: %v", err)
+	}
+	return f, nil
+}
