@@ -65,17 +65,6 @@ tracer-bench: watching
 	}
 }
 
-func TestParseMountInfoLine(t *testing.T) {
-	m, ok := parseMountInfoLine(`36 35 98:0 /mnt1 /mnt\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`)
-	if !ok || m.major != 98 || m.minor != 0 || m.point != "/mnt 2" || m.fstype != "ext3" || !hasOption(m.options, "noatime") {
-		t.Errorf("parseMountInfoLine = %+v, %v", m, ok)
-	}
-	m, ok = parseMountInfoLine(`30 25 0:26 / /sys/fs/cgroup/blkio rw,relatime shared:12 - cgroup cgroup rw,blkio`)
-	if !ok || m.fstype != "cgroup" || !hasOption(m.options, "blkio") || hasOption(m.options, "blk") {
-		t.Errorf("cgroup line = %+v, %v", m, ok)
-	}
-}
-
 func TestAuditdConfig(t *testing.T) {
 	conf := strings.Split("local_events = yes\nlog_file = /var/log/audit/audit.log\n# flush = SYNC\nflush = INCREMENTAL_ASYNC\nfreq = 50\n", "\n")
 	if v := confValue(conf, "flush", ""); v != "INCREMENTAL_ASYNC" {
@@ -109,12 +98,5 @@ func TestIsMarker(t *testing.T) {
 		if isMarker([]byte(other), 1234) {
 			t.Errorf("taken for the marker: %s", other)
 		}
-	}
-}
-
-func TestKernelHZ(t *testing.T) {
-	hz := kernelHZ()
-	if hz != 0 && hz != 100 && hz != 250 && hz != 300 && hz != 1000 {
-		t.Errorf("kernelHZ = %d", hz)
 	}
 }

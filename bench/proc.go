@@ -3,15 +3,13 @@
 package bench
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/tracer-dev/tracer/tracer/node"
 )
 
 // userHZ is the unit of /proc/PID/stat times: USER_HZ, 100 on every
@@ -104,66 +102,20 @@ func (m cpuMeter) Since() float64 {
 	return v - m.start
 }
 
-// kernelHZ is the kernel's tick rate (CONFIG_HZ), which audit's backlog
-// wait figures count in, from /proc/config.gz or, without it, by watching
-// jiffies in /proc/timer_list for 200 ms. 0 when neither is readable.
-func kernelHZ() int {
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if z, err := gzip.NewReader(f); err == nil {
-			sc := bufio.NewScanner(z)
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
-					if hz, err := strconv.Atoi(v); err == nil && hz > 0 {
-						return hz
-					}
-				}
-			}
-		}
-	}
-	j0, t0, err := readJiffies()
-	if err != nil {
-		return 0
-	}
-	time.Sleep(200 * time.Millisecond)
-	j1, t1, err := readJiffies()
-	if err != nil {
-		return 0
-	}
-	rate := float64(j1-j0) / t1.Sub(t0).Seconds()
-	best := 0
-	for _, hz := range []int{100, 250, 300, 1000} {
-		if best == 0 || math.Abs(rate-float64(hz)) < math.Abs(rate-float64(best)) {
-			best = hz
-		}
-	}
-	return best
-}
-
-func readJiffies() (uint64, time.Time, error) {
-	f, err := os.Open("/proc/timer_list")
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "jiffies: "); ok {
-			j, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return j, time.Now(), err
-		}
-	}
-	return 0, time.Time{}, fmt.Errorf("no jiffies in /proc/timer_list")
-}
+// hostFacts reads the node's facts for bench: the mount table, the disks,
+// the cgroup hierarchies and the kernel's HZ come from package node's
+// readers, which doctor uses too, so that both say the same of a node.
+// Tests point it at a recorded tree.
+var hostFacts node.Reader
 
 var (
 	hzOnce sync.Once
 	hz     int
 )
 
-// jiffiesToSeconds converts with the kernel's HZ, or returns -1 when unknown.
+// jiffiesToSeconds converts with the kernel's HZ (node.Reader.KernelHZ), or returns -1 when unknown.
 func jiffiesToSeconds(j float64) float64 {
-	hzOnce.Do(func() { hz = kernelHZ() })
+	hzOnce.Do(func() { hz, _ = hostFacts.KernelHZ() })
 	if hz == 0 {
 		return -1
 	}

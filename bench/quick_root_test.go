@@ -277,9 +277,10 @@ func TestBenchHDD(t *testing.T) {
 	if after := strings.Join(leftovers(t), " "); after != leftBefore {
 		t.Errorf("bench left behind: %s (before: %s)", after, leftBefore)
 	}
-	for _, m := range mountInfo() {
-		if strings.HasPrefix(m.point, "/var/tmp/tracer-bench-") {
-			t.Errorf("mount left: %s", m.point)
+	mounts, _ := hostFacts.Mounts()
+	for _, m := range mounts {
+		if strings.HasPrefix(m.MountPoint, "/var/tmp/tracer-bench-") {
+			t.Errorf("mount left: %s", m.MountPoint)
 		}
 	}
 }

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
 // The simulated HDD: what a 7200 rpm disk sustains for small synchronous
@@ -74,7 +75,7 @@ func OpenStorage(kind, logDir string, record func(enabled []string) error) (s *S
 		}
 		s.addDir(dir)
 		s.Label = "ssd"
-		if d := diskOf(dir); d.rotational && !d.virtual {
+		if hostFacts.DiskAt(dir).Kind() == "hdd" {
 			// Call it what it is: the root disk of this node spins.
 			s.Label = "hdd"
 		}
@@ -86,7 +87,7 @@ func OpenStorage(kind, logDir string, record func(enabled []string) error) (s *S
 			if err == nil {
 				s.addDir(dir)
 				s.Kind, s.Label = "hdd", "hdd"
-				s.Desc = fmt.Sprintf("%s on %s (rotational disk)", dir, d.name)
+				s.Desc = fmt.Sprintf("%s on %s (rotational disk)", dir, diskName(d))
 				return s, nil
 			}
 		}
@@ -229,7 +230,7 @@ func (s *Storage) simulateHDD(record func([]string) error) error {
 		return fmt.Errorf("making log directory: %w", err)
 	}
 	s.Dir = dir
-	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) %s", loop, diskOf(base).name, how)
+	s.Desc = fmt.Sprintf("simulated: %s (ext4 on a file on %s) %s", loop, diskName(hostFacts.DiskAt(base)), how)
 	return nil
 }
 
@@ -331,13 +332,14 @@ func removeStale() {
 			continue // its bench still runs
 		}
 		mounted := false
-		for _, m := range mountInfo() {
-			if m.point != filepath.Join(dir, "mnt") {
+		mounts, _ := hostFacts.Mounts()
+		for _, m := range mounts {
+			if m.MountPoint != filepath.Join(dir, "mnt") {
 				continue
 			}
 			mounted = true
 			var st unix.Stat_t
-			if unix.Stat(m.source, &st) == nil {
+			if unix.Stat(m.Source, &st) == nil {
 				dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 				if blkio := cgroupV1Mount("blkio"); blkio != "" {
 					for _, file := range []string{"blkio.throttle.write_iops_device", "blkio.throttle.write_bps_device"} {
@@ -345,9 +347,9 @@ func removeStale() {
 					}
 				}
 			}
-			if unix.Unmount(m.point, 0) == nil {
+			if unix.Unmount(m.MountPoint, 0) == nil {
 				mounted = false
-				_ = exec.Command("losetup", "-d", m.source).Run()
+				_ = exec.Command("losetup", "-d", m.Source).Run()
 			}
 		}
 		if !mounted {
@@ -356,64 +358,34 @@ func removeStale() {
 	}
 }
 
-// disk is what bench says about the block device under a directory.
-type disk struct {
-	name       string
-	rotational bool
-	virtual    bool // virtio, Xen, loop, zram...: the rotational flag says nothing
+// diskName names the whole disks of d ("sda", "sda, sdb"), or its device.
+func diskName(d node.Disk) string {
+	switch {
+	case len(d.Disks) > 0:
+		return strings.Join(d.Disks, ", ")
+	case d.Device != "":
+		return "device " + d.Device
+	}
+	return "unknown disk"
 }
 
-// diskOf finds the disk that holds path.
-func diskOf(path string) disk {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return disk{name: "unknown disk"}
-	}
-	return diskByDev(unix.Major(st.Dev), unix.Minor(st.Dev))
-}
-
-func diskByDev(major, minor uint32) disk {
-	sys, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
-	if err != nil {
-		return disk{name: fmt.Sprintf("device %d:%d", major, minor)}
-	}
-	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
-		sys = filepath.Dir(sys)
-	}
-	d := disk{name: filepath.Base(sys)}
-	if b, err := os.ReadFile(filepath.Join(sys, "queue", "rotational")); err == nil {
-		d.rotational = strings.TrimSpace(string(b)) == "1"
-	}
-	d.virtual = isVirtualDisk(d.name)
-	if drv, err := filepath.EvalSymlinks(filepath.Join(sys, "device", "driver")); err == nil &&
-		strings.Contains(filepath.Base(drv), "virtio") {
-		d.virtual = true
-	}
-	return d
-}
-
-func isVirtualDisk(name string) bool {
-	for _, p := range []string{"vd", "xvd", "loop", "zram", "ram", "nbd", "dm-", "md"} {
-		if strings.HasPrefix(name, p) {
-			return true
+// diskKind says how a disk behaves, in bench's words.
+func diskKind(d node.Disk) string {
+	switch d.Kind() {
+	case "hdd":
+		return "rotational"
+	case "virtual":
+		if node.Yes(d.Rotational) {
+			return "virtual disk, reports rotational"
 		}
+		return "virtual disk"
 	}
-	return false
+	return "non-rotational"
 }
 
 func describeDir(dir string) string {
-	d := diskOf(dir)
-	kind := "non-rotational"
-	switch {
-	case d.virtual:
-		kind = "virtual disk"
-		if d.rotational {
-			kind += ", reports rotational"
-		}
-	case d.rotational:
-		kind = "rotational"
-	}
-	desc := fmt.Sprintf("%s on %s (%s)", dir, d.name, kind)
+	d := hostFacts.DiskAt(dir)
+	desc := fmt.Sprintf("%s on %s (%s)", dir, diskName(d), diskKind(d))
 	if lat, err := dsyncLatency(dir); err == nil {
 		desc += fmt.Sprintf(", 4 KiB O_DSYNC write %.2f ms", lat*1000)
 	}
@@ -447,114 +419,54 @@ func dsyncLatency(dir string) (float64, error) {
 	return Median(ts), nil
 }
 
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
-	major, minor uint32
-	point        string
-	fstype       string
-	source       string
-	options      string // mount options and super options
+// cgroupV1Mount is where the v1 hierarchy with controller is mounted, or "".
+func cgroupV1Mount(controller string) string { return hostFacts.CgroupV1Mount(controller) }
+
+// cgroupV2Mount is where the unified (v2) hierarchy is mounted, or "".
+func cgroupV2Mount() string { return hostFacts.CgroupV2Mount() }
+
+// rotationalMount finds a writable filesystem on a real rotational disk,
+// the one with the most free space.
+func rotationalMount() (string, node.Disk, bool) {
+	type cand struct {
+		point string
+		d     node.Disk
+		free  uint64
+	}
+	var cs []cand
+	for _, m := range rotationalMounts(hostFacts) {
+		var st unix.Statfs_t
+		if unix.Statfs(m.MountPoint, &st) != nil || unix.Access(m.MountPoint, unix.W_OK) != nil {
+			continue
+		}
+		cs = append(cs, cand{m.MountPoint, hostFacts.DiskOfDevice(m.Device), st.Bavail * uint64(st.Bsize)})
+	}
+	if len(cs) == 0 {
+		return "", node.Disk{}, false
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].free > cs[j].free })
+	return cs[0].point, cs[0].d, true
 }
 
-func mountInfo() []mountEntry {
-	f, err := os.Open("/proc/self/mountinfo")
+// rotationalMounts are the read-write mounts of a block device whose disk
+// is an HDD by node.Disk.Kind, the test doctor applies to the audit log.
+func rotationalMounts(r node.Reader) []host.Mount {
+	mounts, err := r.Mounts()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	var out []mountEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m, ok := parseMountInfoLine(sc.Text()); ok {
+	var out []host.Mount
+	for _, m := range mounts {
+		_, ro := m.Options["ro"]
+		_, superRO := m.SuperOptions["ro"]
+		if strings.HasPrefix(m.Device, "0:") || ro || superRO {
+			continue
+		}
+		if r.DiskOfDevice(m.Device).Kind() == "hdd" {
 			out = append(out, m)
 		}
 	}
 	return out
-}
-
-// parseMountInfoLine parses "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue".
-func parseMountInfoLine(line string) (mountEntry, bool) {
-	pre, post, ok := strings.Cut(line, " - ")
-	if !ok {
-		return mountEntry{}, false
-	}
-	f, g := strings.Fields(pre), strings.Fields(post)
-	if len(f) < 6 || len(g) < 3 {
-		return mountEntry{}, false
-	}
-	maj, min, ok := strings.Cut(f[2], ":")
-	if !ok {
-		return mountEntry{}, false
-	}
-	a, _ := strconv.ParseUint(maj, 10, 32)
-	b, _ := strconv.ParseUint(min, 10, 32)
-	return mountEntry{
-		major: uint32(a), minor: uint32(b), point: unescapeMount(f[4]),
-		fstype: g[0], source: g[1], options: f[5] + "," + g[2],
-	}, true
-}
-
-func unescapeMount(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
-}
-
-// cgroupV1Mount is where the v1 hierarchy with controller is mounted, or "".
-func cgroupV1Mount(controller string) string {
-	for _, m := range mountInfo() {
-		if m.fstype == "cgroup" && hasOption(m.options, controller) {
-			return m.point
-		}
-	}
-	return ""
-}
-
-// cgroupV2Mount is where the unified (v2) hierarchy is mounted, or "".
-func cgroupV2Mount() string {
-	for _, m := range mountInfo() {
-		if m.fstype == "cgroup2" {
-			return m.point
-		}
-	}
-	return ""
-}
-
-func hasOption(opts, o string) bool {
-	for _, x := range strings.Split(opts, ",") {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
-// rotationalMount finds a writable filesystem on a real rotational disk,
-// the one with the most free space.
-func rotationalMount() (string, disk, bool) {
-	type cand struct {
-		point string
-		d     disk
-		free  uint64
-	}
-	var cs []cand
-	for _, m := range mountInfo() {
-		if m.major == 0 || hasOption(m.options, "ro") {
-			continue
-		}
-		d := diskByDev(m.major, m.minor)
-		if !d.rotational || d.virtual {
-			continue
-		}
-		var st unix.Statfs_t
-		if unix.Statfs(m.point, &st) != nil || unix.Access(m.point, unix.W_OK) != nil {
-			continue
-		}
-		cs = append(cs, cand{m.point, d, st.Bavail * uint64(st.Bsize)})
-	}
-	if len(cs) == 0 {
-		return "", disk{}, false
-	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].free > cs[j].free })
-	return cs[0].point, cs[0].d, true
 }
 
 // cmdErr adds a command's stderr to its error.

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/node/nodetest"
 )
 
 // On cgroup v2 the simulated HDD enables the io controller (and memory,
@@ -63,5 +66,41 @@ func TestThrottleV2Writes(t *testing.T) {
 			unix.Close(st.cgroup.fd)
 			_ = os.RemoveAll(st.cgroup.Path)
 		}
+	}
+}
+
+// Bench judges disks with package node's reader, as doctor does: on a
+// recorded node (an LVM volume on a spinning disk, a virtio disk that
+// reports rotational on a mount point with an escaped space, an NVMe disk,
+// a read-only spinning disk), bench's words for each disk and its choice
+// of a real HDD follow doctor's verdict on the same tree.
+func TestStorageReadsNodeFacts(t *testing.T) {
+	root := nodetest.Disks(t)
+	saved := hostFacts
+	hostFacts = node.Reader{Root: root}
+	t.Cleanup(func() { hostFacts = saved })
+
+	doctor := hostFacts.FileFacts().LogDisk // what doctor says of the root's disk
+	if d := hostFacts.DiskAt("/"); !reflect.DeepEqual(d, doctor) || diskName(d) != "sda" || diskKind(d) != "rotational" {
+		t.Errorf("bench reads / as %s (%s), %+v; doctor %+v", diskName(d), diskKind(d), d, doctor)
+	}
+	want := map[string]string{"hdd": "rotational", "virtual": "virtual disk, reports rotational", "ssd": "non-rotational"}
+	for _, m := range nodetest.DiskMounts {
+		d := hostFacts.DiskAt(m.Path)
+		if diskKind(d) != want[m.Kind] || diskName(d) != strings.Join(m.Disks, ", ") {
+			t.Errorf("%s: bench says %s (%s), doctor's kind %s", m.Path, diskName(d), diskKind(d), m.Kind)
+		}
+	}
+	// A real HDD to log on: the LVM root, not the virtio disk nor the
+	// read-only one.
+	var points []string
+	for _, m := range rotationalMounts(hostFacts) {
+		points = append(points, m.MountPoint)
+	}
+	if !reflect.DeepEqual(points, []string{"/"}) {
+		t.Errorf("rotational mounts %q, want only /", points)
+	}
+	if cgroupV2Mount() != "/sys/fs/cgroup" || cgroupV1Mount("blkio") != "" {
+		t.Errorf("cgroup hierarchies: v2 %q, blkio %q", cgroupV2Mount(), cgroupV1Mount("blkio"))
 	}
 }

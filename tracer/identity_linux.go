@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
 func readBootID() []byte {
@@ -48,31 +50,18 @@ func ReadStartTicks(pid uint32) (uint64, bool) {
 }
 
 // CgroupMount finds where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup
-// on unified nodes, /sys/fs/cgroup/unified on hybrid ones.
+// on unified nodes, /sys/fs/cgroup/unified on hybrid ones (host.CgroupV2Mount,
+// the one reader of it).
 func CgroupMount() (string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := host.Mounts("/proc")
 	if err != nil {
-		return "", fmt.Errorf("reading mountinfo: %w", err)
+		return "", err
 	}
-	best := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
-		}
-		f := strings.Fields(pre)
-		// root (field 4) must be the hierarchy's root for paths to match /proc's.
-		if len(f) < 5 || f[3] != "/" {
-			continue
-		}
-		if best == "" || len(f[4]) < len(best) {
-			best = f[4]
-		}
-	}
-	if best == "" {
+	m, ok := host.CgroupV2Mount(mounts)
+	if !ok {
 		return "", errors.New("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
 	}
-	return best, nil
+	return m, nil
 }
 
 // CgroupID is the kernel's id of the cgroup v2 at path (relative to the

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/node"
 )
 
 // Capabilities (linux/capability.h).
@@ -34,19 +34,11 @@ func haveCaps() bool {
 }
 
 // lockdownMode returns the kernel lockdown mode in force ("none",
-// "integrity", "confidentiality"), or "" when the kernel has no lockdown.
+// "integrity", "confidentiality"), or "" when the kernel has no lockdown
+// (package node's reader, which doctor uses too).
 func lockdownMode() string {
-	b, err := os.ReadFile("/sys/kernel/security/lockdown")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.IndexByte(s, '['); i >= 0 {
-		if j := strings.IndexByte(s[i:], ']'); j > 0 {
-			return s[i+1 : i+j]
-		}
-	}
-	return ""
+	mode, _ := node.Reader{}.Lockdown()
+	return mode
 }
 
 // preflight fails with a usage error when the node cannot run the backend.

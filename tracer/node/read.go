@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/procfs"
 	"github.com/prometheus/procfs/blockdevice"
@@ -49,6 +51,14 @@ func (r Reader) readString(p string) (string, error) {
 func (r Reader) exists(p string) bool {
 	_, err := os.Stat(r.path(p))
 	return err == nil
+}
+
+// FileFacts is what Collect reads from files, without the probes that
+// need the kernel: all a recorded tree can say.
+func (r Reader) FileFacts() Facts {
+	var f Facts
+	r.readFacts(&f)
+	return f
 }
 
 // readFacts fills every fact that comes from files: release, kernel, kernel
@@ -222,11 +232,25 @@ func (r Reader) scanProcs() (scanned, unreadable int, bits32 []Proc, auditd bool
 // logDisk finds the disks under /var/log/audit (or / when it is missing) and
 // whether one of them spins.
 func (r Reader) logDisk(mounts []host.Mount) Disk {
-	d := Disk{Path: "/var/log/audit"}
-	if !r.exists(d.Path) {
-		d.Path = "/"
+	path := "/var/log/audit"
+	if !r.exists(path) {
+		path = "/"
 	}
-	m, ok := host.MountFor(mounts, d.Path)
+	return r.diskAt(mounts, path)
+}
+
+// DiskAt describes the block device that holds path (relative to Root):
+// its mount, its whole disks and whether one of them spins. It is the one
+// reader of disks: doctor judges the audit log's disk with it and bench the
+// disk under its logs.
+func (r Reader) DiskAt(path string) Disk {
+	mounts, _ := r.Mounts()
+	return r.diskAt(mounts, path)
+}
+
+func (r Reader) diskAt(mounts []host.Mount, path string) Disk {
+	d := Disk{Path: path}
+	m, ok := host.MountFor(mounts, path)
 	if !ok {
 		return d
 	}
@@ -242,8 +266,26 @@ func (r Reader) logDisk(mounts []host.Mount) Disk {
 	if strings.HasPrefix(dev, "0:") {
 		return d
 	}
-	for _, w := range r.WholeDisks(dev) {
+	r.fillDisks(&d)
+	return d
+}
+
+// DiskOfDevice describes block device dev ("major:minor"): Device, Disks,
+// Rotational and Virtual, as DiskAt does.
+func (r Reader) DiskOfDevice(dev string) Disk {
+	d := Disk{Device: dev}
+	r.fillDisks(&d)
+	return d
+}
+
+// fillDisks sets d's whole disks from d.Device, whether one reports
+// rotational, and whether all are virtual (Disk.Kind weighs the two).
+func (r Reader) fillDisks(d *Disk) {
+	whole := r.WholeDisks(d.Device)
+	virtual := len(whole) > 0
+	for _, w := range whole {
 		d.Disks = append(d.Disks, w.Name)
+		virtual = virtual && w.Virtual
 		if w.Rotational == nil {
 			continue
 		}
@@ -254,7 +296,33 @@ func (r Reader) logDisk(mounts []host.Mount) Disk {
 			d.Rotational = Bool(true)
 		}
 	}
-	return d
+	d.Virtual = virtual
+}
+
+// Mounts reads this process's mount table (the one reader of it:
+// host.Mounts, which packages below node use directly).
+func (r Reader) Mounts() ([]host.Mount, error) {
+	return host.Mounts(r.path("/proc"))
+}
+
+// CgroupV2Mount is where the unified cgroup hierarchy is mounted, or "".
+func (r Reader) CgroupV2Mount() string {
+	mounts, err := r.Mounts()
+	if err != nil {
+		return ""
+	}
+	m, _ := host.CgroupV2Mount(mounts)
+	return m
+}
+
+// CgroupV1Mount is where the v1 hierarchy with controller is mounted, or "".
+func (r Reader) CgroupV1Mount(controller string) string {
+	mounts, err := r.Mounts()
+	if err != nil {
+		return ""
+	}
+	m, _ := host.CgroupV1Mount(mounts, controller)
+	return m
 }
 
 // WholeDisk is a disk that a block device lives on.
@@ -426,4 +494,55 @@ func ParseLockdown(s string) string {
 		return strings.TrimSpace(s)
 	}
 	return s[i+1 : j]
+}
+
+// KernelHZ is the kernel's tick rate (CONFIG_HZ), the unit of audit's
+// backlog wait figures: from the kernel config (KernelConfig) or, without
+// one, by watching jiffies in /proc/timer_list for 200 ms and taking the
+// nearest rate a kernel can be built with. The error says neither worked.
+func (r Reader) KernelHZ() (int, error) {
+	release, _ := r.readString("/proc/sys/kernel/osrelease")
+	if cfg, _, err := r.KernelConfig(strings.TrimSpace(release), []string{"CONFIG_HZ"}); err == nil {
+		if hz, err := strconv.Atoi(cfg["CONFIG_HZ"]); err == nil && hz > 0 {
+			return hz, nil
+		}
+	}
+	j0, t0, err := r.jiffies()
+	if err != nil {
+		return 0, fmt.Errorf("reading the kernel's HZ: no CONFIG_HZ, and %w", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	j1, t1, err := r.jiffies()
+	if err != nil {
+		return 0, fmt.Errorf("reading the kernel's HZ: no CONFIG_HZ, and %w", err)
+	}
+	return NearestHZ(float64(j1-j0) / t1.Sub(t0).Seconds()), nil
+}
+
+// NearestHZ is the CONFIG_HZ choice nearest a measured tick rate.
+func NearestHZ(rate float64) int {
+	best := 0
+	for _, hz := range []int{100, 250, 300, 1000} {
+		if best == 0 || math.Abs(rate-float64(hz)) < math.Abs(rate-float64(best)) {
+			best = hz
+		}
+	}
+	return best
+}
+
+// jiffies reads the jiffies counter of /proc/timer_list, and when.
+func (r Reader) jiffies() (uint64, time.Time, error) {
+	f, err := os.Open(r.path("/proc/timer_list"))
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("reading jiffies: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "jiffies: "); ok {
+			j, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return j, time.Now(), err
+		}
+	}
+	return 0, time.Time{}, errors.New("no jiffies in /proc/timer_list")
 }

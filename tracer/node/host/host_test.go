@@ -89,3 +89,43 @@ func TestMountsUnescape(t *testing.T) {
 		t.Error("no error for a missing proc root")
 	}
 }
+
+// The lines bench's own mountinfo parser was tested on (moved here with
+// it): a mount point with an escaped space, and a cgroup v1 hierarchy
+// whose controller is a filesystem option.
+func TestMountLines(t *testing.T) {
+	proc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	info := `36 35 98:0 /mnt1 /mnt\0402 rw,noatime master:1 - ext3 /dev/root rw,errors=continue` + "\n" +
+		`30 25 0:26 / /sys/fs/cgroup/blkio rw,relatime shared:12 - cgroup cgroup rw,blkio` + "\n" +
+		`31 25 0:27 /sub /sys/fs/cgroup/unified/sub rw,relatime - cgroup2 cgroup2 rw` + "\n" +
+		`32 25 0:27 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw` + "\n"
+	if err := os.WriteFile(filepath.Join(proc, "self", "mountinfo"), []byte(info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := Mounts(proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.Device != "98:0" || m.MountPoint != "/mnt 2" || m.FSType != "ext3" {
+		t.Errorf("ext3 line = %+v", m)
+	}
+	if _, ok := ms[0].Options["noatime"]; !ok {
+		t.Errorf("noatime missing from %v", ms[0].Options)
+	}
+	if p, ok := CgroupV1Mount(ms, "blkio"); !ok || p != "/sys/fs/cgroup/blkio" {
+		t.Errorf("blkio hierarchy %q %v", p, ok)
+	}
+	if p, ok := CgroupV1Mount(ms, "blk"); ok {
+		t.Errorf("blk taken for a controller at %q", p)
+	}
+	// A bind mount of a subdirectory is not the hierarchy's root.
+	if p, ok := CgroupV2Mount(ms); !ok || p != "/sys/fs/cgroup/unified" {
+		t.Errorf("cgroup v2 at %q %v", p, ok)
+	}
+	if _, ok := CgroupV2Mount(ms[:2]); ok {
+		t.Error("a cgroup v2 hierarchy found where none is mounted")
+	}
+}

@@ -81,3 +81,37 @@ func MountFor(mounts []Mount, path string) (Mount, bool) {
 	}
 	return best, found
 }
+
+// CgroupV2Mount is where the unified (v2) cgroup hierarchy is mounted:
+// /sys/fs/cgroup on unified nodes, /sys/fs/cgroup/unified on hybrid ones.
+// Only a mount of the hierarchy's root counts, for paths under it to match
+// /proc/PID/cgroup's; of several, the shortest mount point.
+func CgroupV2Mount(mounts []Mount) (string, bool) {
+	best := ""
+	for _, m := range mounts {
+		if m.FSType != "cgroup2" || m.Root != "/" {
+			continue
+		}
+		if best == "" || len(m.MountPoint) < len(best) {
+			best = m.MountPoint
+		}
+	}
+	return best, best != ""
+}
+
+// CgroupV1Mount is where the v1 cgroup hierarchy with controller (blkio,
+// memory...) is mounted; a hierarchy names its controllers in its
+// filesystem options.
+func CgroupV1Mount(mounts []Mount, controller string) (string, bool) {
+	for _, m := range mounts {
+		if m.FSType != "cgroup" {
+			continue
+		}
+		_, super := m.SuperOptions[controller]
+		_, opt := m.Options[controller]
+		if super || opt {
+			return m.MountPoint, true
+		}
+	}
+	return "", false
+}
