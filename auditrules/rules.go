@@ -303,8 +303,12 @@ func syscallNames(table string) map[string]bool {
 // SyscallName returns the name of syscall nr in the table of a 64-bit (b32
 // false) or 32-bit ABI of this program's machine.
 func SyscallName(nr int, b32 bool) string {
-	return auparse.AuditSyscalls[abi.Table(RuntimeMachine(), b32)][nr]
+	return abi.SyscallName(ArchValue(RuntimeMachine(), b32), nr)
 }
+
+// ArchSyscallName names syscall nr of the ABI whose AUDIT_ARCH value is
+// arch, as a SYSCALL record gives both; "" when either is unknown.
+func ArchSyscallName(arch uint32, nr int) string { return abi.SyscallName(arch, nr) }
 
 // LeanExcludes are the record types tracer asks the kernel not to build
 // while it holds the audit PID ("lean records"): it reads none of them, and

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
 // procEvent is what counting needs of one event: its class, the process
@@ -131,30 +130,18 @@ func readJSONLogFile(path string) ([]procEvent, error) {
 	return readJSONLog(f)
 }
 
-// audit arch values with __AUDIT_ARCH_64BIT clear are 32-bit ABIs.
-const auditArch64 = 0x80000000
-
 // readAuditLog reads the SYSCALL records that carry key from an auditd log
-// (RAW or ENRICHED format): one record per event. Only the raw fields before
-// the ENRICHED separator (0x1d) are used.
+// (RAW or ENRICHED format): one record per event.
 func readAuditLog(r io.Reader, key string) ([]procEvent, error) {
 	var out []procEvent
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256<<10), 16<<20)
-	want := `key="` + key + `"`
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "type=SYSCALL ") {
+		rec, k, ok := auditLogSyscall(sc.Bytes())
+		if !ok || k != key {
 			continue
 		}
-		if i := strings.IndexByte(line, 0x1d); i >= 0 {
-			line = line[:i]
-		}
-		if !strings.Contains(line, want) {
-			continue
-		}
-		e, ok := parseAuditSyscall(line)
-		if ok {
+		if e, ok := syscallEvent(rec); ok {
 			out = append(out, e)
 		}
 	}
@@ -164,41 +151,47 @@ func readAuditLog(r io.Reader, key string) ([]procEvent, error) {
 	return out, nil
 }
 
-func parseAuditSyscall(line string) (procEvent, bool) {
-	var e procEvent
-	var nr, exit int64
-	var arch uint64
-	success := false
-	for _, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "arch":
-			arch, _ = strconv.ParseUint(v, 16, 64)
-		case "syscall":
-			nr, _ = strconv.ParseInt(v, 10, 64)
-		case "success":
-			success = v == "yes"
-		case "exit":
-			exit, _ = strconv.ParseInt(v, 10, 64)
-		case "pid":
-			p, _ := strconv.ParseUint(v, 10, 32)
-			e.PID = uint32(p)
-		case "ppid":
-			p, _ := strconv.ParseUint(v, 10, 32)
-			e.PPID = uint32(p)
-		}
+// auditLogSyscall reads a line of auditd's log with the audit backend's
+// parser: the fields of a SYSCALL record and its key; ok is false for
+// any other line.
+func auditLogSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
+	typ, msg, ok := audit.LogRecord(line)
+	if !ok || typ != "SYSCALL" {
+		return rec, "", false
 	}
-	e.Type = auditrules.ClassOf(auditrules.SyscallName(int(nr), arch != 0 && arch&auditArch64 == 0))
+	_, _, body, err := audit.ParseHeader(msg)
+	if err != nil {
+		return rec, "", false
+	}
+	audit.ParseSyscall(body, &rec)
+	key, _ = audit.Field(body, "key")
+	return rec, key, true
+}
+
+// syscallEvent is what counting needs of a SYSCALL record, named through
+// the one arch table (auditrules); ok is false for a syscall that makes no
+// process event.
+func syscallEvent(rec audit.SyscallRecord) (procEvent, bool) {
+	e := procEvent{PID: rec.PID, PPID: rec.PPID}
+	e.Type = auditrules.ClassOf(auditrules.ArchSyscallName(rec.Arch, rec.Syscall))
 	if e.Type == tracer.TypeNone {
 		return e, false
 	}
-	if e.Type == tracer.TypeFork && success && exit > 0 {
-		e.Child = uint32(exit)
+	// A fork that failed made no process (the backend drops it; counting
+	// keeps it apart as a failed fork).
+	if e.Type == tracer.TypeFork && rec.HasExit && rec.Exit > 0 {
+		e.Child = uint32(rec.Exit)
 	}
 	return e, true
+}
+
+// parseAuditSyscall reads one line of auditd's log as a process event.
+func parseAuditSyscall(line string) (procEvent, bool) {
+	rec, _, ok := auditLogSyscall([]byte(line))
+	if !ok {
+		return procEvent{}, false
+	}
+	return syscallEvent(rec)
 }
 
 func readAuditLogFile(path, key string) ([]procEvent, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
 const (
@@ -426,7 +427,6 @@ func (m *auditdMode) closeLog() {
 // our key. It gives up when auditd died, or when nothing moved (empty
 // backlog, log unchanged) for a minute: the marker was lost.
 func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error) {
-	want := []byte(`key="` + auditrules.Key + `"`)
 	var evs []procEvent
 	start, lastMove, lastMarker := time.Now(), time.Now(), time.Now()
 	var read int64
@@ -438,17 +438,15 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 			}
 			lastMove = time.Now()
 			read += int64(len(line))
-			if !bytes.HasPrefix(line, []byte("type=SYSCALL ")) {
+			rec, key, ok := auditLogSyscall(line)
+			if !ok {
 				continue
 			}
-			if i := bytes.IndexByte(line, 0x1d); i >= 0 {
-				line = line[:i]
-			}
-			if isMarker(line, marker) {
+			if markerRecord(rec, marker) {
 				return evs, nil
 			}
-			if bytes.Contains(line, want) {
-				if e, ok := parseAuditSyscall(string(line)); ok {
+			if key == auditrules.Key {
+				if e, ok := syscallEvent(rec); ok {
 					evs = append(evs, e)
 				}
 			}
@@ -504,19 +502,21 @@ func (m *auditdMode) waitBacklog(ctx context.Context) error {
 	return nil
 }
 
-// isMarker tells the record of kill(marker, 0).
+// isMarker tells the record of kill(marker, 0) in a line of auditd's log.
 func isMarker(line []byte, marker int) bool {
-	if !bytes.Contains(line, []byte(" a1=0 ")) || !bytes.Contains(line, []byte(" pid="+strconv.Itoa(marker)+" ")) {
+	if !bytes.Contains(line, []byte(" pid="+strconv.Itoa(marker)+" ")) {
+		return false // most lines: no record to parse
+	}
+	rec, _, ok := auditLogSyscall(line)
+	return ok && markerRecord(rec, marker)
+}
+
+// markerRecord tells the SYSCALL record of kill(marker, 0).
+func markerRecord(rec audit.SyscallRecord, marker int) bool {
+	if rec.PID != uint32(marker) || rec.Args[1] != 0 {
 		return false
 	}
-	s := string(line)
-	if !strings.HasPrefix(s, "type=SYSCALL ") {
-		return false
-	}
-	if i := strings.IndexByte(s, 0x1d); i >= 0 {
-		s = s[:i]
-	}
-	e, ok := parseAuditSyscall(s)
+	e, ok := syscallEvent(rec)
 	return ok && e.Type == tracer.TypeSignal
 }
 

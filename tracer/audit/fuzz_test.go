@@ -25,7 +25,7 @@ import (
 func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`audit(1796011828.799:16): opid=9134 oauid=-1 ouid=0 oses=-1 ocomm="workload"`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		_, _, body, err := parseHeader(msg)
+		_, _, body, err := ParseHeader(msg)
 		if err != nil {
 			body = msg // the field parsers must hold up on anything
 		} else if len(body) > len(msg) {
@@ -49,8 +49,8 @@ func FuzzParseRecord(f *testing.F) {
 			_ = k
 		}
 
-		var sc syscallRecord
-		parseSyscall(body, &sc)
+		var sc SyscallRecord
+		ParseSyscall(body, &sc)
 		if len(sc.commRaw) > len(body) {
 			t.Fatalf("comm %q longer than the record", sc.commRaw)
 		}

@@ -22,8 +22,8 @@ const (
 
 var errHeader = errors.New("malformed audit record header")
 
-// parseHeader splits "audit(1796011828.799:16): body" into time, serial and body.
-func parseHeader(msg []byte) (t time.Time, serial uint64, body []byte, err error) {
+// ParseHeader splits "audit(1796011828.799:16): body" into time, serial and body.
+func ParseHeader(msg []byte) (t time.Time, serial uint64, body []byte, err error) {
 	if !bytes.HasPrefix(msg, []byte("audit(")) {
 		return t, 0, nil, errHeader
 	}
@@ -129,24 +129,27 @@ func decInt(v []byte) int64 {
 	return n
 }
 
-// syscallRecord holds the SYSCALL record fields the events need.
-type syscallRecord struct {
-	arch    uint32
-	nr      int
-	hasExit bool
-	exit    int64
-	args    [4]uint64
-	ppid    uint32
-	pid     uint32
-	auid    uint32
-	uid     uint32
-	comm    string
+// SyscallRecord holds the fields of a SYSCALL record that events need.
+// It is the one reading of SYSCALL records in the project: the backend
+// reads them from netlink, bench from auditd's log (LogRecord).
+type SyscallRecord struct {
+	Arch    uint32 // AUDIT_ARCH_* of the syscall's ABI
+	Syscall int    // its number in that ABI
+	HasExit bool
+	Exit    int64
+	Args    [4]uint64
+	PPID    uint32
+	PID     uint32
+	AUID    uint32
+	UID     uint32
+	Comm    string // set by the backend from commRaw, which it interns
 	commRaw []byte // undecoded; valid only until the next record is read
 }
 
-// parseSyscall reads a SYSCALL record body. It stops at the first field it
-// does not need after comm, since exe, key and the LSM fields follow.
-func parseSyscall(body []byte, r *syscallRecord) {
+// ParseSyscall reads a SYSCALL record body into r (all but Comm). It
+// stops at comm, since exe, key and the LSM fields follow: Field reads
+// those.
+func ParseSyscall(body []byte, r *SyscallRecord) {
 	f := fields{rest: body}
 	for {
 		k, v, ok := f.next()
@@ -155,32 +158,67 @@ func parseSyscall(body []byte, r *syscallRecord) {
 		}
 		switch string(k) {
 		case "arch":
-			r.arch = uint32(hexArg(v))
+			r.Arch = uint32(hexArg(v))
 		case "syscall":
-			r.nr = int(decInt(v))
+			r.Syscall = int(decInt(v))
 		case "exit":
-			r.hasExit, r.exit = true, decInt(v)
+			r.HasExit, r.Exit = true, decInt(v)
 		case "a0":
-			r.args[0] = hexArg(v)
+			r.Args[0] = hexArg(v)
 		case "a1":
-			r.args[1] = hexArg(v)
+			r.Args[1] = hexArg(v)
 		case "a2":
-			r.args[2] = hexArg(v)
+			r.Args[2] = hexArg(v)
 		case "a3":
-			r.args[3] = hexArg(v)
+			r.Args[3] = hexArg(v)
 		case "ppid":
-			r.ppid = uint32(decInt(v))
+			r.PPID = uint32(decInt(v))
 		case "pid":
-			r.pid = uint32(decInt(v))
+			r.PID = uint32(decInt(v))
 		case "auid":
-			r.auid = uint32(decInt(v))
+			r.AUID = uint32(decInt(v))
 		case "uid":
-			r.uid = uint32(decInt(v))
+			r.UID = uint32(decInt(v))
 		case "comm":
 			r.commRaw = v
 			return
 		}
 	}
+}
+
+// Field returns the value of field key in a record body, decoded as the
+// kernel logs untrusted strings (key="tracer" reads tracer), and whether
+// the body has it.
+func Field(body []byte, key string) (string, bool) {
+	f := fields{rest: body}
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return "", false
+		}
+		if string(k) == key {
+			return untrusted(v), true
+		}
+	}
+}
+
+// LogRecord splits a line of auditd's log, in its RAW or ENRICHED format
+// ("type=SYSCALL msg=audit(1796012089.707:405546): arch=... \x1dARCH=..."),
+// into the record type ("SYSCALL") and the record as the kernel sent it
+// (for ParseHeader): auditd's ENRICHED fields after 0x1d are left out.
+func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("type="))
+	if !ok {
+		return "", nil, false
+	}
+	t, rest, ok := bytes.Cut(rest, []byte(" msg="))
+	if !ok {
+		return "", nil, false
+	}
+	if i := bytes.IndexByte(rest, 0x1d); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(t), bytes.TrimRight(rest, "\n"), true
 }
 
 // parseExecve appends the argv of an EXECVE record to argv. Long arguments

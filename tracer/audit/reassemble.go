@@ -22,7 +22,7 @@ type pending struct {
 	serial   uint64
 	time     time.Time
 	info     syscallInfo
-	sc       syscallRecord
+	sc       SyscallRecord
 	filename string
 	havePath bool
 	argv     []string
@@ -103,7 +103,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	default:
 		return
 	}
-	t, serial, body, err := parseHeader(msg)
+	t, serial, body, err := ParseHeader(msg)
 	if err != nil {
 		r.bad++
 		return
@@ -149,20 +149,20 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 }
 
 func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
-	var sc syscallRecord
-	parseSyscall(body, &sc)
-	info, ok := r.byArch[sc.arch][sc.nr]
+	var sc SyscallRecord
+	ParseSyscall(body, &sc)
+	info, ok := r.byArch[sc.Arch][sc.Syscall]
 	if !ok {
 		return
 	}
-	if r.scopeAUID != tracer.UnsetID && sc.auid != r.scopeAUID {
+	if r.scopeAUID != tracer.UnsetID && sc.AUID != r.scopeAUID {
 		return
 	}
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
 		return // the other socket's copy of a record already read
 	}
 	// commRaw points into the read buffer, which the next record overwrites.
-	sc.comm, sc.commRaw = r.str(sc.commRaw), nil
+	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
 	var p *pending
 	if n := len(r.free); n > 0 {
 		p, r.free = r.free[n-1], r.free[:n-1]
@@ -220,40 +220,40 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	e.Reset()
 	sc := &p.sc
 	e.Time, e.Backend, e.Type = p.time, r.backend, p.info.class
-	e.PID, e.UID, e.AUID = sc.pid, sc.uid, sc.auid
-	comm := sc.comm
+	e.PID, e.UID, e.AUID = sc.PID, sc.UID, sc.AUID
+	comm := sc.Comm
 	e.Comm = comm
 	switch p.info.class {
 	case tracer.TypeExec:
-		e.PPID, e.Ret = sc.ppid, sc.exit
-		e.Comm = r.commBefore(sc.pid, sc.ppid, comm)
+		e.PPID, e.Ret = sc.PPID, sc.Exit
+		e.Comm = r.commBefore(sc.PID, sc.PPID, comm)
 		e.Argv = append(e.Argv, p.argv...)
 		e.Filename = p.filename
 		if !p.havePath && len(p.argv) > 0 {
 			e.Filename = p.argv[0]
 		}
-		if sc.exit == 0 {
-			r.setComm(sc.pid, comm)
+		if sc.Exit == 0 {
+			r.setComm(sc.PID, comm)
 		}
 	case tracer.TypeFork:
-		if !sc.hasExit || sc.exit <= 0 {
+		if !sc.HasExit || sc.Exit <= 0 {
 			return // a failed fork made no process
 		}
-		e.ChildPID, e.Syscall = uint32(sc.exit), p.info.name
+		e.ChildPID, e.Syscall = uint32(sc.Exit), p.info.name
 		r.setComm(e.ChildPID, comm)
 	case tracer.TypeSignal:
-		e.Syscall, e.Ret = p.info.name, sc.exit
-		e.Signal = int(int32(sc.args[auditrules.SignalArg[p.info.name]]))
+		e.Syscall, e.Ret = p.info.name, sc.Exit
+		e.Signal = int(int32(sc.Args[auditrules.SignalArg[p.info.name]]))
 		if idx := auditrules.TargetArg[p.info.name]; idx >= 0 {
-			e.TargetPID = int32(sc.args[idx])
+			e.TargetPID = int32(sc.Args[idx])
 		} else if e.TargetPID = p.objPID; e.TargetPID == 0 {
 			// No OBJ_PID record (lean records): the sender's pidfd names
 			// the target while it is still open.
-			e.TargetPID = pidfdTarget(sc.pid, sc.args[0])
+			e.TargetPID = pidfdTarget(sc.PID, sc.Args[0])
 		}
 	case tracer.TypeExit:
-		e.ExitCode = int(int32(sc.args[0]))
-		delete(r.comms, sc.pid)
+		e.ExitCode = int(int32(sc.Args[0]))
+		delete(r.comms, sc.PID)
 	}
 	if r.dedupe != nil {
 		if _, dup := r.dedupe[p.serial]; dup {

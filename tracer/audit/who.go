@@ -106,24 +106,24 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 		delete(w.procs, e.ChildPID)
 		w.lookup(e.ChildPID, 0)
 	}
-	if me, ok := w.lookup(e.PID, sc.ppid); ok {
+	if me, ok := w.lookup(e.PID, sc.PPID); ok {
 		e.ExecID = me.id
 		if me.hasCg {
 			e.SetCgroup(me.cgroup)
 		}
 	}
-	if parent, ok := w.lookup(sc.ppid, 0); ok {
+	if parent, ok := w.lookup(sc.PPID, 0); ok {
 		e.ParentExecID = parent.id
 	}
 	switch e.Type {
 	case tracer.TypeSignal:
 		e.Origin = tracer.OriginUser
-		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, sc.args[2] != 0)
+		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, sc.Args[2] != 0)
 		target := uint32(p.objPID) // OBJ_PID: the target's tgid
 		if target == 0 && e.TargetPID > 0 && e.Syscall != "tkill" {
 			target = uint32(e.TargetPID) // kill, tgkill, rt_*sigqueueinfo: the tgid is an argument
 			if e.Syscall == "tgkill" || e.Syscall == "rt_tgsigqueueinfo" {
-				target = uint32(int32(sc.args[0]))
+				target = uint32(int32(sc.Args[0]))
 			}
 		}
 		if target != 0 {

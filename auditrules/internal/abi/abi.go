@@ -50,6 +50,12 @@ func Table(machine string, b32 bool) string {
 	return auparse.AuditArchNames[auparse.AuditArch(Arch(machine, b32))]
 }
 
+// SyscallName names syscall nr of the ABI whose AUDIT_ARCH value is arch
+// (a SYSCALL record's arch field), "" when either is unknown.
+func SyscallName(arch uint32, nr int) string {
+	return auparse.AuditSyscalls[auparse.AuditArchNames[auparse.AuditArch(arch)]][nr]
+}
+
 // ABI reads an arch as `-F arch=` gives it (b64, b32, or the name of an
 // ABI such as x86_64 or i386) and returns "b64" or "b32"; a name the table
 // does not have comes back unchanged.

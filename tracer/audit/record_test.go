@@ -1,0 +1,37 @@
+package audit
+
+import "testing"
+
+// A line of auditd's log in the ENRICHED format reads as the record the
+// kernel sent: the fields auditd appends after 0x1d are not part of it,
+// and the key (after comm, where ParseSyscall stops) is read by Field.
+func TestLogRecord(t *testing.T) {
+	line := "type=SYSCALL msg=audit(1796012089.707:405546): arch=c000003e syscall=56 success=yes exit=4242 a0=1200011 a1=0 a2=0 a3=7f items=0 ppid=1 pid=4000 auid=4294967295 uid=0 comm=\"sh\" exe=\"/usr/bin/dash\" key=\"tracer\"\x1dARCH=x86_64 SYSCALL=clone key=\"other\"\n"
+	typ, msg, ok := LogRecord([]byte(line))
+	if !ok || typ != "SYSCALL" {
+		t.Fatalf("LogRecord = %q, %v", typ, ok)
+	}
+	_, serial, body, err := ParseHeader(msg)
+	if err != nil || serial != 405546 {
+		t.Fatalf("header: serial %d, %v", serial, err)
+	}
+	var r SyscallRecord
+	ParseSyscall(body, &r)
+	if r.Arch != 0xc000003e || r.Syscall != 56 || !r.HasExit || r.Exit != 4242 || r.PID != 4000 || r.PPID != 1 || r.Args[0] != 0x1200011 || r.AUID != 4294967295 {
+		t.Errorf("record %+v", r)
+	}
+	if k, ok := Field(body, "key"); !ok || k != "tracer" {
+		t.Errorf("key %q %v: want the kernel's, not auditd's", k, ok)
+	}
+	if k, ok := Field([]byte(`arch=c000003e key=(null)`), "key"); !ok || k != "" {
+		t.Errorf("no key: %q %v", k, ok)
+	}
+	if _, ok := Field(body, "nokey"); ok {
+		t.Error("a field the record does not have")
+	}
+	for _, bad := range []string{"", "node=x type=SYSCALL", "type=EOE"} {
+		if _, _, ok := LogRecord([]byte(bad)); ok {
+			t.Errorf("LogRecord(%q) accepted", bad)
+		}
+	}
+}
