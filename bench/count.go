@@ -35,30 +35,25 @@ type treeCount struct {
 }
 
 // countTree counts the events of the process tree rooted at root. Watchers
-// record the whole node, so membership is rebuilt from the log: a fork event
-// of a member adds its child, and an exec whose parent is a member adds the
-// execing process. Events of one tree may be logged out of order (a child
-// can exec on one CPU before its parent's clone returns on another), so
-// membership is grown to a fixed point before anything is counted. threads
-// are thread ids of the root process: forks that made them are set apart.
+// record the whole node, so membership is rebuilt from the log with
+// tracer.ProcTree, grown to a fixed point before anything is counted since
+// events of one tree may be logged out of order. threads are thread ids of
+// the root process: forks that made them are set apart, and add no member.
 // A pid cannot be reused inside one short run (the node would have to fork
 // pid_max times), so no time window is needed.
 func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount {
-	in := map[uint32]bool{root: true}
-	for changed := true; changed; {
-		changed = false
-		for _, e := range evs {
-			switch {
-			case e.Type == tracer.TypeFork && in[e.PID] && e.Child != 0 && !in[e.Child] && !threads[e.Child]:
-				in[e.Child], changed = true, true
-			case e.Type == tracer.TypeExec && !in[e.PID] && e.PPID != 0 && in[e.PPID]:
-				in[e.PID], changed = true, true
-			}
+	tree := tracer.NewProcTree(root)
+	tree.Grow(len(evs), func(i int) (tracer.EventType, uint32, uint32, uint32) {
+		e := evs[i]
+		child := e.Child
+		if threads[child] {
+			child = 0
 		}
-	}
+		return e.Type, e.PID, e.PPID, child
+	})
 	var c treeCount
 	for _, e := range evs {
-		if !in[e.PID] {
+		if !tree.Has(e.PID) {
 			continue
 		}
 		switch e.Type {
@@ -77,7 +72,7 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 			c.Signal++
 		}
 	}
-	c.Procs = len(in)
+	c.Procs = tree.Len()
 	return c
 }
 

@@ -12,7 +12,7 @@ type Filter struct {
 	// on it too, but another tracer's rules may bring records it did not ask for.
 	AuidSet bool
 	// tree holds the --pid root and every descendant seen forking from it.
-	tree map[uint32]struct{}
+	tree *ProcTree
 	who  *whoFilter // --cgroup and --target (target.go)
 }
 
@@ -20,7 +20,7 @@ type Filter struct {
 func NewFilter(cfg Config) *Filter {
 	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm, AuidSet: cfg.AuidSet}
 	if cfg.PID != 0 {
-		f.tree = map[uint32]struct{}{cfg.PID: {}}
+		f.tree = NewProcTree(cfg.PID)
 	}
 	f.who = newWhoFilter(cfg)
 	return f
@@ -29,19 +29,8 @@ func NewFilter(cfg Config) *Filter {
 // Match reports whether e passes. It must see every fork event the backend
 // delivers, even of classes not asked for, to follow the --pid tree.
 func (f *Filter) Match(e *Event) bool {
-	if f.tree != nil {
-		if _, ok := f.tree[e.PID]; !ok {
-			// A vfork or posix_spawn child execs before its parent's fork
-			// call returns, so its exec can come before the fork event:
-			// the exec's ppid places it in the tree.
-			if _, parent := f.tree[e.PPID]; e.Type != TypeExec || !parent {
-				return false
-			}
-			f.tree[e.PID] = struct{}{}
-		}
-		if e.Type == TypeFork && e.ChildPID != 0 {
-			f.tree[e.ChildPID] = struct{}{}
-		}
+	if f.tree != nil && !f.tree.Follow(e.Type, e.PID, e.PPID, e.ChildPID) {
+		return false
 	}
 	if !f.Types.Has(e.Type) {
 		return false

@@ -27,24 +27,20 @@ func (c *Collector) Emit(e *tracer.Event) {
 	c.mu.Unlock()
 }
 
-// Tree returns the events of root and its descendants. A child's events can
-// arrive before its parent's fork event (vfork), so forks are followed to a
-// fixed point first.
+// Tree returns the events of root and its descendants (tracer.ProcTree).
+// A child's events can arrive before its parent's fork event (vfork), so
+// the tree is grown to a fixed point first.
 func (c *Collector) Tree(root uint32) []tracer.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	in := map[uint32]bool{root: true}
-	for changed := true; changed; {
-		changed = false
-		for _, e := range c.events {
-			if e.Type == tracer.TypeFork && in[e.PID] && !in[e.ChildPID] {
-				in[e.ChildPID], changed = true, true
-			}
-		}
-	}
+	tree := tracer.NewProcTree(root)
+	tree.Grow(len(c.events), func(i int) (tracer.EventType, uint32, uint32, uint32) {
+		e := &c.events[i]
+		return e.Type, e.PID, e.PPID, e.ChildPID
+	})
 	var out []tracer.Event
 	for _, e := range c.events {
-		if in[e.PID] {
+		if tree.Has(e.PID) {
 			out = append(out, e)
 		}
 	}
