@@ -22,13 +22,33 @@ import (
 type Cgroup struct {
 	Path string
 	ID   uint64
-	fd   int
+	// Scope, when set, is the cgroup (as in /proc/PID/cgroup) the workload's
+	// cgroup was made in, bench's --cgroup: the tracer modes watch it and
+	// everything below it, as they would watch a pod or a service.
+	Scope string
+	fd    int
 }
 
 // NewCgroup makes a cgroup for the workloads under the v2 hierarchy, or
-// returns nil when the node has none.
-func NewCgroup() (*Cgroup, error) {
+// returns nil when the node has none. With scope (a cgroup path as in
+// /proc/PID/cgroup) it is made below that cgroup, and failing to is an
+// error: the user asked for it.
+func NewCgroup(scope string) (*Cgroup, error) {
 	root := cgroupV2Mount()
+	if scope != "" {
+		if root == "" {
+			return nil, errors.New("--cgroup needs a cgroup v2 hierarchy, and this node has none mounted")
+		}
+		scope = "/" + strings.Trim(scope, "/")
+		parent := filepath.Join(root, scope)
+		removeStaleCgroups(parent)
+		c, err := newCgroupAt(filepath.Join(parent, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
+		if err != nil {
+			return nil, fmt.Errorf("running the workload below --cgroup %s: %w", scope, err)
+		}
+		c.Scope = scope
+		return c, nil
+	}
 	if root == "" {
 		return nil, nil
 	}

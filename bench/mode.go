@@ -43,6 +43,9 @@ type Run struct {
 	// CgroupID is the cgroup v2 id of the cgroup the workload runs in (0
 	// when none): bpftrace filters on it.
 	CgroupID uint64
+	// Scope, when set, is the cgroup (bench's --cgroup) the tracer modes
+	// watch, with everything below it; the workload runs below it.
+	Scope string
 	// LogCgroup, when set, is the cgroup a mode's log writer must run in:
 	// the simulated HDD's throttle (cgroup v2 io.max) applies there.
 	LogCgroup *Cgroup

@@ -74,6 +74,11 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
 	}
+	if run.Scope != "" {
+		// Scoped as a pod's or a service's watcher would be: on eBPF the
+		// kernel drops other cgroups' events, on audit tracer does.
+		args = append(args, "--cgroup", run.Scope)
+	}
 	m.label = ""
 	if m.backend == "audit" {
 		// The audit backend reads the multicast copy of the records when

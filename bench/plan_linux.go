@@ -43,6 +43,11 @@ type Options struct {
 	// auditd mode then starts a private one per run, the audit modes run
 	// alone) and starts it again after, as it was.
 	RestartAuditd bool
+	// Cgroup, when set, is a cgroup v2 path (as in /proc/PID/cgroup): the
+	// workloads run in a cgroup made below it and the tracer modes watch
+	// only it and what is below it, as a watcher scoped to a pod or a
+	// service would.
+	Cgroup string
 	// Self is this program: the watcher and the Go workload loops.
 	Self     string
 	Progress func(Progress)
@@ -215,10 +220,17 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	if b.workDir, err = os.MkdirTemp("/var/tmp", stalePrefix()); err != nil {
 		return nil, fmt.Errorf("making work directory: %w", err)
 	}
+	if o.Cgroup != "" && !root {
+		return nil, errors.New("--cgroup needs root: the workloads' cgroup is made below it")
+	}
 	if root {
 		removeStale()
-		if b.cgroup, err = NewCgroup(); err != nil {
+		if b.cgroup, err = NewCgroup(o.Cgroup); err != nil {
 			return nil, err
+		}
+		if o.Cgroup != "" {
+			b.Info.Cgroup = b.cgroup.Scope
+			logf("workloads run in %s; the tracer modes watch %s and below it (bpftrace: the workload's cgroup)", b.cgroup.Path, b.cgroup.Scope)
 		}
 	}
 	if o.Count == 0 {

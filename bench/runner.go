@@ -374,7 +374,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	defer os.RemoveAll(dir)
 	run := &Run{Workload: w, Round: round, Dir: dir}
 	if r.Cgroup != nil {
-		run.CgroupID = r.Cgroup.ID
+		run.CgroupID, run.Scope = r.Cgroup.ID, r.Cgroup.Scope
 	}
 	if v.Storage != nil {
 		run.LogCgroup = v.Storage.cgroup

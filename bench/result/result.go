@@ -46,6 +46,9 @@ type RunInfo struct {
 	// Auditd is what bench found and did about the node's auditd: "none",
 	// "running (pid N): measured as it is", "stopped for the bench and restarted".
 	Auditd string `json:"auditd,omitempty"`
+	// Cgroup is bench's --cgroup: the tracer modes watched only that cgroup
+	// and what is below it, where the workloads ran.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Row is one (workload, mode) result. Times are medians over rounds; ratio

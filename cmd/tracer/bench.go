@@ -35,6 +35,7 @@ type benchOptions struct {
 	target        time.Duration
 	sweep         bool
 	restartAuditd bool
+	cgroup        string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -59,7 +60,8 @@ func newBenchCmd() *cobra.Command {
   tracer bench --out bench.json --sweep
   tracer bench --workload signal-storm --modes none,audit,audit-floor,ebpf,ebpf-floor --rounds 9
   tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd --restart-auditd
-  tracer bench --modes none,ebpf -- make -j2`,
+  tracer bench --modes none,ebpf -- make -j2
+  tracer bench --cgroup /kubepods.slice --modes none,audit,ebpf -- ./load.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return tracer.Usagef("unexpected argument %q: give a command to measure after --", args[0])
@@ -84,6 +86,7 @@ func newBenchCmd() *cobra.Command {
 	fl.DurationVar(&o.target, "target", 0, fmt.Sprintf("size each built-in workload so that its untraced run lasts at least this long (default %s, --quick %s)", bench.DefaultTarget, bench.QuickTarget))
 	fl.BoolVar(&o.sweep, "sweep", false, "also raise the event rate of signal-storm and exec-storm step by step: each mode's highest rate with nothing lost")
 	fl.BoolVar(&o.restartAuditd, "restart-auditd", false, "stop the node's running auditd for the bench (a private one per run in mode auditd) and start it again after")
+	fl.StringVar(&o.cgroup, "cgroup", "", "run the workloads in a cgroup made below this cgroup v2 (a pod, a service) and have the tracer modes watch only it and what is below it")
 	cmd.AddCommand(newWorkloadCmd())
 	return cmd
 }
@@ -105,6 +108,11 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			return tracer.Usagef("cannot write --out: %v", err)
 		}
 	}
+	if o.cgroup != "" {
+		if err := tracer.CheckCgroup(o.cgroup); err != nil {
+			return err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this program: %w", err)
@@ -121,7 +129,8 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 		Workloads: splitList(o.workloads), Command: command, Count: o.count, Target: o.target,
 		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
 		Storage: splitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
-		Self: self, Progress: prog.update,
+		Cgroup: o.cgroup,
+		Self:   self, Progress: prog.update,
 		Log: func(s string) { fmt.Fprintf(os.Stderr, "tracer: %s\n", s) },
 	})
 	if err != nil {

@@ -43,8 +43,8 @@ type sender struct {
 // /proc/PID/stat and /proc/PID/cgroup the first time it sees a pid, and
 // keeps the answer until it sees that pid made anew (a fork that returns
 // it), end (exit_group), or under another parent. A process gone before
-// its first event is read (a short-lived child) has no exec_id or cgroup
-// in its events: they are left out, never guessed.
+// its first event is read (a short-lived child) has no exec_id in its
+// events (never guessed); its cgroup is its parent's, where it started.
 type whoState struct {
 	procs   map[uint32]procEntry
 	cgroups map[string]tracer.CgroupInfo
@@ -96,21 +96,55 @@ func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
 	return e, true
 }
 
+// inheritCgroup gives pid, gone before /proc could be read, the cgroup of
+// its parent: a process starts in its parent's cgroup, and one that is
+// moved lives long enough to be read (moving takes a write to
+// cgroup.procs). Its exec id stays unknown: that needs its start time.
+func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
+	e := w.procs[pid]
+	if e.ok || e.hasCg || ppid == 0 {
+		return e
+	}
+	if parent, _ := w.lookup(ppid, 0); parent.hasCg {
+		e.cgroup, e.hasCg = parent.cgroup, true
+		w.procs[pid] = e
+	}
+	return e
+}
+
 // identify fills e's exec ids and cgroup, and for a signal its code,
 // origin, target name and target exec id; p is the event's records.
 func (r *reassembler) identify(e *tracer.Event, p *pending) {
 	w := r.who
 	sc := &p.sc
-	if e.Type == tracer.TypeFork {
+	switch e.Type {
+	case tracer.TypeFork:
 		// A new process has this pid now: read it while it may still run.
 		delete(w.procs, e.ChildPID)
-		w.lookup(e.ChildPID, 0)
-	}
-	if me, ok := w.lookup(e.PID, sc.PPID); ok {
-		e.ExecID = me.id
-		if me.hasCg {
-			e.SetCgroup(me.cgroup)
+		if _, ok := w.lookup(e.ChildPID, 0); !ok {
+			w.inheritCgroup(e.ChildPID, e.PID)
 		}
+	case tracer.TypeExec:
+		// Read the cgroup again: a process is often moved between fork and
+		// exec (systemd puts a service's process in its unit's cgroup, a
+		// container runtime in the container's). If it is gone already,
+		// what was known of it stands.
+		if old, had := w.procs[e.PID]; had {
+			delete(w.procs, e.PID)
+			if _, ok := w.lookup(e.PID, sc.PPID); !ok && old.hasCg {
+				w.procs[e.PID] = procEntry{cgroup: old.cgroup, hasCg: true}
+			}
+		}
+	}
+	me, ok := w.lookup(e.PID, sc.PPID)
+	if ok {
+		e.ExecID = me.id
+	}
+	if !me.hasCg {
+		me = w.inheritCgroup(e.PID, sc.PPID)
+	}
+	if me.hasCg {
+		e.SetCgroup(me.cgroup)
 	}
 	if parent, ok := w.lookup(sc.PPID, 0); ok {
 		e.ParentExecID = parent.id
