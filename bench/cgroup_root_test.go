@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -68,7 +69,7 @@ func TestBenchCgroupScope(t *testing.T) {
 	if got, ok := tracer.ParseProcCgroup(b); !ok || !strings.HasPrefix(got, "/"+name+"/tracer-bench-") {
 		t.Errorf("the workload ran in %q, want a cgroup below /%s", b, name)
 	}
-	f, err := ReadFile(out)
+	f, err := result.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
