@@ -131,8 +131,8 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 		// what was known of it stands.
 		if old, had := w.procs[e.PID]; had {
 			delete(w.procs, e.PID)
-			if _, ok := w.lookup(e.PID, sc.PPID); !ok && old.hasCg {
-				w.procs[e.PID] = procEntry{cgroup: old.cgroup, hasCg: true}
+			if _, ok := w.lookup(e.PID, sc.PPID); !ok {
+				w.procs[e.PID] = old
 			}
 		}
 	}
