@@ -4,11 +4,12 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,17 +34,19 @@ import (
 // while it holds the audit PID, so that both run against the same queue.
 const floorBacklog = 1 << 17
 
-// AuditFloorStats is what the floor consumer read.
+// AuditFloorStats is what the floor consumer read: `tracer __audit-floor
+// --stats-file` writes it as JSON for the audit-floor mode.
 type AuditFloorStats struct {
-	Records uint64
+	Records uint64 `json:"records"`
 	// KernelLost is the growth of the kernel's lost counter; SocketLost
 	// counts receive-buffer overflows (multicast only).
-	KernelLost, SocketLost uint64
-	Beside                 string // the holder of the audit PID it read beside, or ""
+	KernelLost uint64 `json:"kernel_lost"`
+	SocketLost uint64 `json:"socket_lost"`
+	Beside     string `json:"beside,omitempty"` // the holder of the audit PID it read beside, or ""
 	// Excludes are exclude rules loaded on the node (not the floor's):
 	// they apply to every consumer, and the floor's records are not the
 	// classic set then.
-	Excludes int
+	Excludes int `json:"excludes,omitempty"`
 }
 
 // RunAuditFloor is `tracer __audit-floor`: it loads the rules `tracer
@@ -346,7 +349,6 @@ type auditFloorMode struct {
 	auditctl string
 
 	w       *watcher
-	label   string
 	cpu     cpuMeter
 	kauditd cpuMeter
 	wait0   uint64
@@ -366,25 +368,14 @@ func (m *auditFloorMode) Setup(context.Context) error {
 	return nil
 }
 
-// floorReadyRe matches the floor's ready line: "tracer: audit floor
-// watching" and, when it reads multicast, " beside COMM".
-var floorReadyRe = regexp.MustCompile(`audit floor watching(?: beside (\S+))?`)
-
-// floorSummaryRe matches its last line.
-var floorSummaryRe = regexp.MustCompile(`audit floor: (\d+) records discarded, (\d+) lost \(kernel (\d+), socket (\d+)\)(?:; (\d+) exclude rules)?`)
-
 func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
-	w, err := startWatcher(ctx, "tracer __audit-floor", exec.Command(m.self, "__audit-floor"), false, "audit floor watching", 2*time.Minute)
+	_ = os.Remove(m.statsPath(run))
+	cmd := exec.Command(m.self, "__audit-floor", "--stats-file", m.statsPath(run))
+	w, err := startWatcher(ctx, "tracer __audit-floor", cmd, false, "audit floor watching", 2*time.Minute)
 	if err != nil {
 		return err
 	}
 	m.w = w
-	m.label = ""
-	for _, l := range w.Lines() {
-		if s := floorReadyRe.FindStringSubmatch(l); s != nil && s[1] != "" {
-			m.label = "audit-floor (beside " + s[1] + ")"
-		}
-	}
 	m.cpu = startCPU(w.pid())
 	m.kauditd = startCPU(findKthread("kauditd"))
 	if m.auditctl != "" {
@@ -395,8 +386,12 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 	return nil
 }
 
+func (m *auditFloorMode) statsPath(run *Run) string {
+	return filepath.Join(run.Dir, "audit-floor-stats.json")
+}
+
 func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error) {
-	obs := Observation{Seen: -1, Label: m.label}
+	obs := Observation{Seen: -1}
 	obs.Queued, obs.QueueLimit = auditQueued()
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
@@ -416,24 +411,41 @@ func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error
 			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 		}
 	}
-	var s []string
-	for _, l := range w.Lines() {
-		if x := floorSummaryRe.FindStringSubmatch(l); x != nil {
-			s = x
-		}
+	st, err := readAuditFloorStats(m.statsPath(run))
+	if err != nil {
+		return obs, fmt.Errorf("%w: %s", err, w.output())
 	}
-	if s == nil {
-		return obs, fmt.Errorf("tracer __audit-floor printed no summary line: %s", w.output())
+	floorObservation(&obs, st)
+	return obs, nil
+}
+
+// readAuditFloorStats reads what `tracer __audit-floor --stats-file` wrote.
+func readAuditFloorStats(path string) (AuditFloorStats, error) {
+	var st AuditFloorStats
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
 	}
-	obs.Lost, _ = strconv.ParseInt(s[2], 10, 64)
-	obs.Note = fmt.Sprintf("discarded %s records", s[1])
-	if s[5] != "" {
-		obs.Note = joinNote(obs.Note, "the node's "+s[5]+" exclude rules applied: fewer records than the classic set")
+	if err != nil {
+		return st, fmt.Errorf("tracer __audit-floor wrote no --stats-file (%v)", err)
+	}
+	return st, nil
+}
+
+// floorObservation says in obs what the floor read: its label beside
+// another holder of the audit PID, what it lost, and its records.
+func floorObservation(obs *Observation, st AuditFloorStats) {
+	if st.Beside != "" {
+		obs.Label = "audit-floor (beside " + st.Beside + ")"
+	}
+	obs.Lost = int64(st.KernelLost + st.SocketLost)
+	obs.Note = fmt.Sprintf("discarded %d records", st.Records)
+	if st.Excludes > 0 {
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("the node's %d exclude rules applied: fewer records than the classic set", st.Excludes))
 	}
 	if obs.Lost > 0 {
-		obs.Note = joinNote(obs.Note, fmt.Sprintf("lost %d node-wide (kernel %s, socket %s)", obs.Lost, s[3], s[4]))
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("lost %d node-wide (kernel %d, socket %d)", obs.Lost, st.KernelLost, st.SocketLost))
 	}
-	return obs, nil
 }
 
 func (m *auditFloorMode) Teardown() error {
@@ -445,7 +457,8 @@ func (m *auditFloorMode) Teardown() error {
 	return nil
 }
 
-// FormatAuditFloorSummary is the floor's last line, which the mode parses.
+// FormatAuditFloorSummary is the floor's last line, for people (bench reads
+// --stats-file).
 func FormatAuditFloorSummary(st AuditFloorStats) string {
 	s := fmt.Sprintf("tracer: audit floor: %d records discarded, %d lost (kernel %d, socket %d)",
 		st.Records, st.KernelLost+st.SocketLost, st.KernelLost, st.SocketLost)

@@ -126,17 +126,8 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 		}
 		confPath = m.external.Conf
 	}
-	out, err := exec.CommandContext(ctx, m.self, "rules", "--events", "exec,fork,signal").Output()
-	if err != nil {
-		return fmt.Errorf("getting rules from tracer rules: %w", cmdErr(err))
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			m.rules = append(m.rules, strings.Fields(l))
-		}
-	}
-	if len(m.rules) == 0 {
-		return fmt.Errorf("tracer rules printed no rules")
+	if m.rules, err = auditdRuleArgs(); err != nil {
+		return err
 	}
 	if b, err := os.ReadFile(auditdRules); err == nil {
 		m.settings = ruleSettings(string(b))
@@ -150,6 +141,26 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 			!strings.EqualFold(confValue(m.conf, "log_format", "RAW"), "NOLOG")
 	}
 	return nil
+}
+
+// auditdRuleArgs are the rules `tracer rules` prints by default (exec,
+// fork, signal; b32 copies when a 32-bit process runs), built by
+// auditrules as that command builds them, as auditctl arguments.
+func auditdRuleArgs() ([][]string, error) {
+	types, _ := tracer.ParseTypes("exec,fork,signal")
+	sigs, _ := tracer.ParseSignals("")
+	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: tracer.UnsetID})
+	if err != nil {
+		return nil, fmt.Errorf("building the audit rules: %w", err)
+	}
+	var out [][]string
+	for _, r := range set.Rules {
+		out = append(out, strings.Fields(r.Text()))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no audit rules for exec, fork and signal")
+	}
+	return out, nil
 }
 
 // label is how results name the mode: the node's own auditd is not the

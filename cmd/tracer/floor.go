@@ -12,14 +12,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // newAuditFloorCmd is the hidden `tracer __audit-floor` command: bench's
 // audit-floor mode runs it around each run as the audit mode runs `tracer
 // watch`. It loads the audit mode's rules and discards every record until
-// SIGTERM, then prints what it read.
+// SIGTERM, then prints what it read, and writes it as JSON to
+// --stats-file, which bench reads.
 func newAuditFloorCmd() *cobra.Command {
-	return &cobra.Command{
+	var statsFile string
+	cmd := &cobra.Command{
 		Use:          "__audit-floor",
 		Short:        "Load the audit rules and discard every record (tracer bench's audit floor)",
 		Hidden:       true,
@@ -30,13 +33,23 @@ func newAuditFloorCmd() *cobra.Command {
 			if parent == nil {
 				parent = context.Background()
 			}
+			if statsFile != "" {
+				if err := tracer.CheckOutput(statsFile); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			st, err := bench.RunAuditFloor(ctx, func(beside string) {
 				fmt.Fprintln(os.Stderr, bench.FormatAuditFloorReady(beside))
 			})
 			fmt.Fprintln(os.Stderr, bench.FormatAuditFloorSummary(st))
+			if statsFile != "" && err == nil {
+				err = writeStatsFile(statsFile, st)
+			}
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&statsFile, "stats-file", "", "on exit, write what the floor read as JSON to FILE")
+	return cmd
 }

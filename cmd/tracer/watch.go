@@ -153,8 +153,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	return nil
 }
 
-// writeStatsFile writes the exit figures as one JSON object.
-func writeStatsFile(path string, sf tracer.StatsFile) error {
+// writeStatsFile writes the exit figures (watch's tracer.StatsFile, the
+// audit floor's bench.AuditFloorStats) as one JSON object.
+func writeStatsFile(path string, sf any) error {
 	f, err := tracer.CreateOutput(path)
 	if err != nil {
 		return err
