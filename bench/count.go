@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -76,17 +75,13 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 	return c
 }
 
-// readJSONLog reads the events of a `tracer watch --format json` log.
+// readJSONLog reads the events of a `tracer watch --format json` log with
+// the tracer's own decoder (tracer.Event's UnmarshalJSON).
 func readJSONLog(r io.Reader) ([]procEvent, error) {
 	var out []procEvent
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256<<10), 16<<20)
-	var line struct {
-		Type     string `json:"type"`
-		PID      uint32 `json:"pid"`
-		PPID     uint32 `json:"ppid"`
-		ChildPID uint32 `json:"child_pid"`
-	}
+	var e tracer.Event
 	n := 0
 	for sc.Scan() {
 		n++
@@ -94,21 +89,10 @@ func readJSONLog(r io.Reader) ([]procEvent, error) {
 		if len(b) == 0 {
 			continue
 		}
-		line.Type, line.PID, line.PPID, line.ChildPID = "", 0, 0, 0
-		if err := json.Unmarshal(b, &line); err != nil {
+		if err := e.UnmarshalJSON(b); err != nil {
 			return nil, fmt.Errorf("event log line %d: %w", n, err)
 		}
-		t, err := tracer.ParseTypes(line.Type)
-		if err != nil {
-			return nil, fmt.Errorf("event log line %d: %w", n, err)
-		}
-		e := procEvent{PID: line.PID, PPID: line.PPID, Child: line.ChildPID}
-		for _, tt := range tracer.AllTypes {
-			if t.Has(tt) {
-				e.Type = tt
-			}
-		}
-		out = append(out, e)
+		out = append(out, procEvent{Type: e.Type, PID: e.PID, PPID: e.PPID, Child: e.ChildPID})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading event log: %w", err)

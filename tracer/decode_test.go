@@ -1,0 +1,115 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// decodeEvents are events of every type with every field the JSON sink
+// writes, and strings that need escapes.
+func decodeEvents() map[string]Event {
+	evs := whoEvents()
+	anc := []Ancestor{{PID: 1, Comm: "systemd", ExecID: ExecID{PID: 1, Start: 2}}, {PID: 900, Comm: "sshd", ExecID: ExecID{PID: 900, Start: 50}}}
+	evs["exec"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "ebpf", Type: TypeExec, PID: 4400, Comm: "ba\"sh\x01",
+		UID: 1000, AUID: 1000, PPID: 4399, Filename: "/usr/bin/gr ep", Argv: []string{"grep", "-e", "a\nb", "\u00e9\u2028"}, Ret: -2,
+		ExecID: ExecID{PID: 4400, Start: 123}, ParentExecID: ExecID{PID: 4399, Start: 100}, Ancestors: anc,
+		Cgroup: "/user.slice/x.scope", Unit: "x.scope"}
+	evs["fork"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 999999999, time.UTC), Backend: "audit", Type: TypeFork, PID: 4400,
+		Comm: "bash", AUID: UnsetID, ChildPID: 4401, Syscall: "clone3"}
+	evs["segv-code"] = Event{Time: whoTime, Backend: "ebpf", Type: TypeSignal, PID: 1, Comm: "a", AUID: UnsetID, TargetPID: -1,
+		Signal: 11, HasCode: true, Code: 77, Origin: OriginKernel, Result: ResultOverflow}
+	return evs
+}
+
+// UnmarshalJSON reads back what AppendJSON writes: the same event.
+func TestEventJSONRoundTrip(t *testing.T) {
+	for name, e := range decodeEvents() {
+		line := AppendJSON(nil, &e)
+		var got Event
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, line)
+		}
+		if again := AppendJSON(nil, &got); !bytes.Equal(again, line) {
+			t.Errorf("%s: read back and written again\n got %s\nwant %s", name, again, line)
+		}
+		if !got.Time.Equal(e.Time) {
+			t.Errorf("%s: time %v, want %v", name, got.Time, e.Time)
+		}
+		got.Time = e.Time
+		if !reflect.DeepEqual(got, e) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, got, e)
+		}
+	}
+	// Invalid UTF-8 is written as U+FFFD, and read as that.
+	e := Event{Time: whoTime, Type: TypeFork, Comm: "a\xffb"}
+	var got Event
+	if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil || got.Comm != "a\ufffdb" {
+		t.Errorf("invalid UTF-8 read back as %q, %v", got.Comm, err)
+	}
+	for _, bad := range []string{`{"time":"x","type":"exec"}`, `{"time":"2026-03-01T10:41:07Z","type":"open"}`,
+		`{"time":"2026-03-01T10:41:07Z","type":"exec","exec_id":"nope"}`, `[1]`} {
+		var e Event
+		if err := json.Unmarshal([]byte(bad), &e); err == nil {
+			t.Errorf("%s read without error: %+v", bad, e)
+		}
+	}
+}
+
+// Every field AppendJSON writes is read back: each field of each event,
+// changed, still reads back to a line equal to the one written.
+func TestEventJSONReadsEveryField(t *testing.T) {
+	for name, base := range decodeEvents() {
+		e := base
+		e.Argv = append([]string(nil), base.Argv...)
+		e.Ancestors = append([]Ancestor(nil), base.Ancestors...)
+		var walk func(path string, v reflect.Value)
+		roundTrip := func(path string) {
+			line := AppendJSON(nil, &e)
+			var got Event
+			if err := json.Unmarshal(line, &got); err != nil {
+				t.Errorf("%s %s: %v", name, path, err)
+				return
+			}
+			if again := AppendJSON(nil, &got); !bytes.Equal(again, line) {
+				t.Errorf("%s, %s changed: read back\n got %s\nwant %s", name, path, again, line)
+			}
+		}
+		walk = func(path string, v reflect.Value) {
+			switch v.Kind() {
+			case reflect.Struct:
+				if v.Type() == reflect.TypeFor[time.Time]() {
+					return
+				}
+				for i := range v.NumField() {
+					walk(path+"."+v.Type().Field(i).Name, v.Field(i))
+				}
+				return
+			case reflect.Slice:
+				for i := range v.Len() {
+					walk(path, v.Index(i))
+				}
+				return
+			}
+			old := reflect.New(v.Type()).Elem()
+			old.Set(v)
+			switch v.Kind() {
+			case reflect.String:
+				v.SetString(v.String() + "x")
+			case reflect.Bool:
+				v.SetBool(!v.Bool())
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				v.SetInt(v.Int() + 1)
+			case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				v.SetUint(v.Uint() + 1)
+			case reflect.Uint8:
+				return // Type, Origin, Result: one more is no value; every value is in decodeEvents
+			}
+			roundTrip(path)
+			v.Set(old)
+		}
+		walk("Event", reflect.ValueOf(&e).Elem())
+	}
+}
