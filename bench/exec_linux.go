@@ -144,7 +144,14 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 	cmd.Stdout = devnull
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var out *outputBuffer
+	if w.Metric != nil {
+		// The figure may be on either stream (stress-ng logs to stderr).
+		out = &outputBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	cmd.Dir = w.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: w.Credential}
 	if cg != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = cg.fd
@@ -169,12 +176,22 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 		s.User = tv(ru.Utime)
 		s.Sys = tv(ru.Stime)
 	}
+	if out != nil {
+		stderr.b = out.tail()
+	}
 	if werr != nil {
 		var ee *exec.ExitError
 		if errors.As(werr, &ee) {
 			return s, fmt.Errorf("workload %s: %v: %s", w.Name, werr, stderr.String())
 		}
 		return s, fmt.Errorf("workload %s: %w", w.Name, werr)
+	}
+	if out != nil {
+		r, err := w.Metric.Parse(out.b)
+		if err != nil {
+			return s, fmt.Errorf("workload %s: reading its %s: %w; its output ends: %s", w.Name, w.Metric.Name, err, stderr.String())
+		}
+		s.Metric, s.Ops = r.Value, r.Ops
 	}
 	return s, nil
 }
@@ -192,6 +209,29 @@ func inCgroup(cmd *exec.Cmd, cg *Cgroup) {
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// outputBuffer keeps the first MiB a workload prints (its figure is in its
+// summary, but some print progress lines for the whole run: those are
+// dropped from the middle, keeping the last MiB too).
+type outputBuffer struct{ b []byte }
+
+const outputKeep = 1 << 20
+
+func (o *outputBuffer) Write(p []byte) (int, error) {
+	o.b = append(o.b, p...)
+	if len(o.b) > 2*outputKeep {
+		o.b = append(o.b[:outputKeep:outputKeep], o.b[len(o.b)-outputKeep:]...)
+	}
+	return len(p), nil
+}
+
+// tail is the last 4 KiB, for error messages.
+func (o *outputBuffer) tail() []byte {
+	if len(o.b) > 4096 {
+		return o.b[len(o.b)-4096:]
+	}
+	return o.b
+}
 
 // tailBuffer keeps the last 4 KiB written to it, for error messages.
 type tailBuffer struct{ b []byte }

@@ -23,6 +23,11 @@ type Options struct {
 	Workloads []string
 	// Command, when set, is the one workload (a command given after --).
 	Command []string
+	// Metric, with Command, is a regular expression whose first capture
+	// group is the command's own figure in its output (see NewMetric);
+	// HigherIsBetter says it is a throughput.
+	Metric         string
+	HigherIsBetter bool
 	// Count fixes the built-in workloads' counts (0: sized by Target).
 	Count int64
 	// Target is how long each built-in workload's untraced run lasts at
@@ -119,14 +124,36 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	if len(o.Command) > 0 && len(o.Workloads) > 0 {
 		return nil, tracer.Usagef("give --workload or a command after --, not both")
 	}
+	var metric *Metric
+	switch {
+	case o.Metric != "" && len(o.Command) == 0:
+		return nil, tracer.Usagef("--metric reads a figure from the output of a command given after --: add one, e.g. -- ab -n 1000 http://127.0.0.1/")
+	case o.HigherIsBetter && o.Metric == "":
+		return nil, tracer.Usagef("--higher-is-better goes with --metric REGEX")
+	case o.Metric != "":
+		if metric, err = NewMetric(o.Metric, o.HigherIsBetter); err != nil {
+			return nil, err
+		}
+	}
 	names := o.Workloads
 	if len(names) == 0 && len(o.Command) == 0 {
 		names = Builtins()
 	}
 	for _, n := range names {
-		if !slices.Contains(Builtins(), n) {
-			return nil, tracer.Usagef("unknown workload %q: use %s, or give a command after --", n, strings.Join(Builtins(), ", "))
+		if !slices.Contains(Builtins(), n) && !isApp(n) && n != "apps" {
+			return nil, tracer.Usagef("unknown workload %q: use %s, the application workloads %s (or apps: all installed ones), or give a command after --",
+				n, strings.Join(Builtins(), ", "), strings.Join(Apps(), ", "))
 		}
+	}
+	if names, err = expandWorkloads(names); err != nil {
+		return nil, err
+	}
+	appTarget := AppTarget
+	switch {
+	case o.Target != 0:
+		appTarget = o.Target
+	case o.Quick:
+		appTarget = QuickAppTarget
 	}
 	var sweepNames []string
 	for _, n := range names {
@@ -238,6 +265,22 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	}
 	for _, n := range names {
 		var w *Workload
+		if isApp(n) {
+			if o.Count > 0 {
+				w, err = NewApp(n, o.Count)
+			} else {
+				var el float64
+				w, el, err = CalibrateApp(ctx, n, appTarget, b.workDir, b.cgroup)
+				if err == nil {
+					logf("workload %s sized to %d for at least %s untraced (took %.2fs)", n, w.Count, appTarget, el)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			b.Workloads = append(b.Workloads, w)
+			continue
+		}
 		if o.Count > 0 {
 			w, err = NewBuiltin(n, o.Count, o.Self, b.workDir)
 		} else {
@@ -253,7 +296,9 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		b.Workloads = append(b.Workloads, w)
 	}
 	if len(o.Command) > 0 {
-		b.Workloads = append(b.Workloads, NewCommand(o.Command))
+		w := NewCommand(o.Command)
+		w.Metric = metric
+		b.Workloads = append(b.Workloads, w)
 	}
 	var all []Mode
 	needLog := false

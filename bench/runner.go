@@ -159,8 +159,28 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 		}
 	}
 	done, total := 0, len(r.Workloads)*r.Rounds*active()
+	// A workload's server (redis, nginx) runs through all its rounds and
+	// is stopped after them; the deferred stops catch an interrupted run.
+	var stops []func() error
+	defer func() {
+		for _, stop := range stops {
+			_ = stop()
+		}
+	}()
+	serverErr := map[*Workload]error{}
 loop:
 	for wi, w := range r.Workloads {
+		if ctx.Err() != nil {
+			break
+		}
+		stopServer, err := w.startServer(ctx, r.WorkDir, r.Cgroup)
+		if err != nil {
+			serverErr[w] = err
+			fail.Own = append(fail.Own, err)
+			total -= r.Rounds * active()
+			continue
+		}
+		stops = append(stops, stopServer)
 		for round := 1; round <= r.Rounds; round++ {
 			var settled map[*variantState]bool
 			if round > r.minRounds() && base != nil {
@@ -204,6 +224,9 @@ loop:
 				}
 			}
 		}
+		if err := stopServer(); err != nil {
+			fail.Own = append(fail.Own, fmt.Errorf("stopping %s's server: %w", w.Name, err))
+		}
 	}
 
 	var results []result.Row
@@ -217,6 +240,8 @@ loop:
 			samples := st.samples[w]
 			if len(samples) == 0 {
 				switch {
+				case serverErr[w] != nil:
+					res.Skipped = "failed: " + serverErr[w].Error()
 				case st.err != nil && IsSkip(st.err):
 					res.Skipped = st.err.Error()
 				case st.err != nil:
@@ -237,6 +262,7 @@ loop:
 				}
 			}
 			Summarize(&res, samples, baseSamples)
+			SummarizeMetric(&res, w.Metric, samples, baseSamples)
 			if f := floors[FloorOf(res.Mode)]; f != nil && !(IsPeer(res.Mode) && besideSomething(f.samples[w])) {
 				// auditd against a floor that ran beside it (the node's own
 				// auditd) would be auditd against itself plus a reader.

@@ -28,6 +28,10 @@ type Sample struct {
 	Note               string
 	// Label is what the mode says it ran as, when its name does not say it.
 	Label string
+	// Metric is the workload's own figure (Workload.Metric), Ops the
+	// operations it says it did; 0 without one.
+	Metric float64
+	Ops    int64
 }
 
 // CPUPct is (user+sys)/elapsed in percent, as /usr/bin/time prints it.
@@ -75,14 +79,19 @@ func MinMax(xs []float64) (lo, hi float64) {
 // time in the same round. Rounds without a baseline give no ratio: a ratio
 // across rounds would carry the drift that interleaving is there to cancel.
 func RoundRatios(samples, base []Sample) []float64 {
+	return roundRatiosOf(samples, base, func(s Sample) float64 { return s.Elapsed })
+}
+
+// roundRatiosOf is RoundRatios of any figure of a sample.
+func roundRatiosOf(samples, base []Sample, figure func(Sample) float64) []float64 {
 	byRound := make(map[int]float64, len(base))
 	for _, b := range base {
-		byRound[b.Round] = b.Elapsed
+		byRound[b.Round] = figure(b)
 	}
 	var out []float64
 	for _, s := range samples {
 		if b, ok := byRound[s.Round]; ok && b > 0 {
-			out = append(out, s.Elapsed/b)
+			out = append(out, figure(s)/b)
 		}
 	}
 	return out

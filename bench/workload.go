@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Tally is a number of events per class: what a workload must make and
@@ -38,6 +40,18 @@ type Workload struct {
 	GoRuntime bool
 	Env       []string
 	argv      func(tidsFile string) []string
+
+	// Metric, when set, is the workload's own figure, read from its output
+	// (an application workload, or a command with --metric).
+	Metric *Metric
+	// Credential, when set, is the user the workload runs as; Dir, when
+	// set, its working directory.
+	Credential *syscall.Credential
+	Dir        string
+	// server, when set, starts what the workload's client talks to; the
+	// runner starts it before the workload's first round and stops it
+	// after the last (see startServer).
+	server func(ctx context.Context, dir string, cg *Cgroup) (stop func() error, err error)
 }
 
 // Args is the command line of one run; tidsFile is where a GoRuntime

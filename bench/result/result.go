@@ -100,6 +100,26 @@ type Row struct {
 	// higher).
 	MaxEventsPerS  *float64 `json:"max_events_per_s,omitempty"`
 	MaxEventsLimit string   `json:"max_events_limit,omitempty"`
+
+	// Application workloads and commands with --metric: the workload's
+	// own figure. Metric names it (requests_per_s, events_per_s,
+	// bogo_ops_per_s), MetricUnit is how tables show it, MetricValue is
+	// its median over rounds. MetricChangePct is the median per-round
+	// change of the figure against none's in the same round, in percent,
+	// and MetricChangeCI95 its 95% interval: a throughput (higher is
+	// better) that drops under a mode shows as a negative change, its
+	// cost; a lower-is-better figure that rises shows as a positive one.
+	Metric               string    `json:"metric,omitempty"`
+	MetricUnit           string    `json:"metric_unit,omitempty"`
+	MetricHigherIsBetter bool      `json:"metric_higher_is_better,omitempty"`
+	MetricValue          float64   `json:"metric_value,omitempty"`
+	MetricChangePct      *float64  `json:"metric_change_pct,omitempty"`
+	MetricChangeCI95     []float64 `json:"metric_change_ci95,omitempty"`
+	// Ops is the median of the operations the workload said it did
+	// (stress-ng's bogo ops); EventsPerOp the median per-round ratio of
+	// events seen to them, where the mode counts events.
+	Ops         int64    `json:"ops,omitempty"`
+	EventsPerOp *float64 `json:"events_per_op,omitempty"`
 }
 
 // SweepStep is one run of a --sweep: a workload paced at TargetPerS under

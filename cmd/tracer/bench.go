@@ -36,6 +36,8 @@ type benchOptions struct {
 	sweep         bool
 	restartAuditd bool
 	cgroup        string
+	metric        string
+	higherBetter  bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -55,13 +57,18 @@ func newBenchCmd() *cobra.Command {
 			"again after, as it was. The exit status is 0 when this tool's own modes worked; a\n" +
 			"peer mode (auditd, bpftrace) that failed is listed with its cause.\n\n" +
 			"Workloads: " + strings.Join(bench.Builtins(), ", ") + ", or a command after --.\n" +
+			"Application workloads, run when named (apps: all installed ones), compare their own\n" +
+			"throughput per mode: " + strings.Join(bench.Apps(), ", ") + ".\n" +
+			"A command's own figure is compared the same way with --metric REGEX.\n" +
 			"Modes: " + strings.Join(bench.ModeNames, ", ") + ".",
 		Example: `  tracer bench --quick
   tracer bench --out bench.json --sweep
   tracer bench --workload signal-storm --modes none,audit,audit-floor,ebpf,ebpf-floor --rounds 9
   tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd --restart-auditd
   tracer bench --modes none,ebpf -- make -j2
-  tracer bench --cgroup /kubepods.slice --modes none,audit,ebpf -- ./load.sh`,
+  tracer bench --cgroup /kubepods.slice --modes none,audit,ebpf -- ./load.sh
+  tracer bench --workload redis,nginx,stress-fork --modes none,audit,ebpf
+  tracer bench --modes none,ebpf --metric 'Requests per second:\s+([0-9.]+)' --higher-is-better -- ab -n 5000 http://127.0.0.1/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return tracer.Usagef("unexpected argument %q: give a command to measure after --", args[0])
@@ -74,7 +81,9 @@ func newBenchCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.workloads, "workload", "", "built-in workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default all)")
+	fl.StringVar(&o.workloads, "workload", "", "workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default: these four), application workloads "+strings.Join(bench.Apps(), ", ")+", or apps (all installed ones)")
+	fl.StringVar(&o.metric, "metric", "", "with a command after --: a regular expression whose capture group is the command's own figure in its output (the last match counts); bench compares it per mode")
+	fl.BoolVar(&o.higherBetter, "higher-is-better", false, "the --metric figure is a throughput: a lower value under a mode is its cost (default: lower is better, like a time)")
 	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out ebpf-syscalls)")
 	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default: %d to %d, --quick %d to %d; past the first, only for modes whose cost is still within noise)",
 		bench.DefaultMinRounds, bench.DefaultRounds, bench.QuickMinRounds, bench.QuickRounds))
@@ -126,7 +135,8 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 
 	prog := newBenchProgress()
 	b, err := bench.Prepare(ctx, bench.Options{
-		Workloads: splitList(o.workloads), Command: command, Count: o.count, Target: o.target,
+		Workloads: splitList(o.workloads), Command: command, Metric: o.metric, HigherIsBetter: o.higherBetter,
+		Count: o.count, Target: o.target,
 		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
 		Storage: splitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
 		Cgroup: o.cgroup,
@@ -241,6 +251,9 @@ func (p *benchProgress) update(u bench.Progress) {
 	seen := ""
 	if s.Seen >= 0 {
 		seen = fmt.Sprintf(", seen %d, lost %d", s.Seen, s.Lost)
+	}
+	if s.Metric > 0 {
+		seen += fmt.Sprintf(", %.6g", s.Metric)
 	}
 	fmt.Fprintf(os.Stderr, "tracer: [%d/%d] %s: %.2fs (user %.2f sys %.2f%s)\n", u.Done, u.Total, line, s.Elapsed, s.User, s.Sys, seen)
 }
