@@ -38,7 +38,7 @@ type app struct {
 	// perCount is how many of the metric's operations one count makes
 	// (redis-benchmark runs two tests of count requests).
 	perCount float64
-	server   func(ctx context.Context, dir string, cg *Cgroup) (*appServer, error)
+	server   func(ctx context.Context, dir string, place func(*exec.Cmd)) (*appServer, error)
 	metric   func() *Metric
 	// argv is the client's command line for count n against srv (nil for
 	// workloads without a server).
@@ -178,8 +178,8 @@ func NewApp(name string, n int64) (*Workload, error) {
 	}
 	sv := &serverSlot{}
 	if a.server != nil {
-		w.server = func(ctx context.Context, dir string, cg *Cgroup) (func() error, error) {
-			srv, err := a.server(ctx, dir, cg)
+		w.server = func(ctx context.Context, dir string, place func(*exec.Cmd)) (func() error, error) {
+			srv, err := a.server(ctx, dir, place)
 			if err != nil {
 				return nil, err
 			}
@@ -225,7 +225,7 @@ func (w *Workload) startServer(ctx context.Context, parent string, cg *Cgroup) (
 	if err != nil {
 		return nil, fmt.Errorf("making %s's server directory: %w", w.Name, err)
 	}
-	stop, err := w.server(ctx, dir, cg)
+	stop, err := w.server(ctx, dir, func(cmd *exec.Cmd) { inCgroup(cmd, cg) })
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting %s's server: %w", w.Name, err)
@@ -252,13 +252,13 @@ type appServer struct {
 	done chan struct{}
 }
 
-func startServerCmd(argv []string, dir string, cg *Cgroup) (*appServer, error) {
+func startServerCmd(argv []string, dir string, place func(*exec.Cmd)) (*appServer, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	out := &tailBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	inCgroup(cmd, cg)
+	place(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
@@ -309,10 +309,10 @@ func (s *appServer) stop() error {
 
 // startRedis starts redis-server listening on a unix socket only (port 0:
 // no TCP), persisting nothing, all files in dir.
-func startRedis(ctx context.Context, dir string, cg *Cgroup) (*appServer, error) {
+func startRedis(ctx context.Context, dir string, place func(*exec.Cmd)) (*appServer, error) {
 	sock := filepath.Join(dir, "redis.sock")
 	s, err := startServerCmd([]string{"redis-server", "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", ""}, dir, cg)
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", ""}, dir, place)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ http {
 // startNginx starts nginx with a configuration of its own (pid, logs and
 // temp paths in dir, -e so that not even the startup error log is the
 // node's) on a free port of 127.0.0.1, serving a 4 KiB file.
-func startNginx(ctx context.Context, dir string, cg *Cgroup) (*appServer, error) {
+func startNginx(ctx context.Context, dir string, place func(*exec.Cmd)) (*appServer, error) {
 	for _, d := range []string{"html", "tmp"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("making nginx directory: %w", err)
@@ -368,7 +368,7 @@ func startNginx(ctx context.Context, dir string, cg *Cgroup) (*appServer, error)
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("writing nginx.conf: %w", err)
 	}
-	s, err := startServerCmd([]string{"nginx", "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log")}, dir, cg)
+	s, err := startServerCmd([]string{"nginx", "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log")}, dir, place)
 	if err != nil {
 		return nil, err
 	}

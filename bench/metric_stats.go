@@ -1,13 +1,17 @@
 package bench
 
-import "math"
+import (
+	"math"
+
+	"github.com/tracer-dev/tracer/bench/result"
+)
 
 // SummarizeMetric adds to r the workload's own figure: its median, and the
 // median per-round change against base (nil base: r is the baseline, no
 // change) with its 95% interval, computed as the elapsed ratio's is
 // (RatioCI95) and given in percent. With Ops, it adds the median operations
 // and, for modes that count events, the median events seen per operation.
-func SummarizeMetric(r *Result, m *Metric, samples, base []Sample) {
+func SummarizeMetric(r *result.Row, m *Metric, samples, base []Sample) {
 	if m == nil || len(samples) == 0 {
 		return
 	}

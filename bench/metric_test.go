@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 func readApp(t *testing.T, name string) []byte {
@@ -155,7 +157,7 @@ func TestSummarizeMetric(t *testing.T) {
 		f := 0.98 + 0.002*float64(i%2)
 		mode = append(mode, Sample{Round: i + 1, Metric: v * f, Ops: 2000, Seen: 2000 + int64(10*i)})
 	}
-	var r Result
+	var r result.Row
 	SummarizeMetric(&r, m, mode, base)
 	ratios := roundRatiosOf(mode, base, func(s Sample) float64 { return s.Metric })
 	lo, hi, _ := RatioCI95(ratios)
@@ -170,13 +172,13 @@ func TestSummarizeMetric(t *testing.T) {
 	if r.Ops != 2000 || r.EventsPerOp == nil || *r.EventsPerOp != 1.01 {
 		t.Errorf("ops %d, events per op %v; want 2000, 1.01", r.Ops, r.EventsPerOp)
 	}
-	var b Result
+	var b result.Row
 	SummarizeMetric(&b, m, base, nil)
 	if b.MetricChangePct == nil || *b.MetricChangePct != 0 || b.EventsPerOp != nil || b.MetricValue != 1000 {
 		t.Errorf("baseline row: change %v, events per op %v, value %v", b.MetricChangePct, b.EventsPerOp, b.MetricValue)
 	}
 	// Rounds none did not complete give no change.
-	var o Result
+	var o result.Row
 	SummarizeMetric(&o, m, mode, []Sample{})
 	if o.MetricChangePct != nil || o.MetricChangeCI95 != nil {
 		t.Errorf("without a baseline: change %v, interval %v", o.MetricChangePct, o.MetricChangeCI95)

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,7 +52,8 @@ type Workload struct {
 	// server, when set, starts what the workload's client talks to; the
 	// runner starts it before the workload's first round and stops it
 	// after the last (see startServer).
-	server func(ctx context.Context, dir string, cg *Cgroup) (stop func() error, err error)
+	// place puts a server process where the workload runs (its cgroup).
+	server func(ctx context.Context, dir string, place func(*exec.Cmd)) (stop func() error, err error)
 }
 
 // Args is the command line of one run; tidsFile is where a GoRuntime

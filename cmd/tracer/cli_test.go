@@ -74,6 +74,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"watch", "--backend", "audit", "--no-such-flag"}, "unknown flag"},
 		{[]string{"rules", "--signal", "99"}, "out of range"},
 		{[]string{"rules", "--machine", "sparc"}, "no audit syscall table"},
+		{[]string{"bench", "--modes", "none", "--metric", "([0-9]+)"}, "command given after --"},
+		{[]string{"bench", "--modes", "none", "--metric", "rps", "--", "true"}, "no capture group"},
+		{[]string{"bench", "--modes", "none", "--metric", "([0-9]+", "--", "true"}, "not a regular expression"},
+		{[]string{"bench", "--modes", "none", "--higher-is-better", "--", "true"}, "goes with --metric"},
+		{[]string{"bench", "--modes", "none", "--workload", "redis,memcached"}, "unknown workload \"memcached\""},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runTracer(t, nil, c.args...)
