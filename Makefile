@@ -10,10 +10,14 @@ BIN := bin/tracer
 # libbpf-dev (that the committed BPF objects are current), gcc/libc6-dev
 # (the C workload), strace and time (independent witnesses in the trace
 # tests). Installing auditd starts it: the demo measures beside it.
+# APP_PACKAGES are bench's application workloads (redis, nginx, sysbench,
+# stress-ng); apt starts redis-server's and nginx's services on install, and
+# apt-install stops and disables them again: bench runs its own servers.
 DEMO_PACKAGES := auditd bpftrace
-TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time
+APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stress-ng
+TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES)
 
-.PHONY: help deps deps-demo build demo test vet cross lint fmt-check generate check-generated bench clean
+.PHONY: help deps deps-demo build demo test vet cross lint fmt-check generate check-generated bench bench-apps clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -29,7 +33,17 @@ apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || exit 1; \
+		for svc in redis-server:redis-server nginx-light:nginx; do \
+			case " $$missing " in *" $${svc%%:*} "*) ;; *) continue;; esac; name=$${svc#*:}; \
+			if [ -d /run/systemd/system ]; then systemctl disable --now $$name; \
+			else \
+				command -v update-rc.d >/dev/null && update-rc.d $$name disable >/dev/null 2>&1; \
+				for pf in /run/redis/redis-server.pid /run/nginx.pid; do \
+					case $$pf in *$$name*) [ -s $$pf ] && kill $$(cat $$pf) 2>/dev/null && echo "stopped the $$name apt started";; esac; \
+				done; \
+			fi; \
+		done; true; \
 	fi
 
 build: ## build bin/tracer (no clang needed: BPF objects are committed)
@@ -75,5 +89,10 @@ bench: build ## the full overhead comparison with the ceiling sweep (see docs/ov
 	./$(BIN) bench --sweep --out bench.json
 	./$(BIN) report --format md bench.json
 
+bench-apps: build ## application workloads (redis, nginx, sysbench, stress-ng) under every mode, 5 rounds, results in bench-apps.json
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APP_PACKAGES)"
+	./$(BIN) bench --workload apps --modes none,audit,ebpf,auditd,bpftrace --rounds 5 --out bench-apps.json
+	./$(BIN) report --format md bench-apps.json
+
 clean: ## remove build outputs
-	rm -rf bin bench-quick.json bench.json
+	rm -rf bin bench-quick.json bench.json bench-apps.json
