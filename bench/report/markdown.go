@@ -88,6 +88,12 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 				"workload": "the workload could go no faster here"}[limit]
 		},
 		"textchart": textChart,
+		"figure":    FormatFigure,
+		"change":    ChangeCell,
+		"changeiv":  changeIntervalCell,
+		"perop":     perOpCell,
+		"worse":     worse,
+		"pct1":      func(v float64) string { return fmt.Sprintf("%+.1f%%", v) },
 		"count": func(v int64) string {
 			if v < 0 {
 				return "-" // the mode cannot tell

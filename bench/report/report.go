@@ -52,6 +52,9 @@ type Node struct {
 	Ceilings []result.Row
 	// HasFloor: some row has a ratio to its floor.
 	HasFloor bool
+	// Apps are the application workloads (and commands with --metric):
+	// their own figure per mode.
+	Apps []App
 }
 
 // Chart is one workload's bars: the elapsed-time ratio to mode none
@@ -171,7 +174,9 @@ func (c Cost) Text() string {
 type Fleet struct {
 	Groups []Group
 	Spread []Spread
-	NoEBPF []NoEBPF
+	// AppSpread is the application workloads' change against none.
+	AppSpread []AppSpread
+	NoEBPF    []NoEBPF
 	// Backends counts the recommendations, "ebpf on 2 nodes, audit on 1".
 	Backends string
 }
@@ -259,6 +264,7 @@ func newReportNode(source string, f *result.File) *Node {
 	n.Storage = reportStorage(n.Rows)
 	n.Charts = reportCharts(n.Rows, n.Label)
 	n.Rec = recommend(n)
+	n.Apps = appSections(n.Rows)
 	for _, r := range n.Rows {
 		if r.MaxEventsPerS != nil {
 			n.Ceilings = append(n.Ceilings, r)
@@ -768,6 +774,7 @@ func newReportFleet(nodes []*Node) *Fleet {
 		s.Median = reportMedian(a.ratios)
 		fl.Spread = append(fl.Spread, s)
 	}
+	fl.AppSpread = appSpread(nodes)
 	return fl
 }
 

@@ -19,16 +19,22 @@ import (
 // lost. A mode that loses or misses events says so right after its ratio.
 // Notes follow the table.
 func WriteTable(out io.Writer, results []result.Row) error {
-	sweep := false
+	sweep, apps := false, false
 	for _, r := range results {
 		if r.MaxEventsPerS != nil {
 			sweep = true
+		}
+		if r.Metric != "" {
+			apps = true
 		}
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "WORKLOAD\tMODE\tSTORAGE\tELAPSED\tMIN..MAX\tUSER\tSYS\tCPU\tRATIO\t95% INTERVAL\t\tVS FLOOR\tEVENTS EXP/SEEN/LOST\tTRACER CPU"
 	if sweep {
 		head += "\tMAX EVENTS/S"
+	}
+	if apps {
+		head += "\tTHROUGHPUT\tCHANGE"
 	}
 	fmt.Fprintln(tw, head)
 	var notes []string
@@ -52,6 +58,9 @@ func WriteTable(out io.Writer, results []result.Row) error {
 		if sweep {
 			line += "\t" + maxRateCell(r)
 		}
+		if apps {
+			line += "\t" + appTableCells(r)
+		}
 		fmt.Fprintln(tw, line)
 		if r.Note != "" {
 			label := r.Workload + " " + r.Name()
@@ -67,6 +76,10 @@ func WriteTable(out io.Writer, results []result.Row) error {
 	notes = append(notes, "ratio: median of the per-round ratios to none; 95% interval: Student's t on their logarithms; "+
 		"noise: the interval holds 1.00x, so this run cannot tell the cost from none; drift: it lies below 1.00x, "+
 		"so the untraced rounds were slowed by something else on the node")
+	if apps {
+		notes = append(notes, "throughput: the workload's own figure (median); change: its median per-round change against none, "+
+			"± half its 95% interval; for a throughput a negative change is the mode's cost")
+	}
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(out, "  "+n); err != nil {
 			return err
