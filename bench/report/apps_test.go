@@ -84,7 +84,7 @@ func TestReportApps(t *testing.T) {
 		}
 	}
 	fork, cisf := strings.Fields(ebpfFork), strings.Fields(cis)
-	if !strings.Contains(tb.String(), "THROUGHPUT") || len(fork) < 4 || strings.Join(fork[len(fork)-4:], " ") != "1470 bogo ops/s -2.0%±0.5%" ||
+	if !strings.Contains(tb.String(), "FIGURE") || len(fork) < 4 || strings.Join(fork[len(fork)-4:], " ") != "1470 bogo ops/s -2.0%±0.5%" ||
 		len(cisf) < 2 || strings.Join(cisf[len(cisf)-2:], " ") != "- -" {
 		t.Errorf("table:\n%s", tb.String())
 	}

@@ -34,7 +34,7 @@ func WriteTable(out io.Writer, results []result.Row) error {
 		head += "\tMAX EVENTS/S"
 	}
 	if apps {
-		head += "\tTHROUGHPUT\tCHANGE"
+		head += "\tFIGURE\tCHANGE"
 	}
 	fmt.Fprintln(tw, head)
 	var notes []string
@@ -77,7 +77,7 @@ func WriteTable(out io.Writer, results []result.Row) error {
 		"noise: the interval holds 1.00x, so this run cannot tell the cost from none; drift: it lies below 1.00x, "+
 		"so the untraced rounds were slowed by something else on the node")
 	if apps {
-		notes = append(notes, "throughput: the workload's own figure (median); change: its median per-round change against none, "+
+		notes = append(notes, "figure: the workload's own (median); change: its median per-round change against none, "+
 			"± half its 95% interval; for a throughput a negative change is the mode's cost")
 	}
 	for _, n := range notes {
