@@ -152,7 +152,7 @@ func sysbenchMetric() *Metric {
 			if err1 != nil || err2 != nil || sec <= 0 {
 				return Reading{}, fmt.Errorf("sysbench: %d events in %q seconds", n, t[1])
 			}
-			return Reading{Value: float64(n) / sec, Ops: n}, nil
+			return Reading{Value: float64(n) / sec}, nil
 		}}
 }
 
