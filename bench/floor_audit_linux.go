@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -208,24 +207,11 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 	}
 }
 
-// selfStart is this process's start time (/proc/self/stat field 22), which
-// makes its rule key unique: cleanup tells its rules from a live tracer's.
+// selfStart is this process's start time, which makes its rule key
+// unique: cleanup tells its rules from a live tracer's.
 func selfStart() uint64 {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseUint(f[19], 10, 64)
-	return n
+	start, _ := tracer.ReadStartTicks(uint32(os.Getpid()))
+	return start
 }
 
 // floorConn is a raw NETLINK_AUDIT socket: go-libaudit drives it for

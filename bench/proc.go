@@ -6,35 +6,20 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
-// userHZ is the unit of /proc/PID/stat times: USER_HZ, 100 on every
-// architecture Linux exports to user space.
-const userHZ = 100
-
 // parseStatCPU returns utime+stime in seconds from the text of
-// /proc/PID/stat. The comm field may hold spaces and parentheses, so the
-// fields are counted from the last ')'.
+// /proc/PID/stat (tracer.ParseProcStat).
 func parseStatCPU(stat string) (float64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("no comm in stat line %q", stat)
+	st, ok := tracer.ParseProcStat([]byte(stat))
+	if !ok {
+		return 0, fmt.Errorf("bad stat line %q", stat)
 	}
-	f := strings.Fields(stat[i+1:])
-	// After comm: state(3) ppid ... utime(14) stime(15), so 11 and 12 here.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short stat line %q", stat)
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bad utime/stime in stat line %q", stat)
-	}
-	return float64(ut+st) / userHZ, nil
+	return float64(st.UTime+st.STime) / tracer.ClockTicks, nil
 }
 
 // procCPU is the user+sys time of process pid (all its threads) so far.
@@ -61,14 +46,9 @@ func findKthread(comm string) int {
 		if err != nil {
 			continue
 		}
-		s := string(b)
 		// Kernel threads are children of kthreadd (pid 2).
-		if strings.Contains(s, "("+comm+")") {
-			if i := strings.LastIndexByte(s, ')'); i >= 0 {
-				if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == "2" {
-					return pid
-				}
-			}
+		if st, ok := tracer.ParseProcStat(b); ok && st.Comm == comm && st.PPID == 2 {
+			return pid
 		}
 	}
 	return 0

@@ -19,6 +19,7 @@ import (
 	libaudit "github.com/elastic/go-libaudit/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
@@ -176,10 +177,8 @@ func findNodeAuditd() (*nodeAuditd, error) {
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
-			if f := strings.Fields(string(b)[i+1:]); len(f) > 1 {
-				a.PPID, _ = strconv.Atoi(f[1])
-			}
+		if st, ok := tracer.ParseProcStat(b); ok {
+			a.PPID = int(st.PPID)
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {

@@ -98,25 +98,43 @@ func shortBootID(raw []byte) string {
 	return string(b)
 }
 
-// ParseStat reads the parent pid (field 4) and starttime (field 22) of a
-// /proc/PID/stat line. The comm in parentheses may hold spaces and
-// parentheses itself: fields are counted after its last ')'.
-func ParseStat(stat []byte) (ppid uint32, start uint64, ok bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
+// ProcStat is what the project reads of a /proc/PID/stat line (proc(5)).
+type ProcStat struct {
+	Comm         string
+	PPID         uint32
+	UTime, STime uint64 // CPU time of all its threads, in clock ticks (ClockTicks a second)
+	Start        uint64 // starttime: clock ticks after boot
+}
+
+// ParseProcStat reads a /proc/PID/stat line: the one parser of it. The
+// comm in parentheses may hold spaces and parentheses itself: fields are
+// counted after its last ')'.
+func ParseProcStat(stat []byte) (ProcStat, bool) {
+	open, i := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || i < open {
+		return ProcStat{}, false
 	}
 	f := bytes.Fields(stat[i+1:])
-	// f[0] is field 3 (state): ppid is f[1], starttime f[19].
+	// f[0] is field 3 (state): ppid is f[1], utime f[11], stime f[12],
+	// starttime f[19].
 	if len(f) < 20 {
-		return 0, 0, false
+		return ProcStat{}, false
 	}
 	p, err1 := strconv.ParseUint(string(f[1]), 10, 32)
-	s, err2 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
+	ut, err2 := strconv.ParseUint(string(f[11]), 10, 64)
+	st, err3 := strconv.ParseUint(string(f[12]), 10, 64)
+	s, err4 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return ProcStat{}, false
 	}
-	return uint32(p), s, true
+	return ProcStat{Comm: string(stat[open+1 : i]), PPID: uint32(p), UTime: ut, STime: st, Start: s}, true
+}
+
+// ParseStat reads the parent pid (field 4) and starttime (field 22) of a
+// /proc/PID/stat line (ParseProcStat).
+func ParseStat(stat []byte) (ppid uint32, start uint64, ok bool) {
+	st, ok := ParseProcStat(stat)
+	return st.PPID, st.Start, ok
 }
 
 // ParseProcCgroup picks the cgroup path from a /proc/PID/cgroup file: the

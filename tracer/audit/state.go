@@ -99,25 +99,11 @@ func readJSON(path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// processStart is field 22 of /proc/PID/stat, the process's start time in
-// clock ticks since boot; 0 when the process is gone.
+// processStart is the process's start time in clock ticks since boot
+// (tracer.ReadStartTicks); 0 when the process is gone.
 func processStart(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// comm (field 2) may hold spaces and parentheses: count from the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseUint(f[19], 10, 64)
-	return n
+	start, _ := tracer.ReadStartTicks(uint32(pid))
+	return start
 }
 
 // alive reports whether the owner's process still runs (same pid, same
