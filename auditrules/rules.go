@@ -188,20 +188,9 @@ func (s *Set) Text() string {
 // It is the one machine <-> audit arch table of the project.
 func ArchValue(machine string, b32 bool) uint32 { return abi.Arch(machine, b32) }
 
-// RuntimeMachine is the uname -m of this program's architecture.
-func RuntimeMachine() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return "x86_64"
-	case "arm64":
-		return "aarch64"
-	case "ppc64le":
-		return "ppc64le"
-	case "s390x":
-		return "s390x"
-	}
-	return runtime.GOARCH
-}
+// RuntimeMachine is the uname -m of this program's architecture (from the
+// one arch table).
+func RuntimeMachine() string { return abi.MachineOf(runtime.GOARCH) }
 
 // Build returns the minimal rule set for o.
 func Build(o Options) (*Set, error) {

@@ -11,14 +11,28 @@ package abi
 
 import "github.com/elastic/go-libaudit/v2/auparse"
 
-// machines maps a machine (uname -m) to the audit arch of its 64-bit ABI
-// and of its 32-bit one.
-var machines = map[string][2]auparse.AuditArch{
-	"x86_64":  {auparse.AUDIT_ARCH_X86_64, auparse.AUDIT_ARCH_I386},
-	"aarch64": {auparse.AUDIT_ARCH_AARCH64, auparse.AUDIT_ARCH_ARM},
-	"ppc64le": {auparse.AUDIT_ARCH_PPC64LE, auparse.AUDIT_ARCH_PPC},
-	"ppc64":   {auparse.AUDIT_ARCH_PPC64, auparse.AUDIT_ARCH_PPC},
-	"s390x":   {auparse.AUDIT_ARCH_S390X, auparse.AUDIT_ARCH_S390},
+// machines maps a machine (uname -m) to the Go architecture that runs on
+// it, the audit arch of its 64-bit ABI and that of its 32-bit one.
+var machines = map[string]struct {
+	goarch   string
+	b64, b32 auparse.AuditArch
+}{
+	"x86_64":  {"amd64", auparse.AUDIT_ARCH_X86_64, auparse.AUDIT_ARCH_I386},
+	"aarch64": {"arm64", auparse.AUDIT_ARCH_AARCH64, auparse.AUDIT_ARCH_ARM},
+	"ppc64le": {"ppc64le", auparse.AUDIT_ARCH_PPC64LE, auparse.AUDIT_ARCH_PPC},
+	"ppc64":   {"ppc64", auparse.AUDIT_ARCH_PPC64, auparse.AUDIT_ARCH_PPC},
+	"s390x":   {"s390x", auparse.AUDIT_ARCH_S390X, auparse.AUDIT_ARCH_S390},
+}
+
+// MachineOf is the machine (uname -m) a Go architecture (GOARCH) runs on;
+// goarch itself for one the table does not have.
+func MachineOf(goarch string) string {
+	for name, m := range machines {
+		if m.goarch == goarch {
+			return name
+		}
+	}
+	return goarch
 }
 
 // other32 are further names of 32-bit ABIs that -F arch= may hold.
@@ -38,9 +52,9 @@ func Arch(machine string, b32 bool) uint32 {
 		return 0
 	}
 	if b32 {
-		return uint32(a[1])
+		return uint32(a.b32)
 	}
-	return uint32(a[0])
+	return uint32(a.b64)
 }
 
 // Table names the go-libaudit syscall table (a key of
@@ -66,9 +80,9 @@ func ABI(name string) string {
 	}
 	for _, a := range machines {
 		switch name {
-		case auparse.AuditArchNames[a[0]]:
+		case auparse.AuditArchNames[a.b64]:
 			return "b64"
-		case auparse.AuditArchNames[a[1]]:
+		case auparse.AuditArchNames[a.b32]:
 			return "b32"
 		}
 	}

@@ -42,3 +42,16 @@ func TestABI(t *testing.T) {
 		}
 	}
 }
+
+// The Go architectures tracer builds for map to the machines whose
+// audit ABIs the table has; another one is left as it is.
+func TestMachineOf(t *testing.T) {
+	for goarch, want := range map[string]string{"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"} {
+		if got := MachineOf(goarch); got != want {
+			t.Errorf("MachineOf(%s) = %s, want %s", goarch, got, want)
+		}
+	}
+	if Arch(MachineOf("amd64"), true) != 0x40000003 {
+		t.Error("amd64's 32-bit ABI is not i386")
+	}
+}
