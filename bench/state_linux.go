@@ -182,11 +182,9 @@ func findNodeAuditd() (*nodeAuditd, error) {
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if p, ok := strings.CutPrefix(l, "0::"); ok {
-				a.Cgroup = p
-			}
-		}
+		// Its v2 path where it has one (the v1 name=systemd path on a
+		// v1-only node, where there is no v2 hierarchy to use it in).
+		a.Cgroup, _ = tracer.ParseProcCgroup(b)
 	}
 	return a, nil
 }
