@@ -151,12 +151,13 @@ func factsEBPF(f node.Facts) string {
 		}
 		return "no"
 	}
-	lock := e.Lockdown
-	if lock == "" {
+	lock, lsm := f.LockdownMode()
+	switch {
+	case lock != "":
+	case lsm:
+		lock = "?"
+	default:
 		lock = "-"
-		if f.Config("CONFIG_SECURITY_LOCKDOWN_LSM") == "y" {
-			lock = "?"
-		}
 	}
 	tracefs := e.Tracefs
 	if tracefs == "" {

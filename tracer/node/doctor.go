@@ -127,12 +127,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			tracefs += " (looked in a private mount)"
 		}
 	}
-	lockdown := e.Lockdown
-	if lockdown == "" {
+	lockdown, lsm := f.LockdownMode()
+	switch {
+	case lockdown != "":
+	case lsm:
+		lockdown = "unknown (securityfs not mounted)"
+	default:
 		lockdown = "no lockdown LSM"
-		if f.Config("CONFIG_SECURITY_LOCKDOWN_LSM") == "y" {
-			lockdown = "unknown (securityfs not mounted)"
-		}
 	}
 	intp := func(p *int) string {
 		if p == nil {

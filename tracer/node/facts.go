@@ -216,6 +216,17 @@ func No(b *bool) bool { return b != nil && !*b }
 // Has32Bit reports whether a 32-bit process was seen.
 func (f *Facts) Has32Bit() bool { return len(f.Procs.Bits32) > 0 }
 
+// LockdownMode is the kernel lockdown mode in force (none, integrity,
+// confidentiality); "" when it is not known, and lsm says whether the
+// kernel has the lockdown LSM at all (then securityfs was not mounted to
+// read its mode). Doctor and bench's report both word it from this.
+func (f *Facts) LockdownMode() (mode string, lsm bool) {
+	if f.EBPF.Lockdown != "" {
+		return f.EBPF.Lockdown, true
+	}
+	return "", f.Config("CONFIG_SECURITY_LOCKDOWN_LSM") == "y"
+}
+
 // Config returns a kernel config value ("y", "m", "n") or "" when unknown.
 func (f *Facts) Config(key string) string {
 	if f.KernelConfig == nil {
