@@ -2,7 +2,7 @@ package tracer
 
 import "sort"
 
-// ExecKey keys exec counts like the seed's @exec_calls[comm, filename].
+// ExecKey keys exec counts like bpftrace's @exec_calls[comm, filename].
 type ExecKey struct{ Comm, Filename string }
 
 // SignalKey keys signal counts: @signals[comm -> target, signal].
@@ -12,7 +12,8 @@ type SignalKey struct {
 	Signal int
 }
 
-// Counts aggregates events the way the seed's bpftrace maps did. It is the
+// Counts aggregates events the way a bpftrace program's maps do
+// (@exec_calls, @fork_calls, @signals). It is the
 // model behind `tracer trace`; the eBPF backend's counting mode fills it
 // from kernel maps, and CountSink fills it from an event stream.
 type Counts struct {

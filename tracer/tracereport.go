@@ -111,7 +111,7 @@ func round3(f float64) float64 {
 	return v
 }
 
-// MarshalJSON renders SPEC.md's trace object.
+// MarshalJSON renders trace's JSON report (docs/trace.md).
 func (r *TraceReport) MarshalJSON() ([]byte, error) {
 	c := r.Counts
 	out := jsonTrace{

@@ -16,7 +16,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 )
 
-// streamFlags are the flags watch and trace share (SPEC.md "Common flags").
+// streamFlags are the flags watch and trace share (README.md, "Common flags").
 type streamFlags struct {
 	backend     string
 	events      string

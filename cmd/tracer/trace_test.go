@@ -150,7 +150,7 @@ func straceTruth(t *testing.T, cmd ...string) (execs, forks int) {
 	return execs, forks
 }
 
-// On the seed's CIS check loop the counts equal the true numbers of execs
+// On the CIS check loop (bench's cis-shell workload) the counts equal the true numbers of execs
 // and forks, as strace counts them.
 func TestTraceCISLoopTruth(t *testing.T) {
 	tracertest.NeedRoot(t)

@@ -411,8 +411,9 @@ func gatheredNames(t *testing.T) map[string]bool {
 	return names
 }
 
-// TestSpecMetrics checks that SPEC.md's metrics are all exported.
-func TestSpecMetrics(t *testing.T) {
+// TestDocumentedMetrics checks that the metrics docs/fleet.md promises are
+// all exported.
+func TestDocumentedMetrics(t *testing.T) {
 	names := gatheredNames(t)
 	for _, want := range []string{
 		"tracer_events_total", "tracer_events_lost_total", "tracer_audit_backlog",
@@ -428,7 +429,7 @@ func TestSpecMetrics(t *testing.T) {
 
 // TestDashboardMetricsExist checks that the Grafana dashboard in deploy/
 // queries only metrics the collectors really export (deploy/'s own test
-// checks it against SPEC.md's list).
+// checks it against the documented list).
 func TestDashboardMetricsExist(t *testing.T) {
 	data, err := os.ReadFile("../../deploy/grafana/tracer-dashboard.json")
 	if err != nil {

@@ -98,7 +98,7 @@ func auditVerdict(f Facts) Verdict {
 			}
 			b.limit("%s", msg)
 			if f.LogDisk.Kind() == "hdd" {
-				b.limit("the audit log (%s) is on a spinning disk: auditd's writes dominate the cost (seed: a 0.6 s script took 4.4 s on SSD, 39.5 s on HDD)", f.LogDisk.Path)
+				b.limit("the audit log (%s) is on a spinning disk: auditd's writes dominate the cost (measured: a 0.6 s shell script took 4.4 s with the log on SSD, 39.5 s on HDD)", f.LogDisk.Path)
 			}
 		}
 		if st.BacklogLimit < RecommendedBacklog {
