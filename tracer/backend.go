@@ -29,6 +29,35 @@ type Backend interface {
 	Close() error
 }
 
+// Optional capabilities. A backend implements those it has; callers test
+// for them with a type assertion and do without when it is missing.
+
+// Noter is a backend that tells the user what Start found or changed on
+// the node (audit enabled for the session, auditd holding the PID, b32
+// rules left out, the probe set chosen). watch prints the notes.
+type Noter interface {
+	Notes() []string
+}
+
+// KernelCounter is a backend that can count events per key in the kernel
+// (Config.CountOnly) instead of delivering each one: trace then pays no
+// per-event transfer. Counts reads the counts; after Close it returns them
+// as they were at Close.
+type KernelCounter interface {
+	Counts() (*Counts, error)
+}
+
+// LoginUIDScoper is a backend that follows one process tree by the audit
+// login uid its processes inherit (Config.ScopeAUID) rather than by pid
+// (Config.PID): trace gives the command a login uid of its own before it
+// execs. The node's audit trail then shows only that synthetic uid, so
+// after Start, LinkLoginUID writes a record that ties it to the login uid
+// of whoever started the command; pid is the command's process and cmd
+// its command line.
+type LoginUIDScoper interface {
+	LinkLoginUID(auid uint32, pid int, cmd []string) error
+}
+
 // Config says what a backend should watch. Filters that a backend can apply
 // in the kernel it applies there; the Pipeline applies all of them again in
 // user space, so a backend may deliver more than asked but never less.

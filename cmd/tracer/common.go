@@ -140,7 +140,7 @@ func parsePID(s string) (uint32, error) {
 // printNotes prints what a backend found or changed on the node (audit
 // enabled for the session, auditd holding the PID, probes chosen).
 func printNotes(b tracer.Backend) {
-	if n, ok := b.(interface{ Notes() []string }); ok {
+	if n, ok := b.(tracer.Noter); ok {
 		for _, s := range n.Notes() {
 			fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s)
 		}

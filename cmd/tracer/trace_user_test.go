@@ -170,3 +170,14 @@ func TestTraceHeldStepSignalsNothing(t *testing.T) {
 		}
 	}
 }
+
+// envWithout returns env without the variable name.
+func envWithout(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -90,6 +90,12 @@ type Backend struct {
 	closed           bool
 }
 
+// The optional capabilities the audit backend has (tracer/backend.go).
+var (
+	_ tracer.Noter          = (*Backend)(nil)
+	_ tracer.LoginUIDScoper = (*Backend)(nil)
+)
+
 // New returns an audit backend.
 func New() *Backend { return &Backend{} }
 

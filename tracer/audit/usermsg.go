@@ -7,9 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // UserMessageType is AUDIT_TRUSTED_APP, the record type of WriteUserMessage:
@@ -103,4 +106,29 @@ func EncodeField(name, value string) string {
 		}
 	}
 	return name + `="` + value + `"`
+}
+
+// LinkLoginUID writes one record into the node's audit trail that ties a
+// traced command's synthetic login uid (Config.ScopeAUID) to the real login
+// uid of whoever ran tracer: every record of the command's tree carries
+// only the synthetic one, and the node's auditors must still see who ran
+// it. ausearch -m TRUSTED_APP finds it; ausearch -ua <auid_synthetic> finds
+// what the command did. Call it after Start: the kernel drops user
+// messages while audit is disabled, and Start enables it for the session.
+func (b *Backend) LinkLoginUID(auid uint32, pid int, cmd []string) error {
+	realAUID := "4294967295" // unset: tracer was not started from a login
+	if data, err := os.ReadFile("/proc/self/loginuid"); err == nil {
+		realAUID = strings.TrimSpace(string(data))
+	}
+	// The kernel caps a record near 9 KB and hex doubles the command.
+	cmdline := strings.Join(cmd, " ")
+	if len(cmdline) > 2048 {
+		cmdline = cmdline[:2048]
+	}
+	text := fmt.Sprintf("op=tracer-trace auid_real=%s auid_synthetic=%d %s pid=%d res=success",
+		realAUID, auid, EncodeField("cmd", cmdline), pid)
+	if err := WriteUserMessage(text); err != nil {
+		return tracer.Usagef("cannot write the audit record that ties the command's login uid %d to yours (%w): trace --backend audit needs CAP_AUDIT_WRITE; or use --backend ebpf", auid, err)
+	}
+	return nil
 }

@@ -18,6 +18,8 @@ const (
 	signalKeySize = commLen + 8
 )
 
+var _ tracer.KernelCounter = (*Backend)(nil)
+
 // Counts reads the counting maps: per-(comm, filename) execs, per-comm
 // forks, per-(comm, target, signal) signals, totals per type, and records
 // lost in the kernel (a full map). It needs Config.CountOnly; after Close
