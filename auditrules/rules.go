@@ -192,6 +192,16 @@ func ArchValue(machine string, b32 bool) uint32 { return abi.Arch(machine, b32) 
 // one arch table).
 func RuntimeMachine() string { return abi.MachineOf(runtime.GOARCH) }
 
+// CheckArch says whether arch is an Options.Arch: auto (or ""), b64, b32
+// or both.
+func CheckArch(arch string) error {
+	switch arch {
+	case "auto", "", "b64", "b32", "both":
+		return nil
+	}
+	return fmt.Errorf("unknown --arch %q: use auto, b64, b32 or both", arch)
+}
+
 // Build returns the minimal rule set for o.
 func Build(o Options) (*Set, error) {
 	machine := o.Machine
@@ -226,7 +236,7 @@ func Build(o Options) (*Set, error) {
 			set.Notes = append(set.Notes, "b32 rules left out: no 32-bit process is running (use --arch both to include them)")
 		}
 	default:
-		return nil, tracer.Usagef("unknown --arch %q: use auto, b64, b32 or both", o.Arch)
+		return nil, tracer.Usagef("%w", CheckArch(o.Arch))
 	}
 
 	var common []string

@@ -38,6 +38,11 @@ func (t EventType) String() string {
 // AllTypes lists the event classes in their canonical order.
 var AllTypes = []EventType{TypeExec, TypeFork, TypeSignal, TypeExit}
 
+// ArgvMax is how many arguments of an exec's argv both backends keep
+// (ARGC_MAX in bpf/tracer.bpf.c is the same number): an event's size is
+// bounded, and the rest is counted as cut (Event.ArgvTruncated).
+const ArgvMax = 20
+
 // UnsetID is the audit login uid and session id of a process that never logged in.
 const UnsetID = 4294967295
 
@@ -55,7 +60,10 @@ type Event struct {
 	// exec
 	PPID     uint32
 	Filename string
-	Argv     []string
+	Argv     []string // at most ArgvMax arguments
+	// ArgvTruncated: argv had more than ArgvMax arguments, or the backend
+	// could not read it whole; Argv is its beginning.
+	ArgvTruncated bool
 
 	// exec and signal: the syscall's return value (0 or -errno).
 	Ret int64

@@ -89,7 +89,7 @@ func (s *JSONSink) remember(e *Event) {
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
 func sameButTime(a, b *Event) bool {
 	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
-		a.PPID == b.PPID && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
+		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
 		a.CoreDumped == b.CoreDumped && a.CoreUnknown == b.CoreUnknown && a.OOMKill == b.OOMKill &&
 		a.Code == b.Code && a.HasCode == b.HasCode && a.Origin == b.Origin && a.Result == b.Result &&
@@ -153,7 +153,11 @@ func appendJSONBody(b []byte, e *Event) []byte {
 			}
 			b = appendString(b, a)
 		}
-		b = append(b, `],"ret":`...)
+		b = append(b, ']')
+		if e.ArgvTruncated {
+			b = append(b, `,"argv_truncated":true`...)
+		}
+		b = append(b, `,"ret":`...)
 		b = strconv.AppendInt(b, e.Ret, 10)
 	case TypeFork:
 		b = append(b, `,"child_pid":`...)
@@ -337,6 +341,9 @@ func AppendText(b []byte, e *Event) []byte {
 		for _, a := range e.Argv {
 			b = append(b, ' ')
 			b = appendQuoted(b, a)
+		}
+		if e.ArgvTruncated {
+			b = append(b, " [argv truncated]"...)
 		}
 	case TypeFork:
 		b = AppendEscaped(b, e.Syscall)

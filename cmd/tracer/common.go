@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
@@ -75,15 +76,12 @@ func (f *streamFlags) config() (tracer.Config, error) {
 	if cfg.Signals, err = tracer.ParseSignals(f.signals); err != nil {
 		return cfg, tracer.Usagef("%v", err)
 	}
-	switch f.arch {
-	case "auto", "b64", "b32", "both":
-	default:
-		return cfg, tracer.Usagef("unknown --arch %q: use auto, b64, b32 or both", f.arch)
+	// Checked here as well as at Start: before anything is installed.
+	if err := auditrules.CheckArch(f.arch); err != nil {
+		return cfg, tracer.Usagef("%w", err)
 	}
-	switch f.probes {
-	case "default", "sched", "syscalls", "fentry":
-	default:
-		return cfg, tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", f.probes)
+	if err := bpfbackend.CheckProbes(f.probes); err != nil {
+		return cfg, tracer.Usagef("%w", err)
 	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
 	if f.cgroup != "" {

@@ -54,7 +54,7 @@ func FuzzParseRecord(f *testing.F) {
 		if len(sc.commRaw) > len(body) {
 			t.Fatalf("comm %q longer than the record", sc.commRaw)
 		}
-		argv := parseExecve(body, nil, maxArgv)
+		argv, _ := parseExecve(body, nil, maxArgv)
 		if len(argv) > maxArgv {
 			t.Fatalf("%d arguments, the cap is %d", len(argv), maxArgv)
 		}

@@ -221,12 +221,20 @@ func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
 	return string(t), bytes.TrimRight(rest, "\n"), true
 }
 
-// parseExecve appends the argv of an EXECVE record to argv. Long arguments
-// come split as a1_len=N a1[0]=... a1[1]=...; they are joined again.
-func parseExecve(body []byte, argv []string, maxArgs int) []string {
+// parseExecve appends the argv of an EXECVE record to argv, at most
+// maxArgs arguments; cut says that it left some out. Long arguments come
+// split as a1_len=N a1[0]=... a1[1]=...; they are joined again.
+func parseExecve(body []byte, argv []string, maxArgs int) (_ []string, cut bool) {
 	f := fields{rest: body}
 	var long []byte
 	inLong := false
+	add := func(a string) {
+		if len(argv) >= maxArgs {
+			cut = true
+			return
+		}
+		argv = append(argv, a)
+	}
 	for {
 		k, v, ok := f.next()
 		if !ok {
@@ -237,7 +245,7 @@ func parseExecve(body []byte, argv []string, maxArgs int) []string {
 		}
 		if bytes.HasSuffix(k, []byte("_len")) {
 			if inLong {
-				argv = appendArg(argv, string(long), maxArgs)
+				add(string(long))
 			}
 			inLong, long = true, long[:0]
 			continue
@@ -247,22 +255,15 @@ func parseExecve(body []byte, argv []string, maxArgs int) []string {
 			continue
 		}
 		if inLong {
-			argv = appendArg(argv, string(long), maxArgs)
+			add(string(long))
 			inLong = false
 		}
-		argv = appendArg(argv, untrusted(v), maxArgs)
+		add(untrusted(v))
 	}
 	if inLong {
-		argv = appendArg(argv, string(long), maxArgs)
+		add(string(long))
 	}
-	return argv
-}
-
-func appendArg(argv []string, a string, maxArgs int) []string {
-	if len(argv) >= maxArgs {
-		return argv
-	}
-	return append(argv, a)
+	return argv, cut
 }
 
 // parsePath returns item number and name of a PATH record.

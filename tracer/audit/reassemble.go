@@ -10,8 +10,11 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// maxArgv caps the argv kept per exec event, like the eBPF backend's cap.
-const maxArgv = 64
+// maxArgv caps the argv kept per exec event; the eBPF backend keeps as many.
+const maxArgv = tracer.ArgvMax
+
+// backendName fills Event.Backend.
+const backendName = "audit"
 
 type syscallInfo struct {
 	name  string
@@ -26,6 +29,7 @@ type pending struct {
 	filename string
 	havePath bool
 	argv     []string
+	argvCut  bool // argv had more than maxArgv arguments
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
 }
@@ -35,8 +39,7 @@ type pending struct {
 // concurrent events interleave, so partial events wait in a map until
 // their EOE arrives; only events of syscalls it was asked for are kept.
 type reassembler struct {
-	backend string
-	types   tracer.TypeSet
+	types tracer.TypeSet
 	// scopeAUID drops events of other login uids (trace's scope).
 	scopeAUID uint32
 	byArch    map[uint32]map[int]syscallInfo
@@ -63,7 +66,7 @@ type reassembler struct {
 
 func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 	r := &reassembler{
-		backend: "audit", types: types, scopeAUID: scopeAUID,
+		types: types, scopeAUID: scopeAUID,
 		byArch:  map[uint32]map[int]syscallInfo{},
 		pending: map[uint64]*pending{},
 		comms:   map[uint32]string{},
@@ -131,7 +134,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		if r.dedupe != nil && len(p.argv) > 0 {
 			return // the other socket's copy of this record
 		}
-		p.argv = parseExecve(body, p.argv, maxArgv)
+		var cut bool
+		p.argv, cut = parseExecve(body, p.argv, maxArgv)
+		p.argvCut = p.argvCut || cut
 	case typePath:
 		if item, name := parsePath(body); item == 0 && !p.havePath {
 			p.filename, p.havePath = name, true
@@ -219,7 +224,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	e := &r.ev
 	e.Reset()
 	sc := &p.sc
-	e.Time, e.Backend, e.Type = p.time, r.backend, p.info.class
+	e.Time, e.Backend, e.Type = p.time, backendName, p.info.class
 	e.PID, e.UID, e.AUID = sc.PID, sc.UID, sc.AUID
 	comm := sc.Comm
 	e.Comm = comm
@@ -227,7 +232,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	case tracer.TypeExec:
 		e.PPID, e.Ret = sc.PPID, sc.Exit
 		e.Comm = r.commBefore(sc.PID, sc.PPID, comm)
-		e.Argv = append(e.Argv, p.argv...)
+		e.Argv, e.ArgvTruncated = append(e.Argv, p.argv...), p.argvCut
 		e.Filename = p.filename
 		if !p.havePath && len(p.argv) > 0 {
 			e.Filename = p.argv[0]

@@ -94,3 +94,23 @@ func TestSerialAfterWraps(t *testing.T) {
 		}
 	}
 }
+
+// Both backends keep tracer.ArgvMax arguments and say when they cut argv.
+func TestParseExecveCap(t *testing.T) {
+	record := func(n int) []byte {
+		b := []byte("argc=" + strconv.Itoa(n))
+		for i := range n {
+			b = append(b, " a"+strconv.Itoa(i)+"=\"x"+strconv.Itoa(i)+"\""...)
+		}
+		return b
+	}
+	for _, n := range []int{3, tracer.ArgvMax, tracer.ArgvMax + 1, 64} {
+		argv, cut := parseExecve(record(n), nil, maxArgv)
+		if want := min(n, tracer.ArgvMax); len(argv) != want || cut != (n > tracer.ArgvMax) {
+			t.Errorf("%d arguments: kept %d, cut %v; want %d, %v", n, len(argv), cut, want, n > tracer.ArgvMax)
+		}
+		if len(argv) > 0 && argv[len(argv)-1] != "x"+strconv.Itoa(len(argv)-1) {
+			t.Errorf("%d arguments: last kept %q", n, argv[len(argv)-1])
+		}
+	}
+}

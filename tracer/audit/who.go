@@ -228,7 +228,7 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	}
 	e := &r.ev
 	e.Reset()
-	e.Time, e.Backend, e.Type = t, r.backend, tracer.TypeExit
+	e.Time, e.Backend, e.Type = t, backendName, tracer.TypeExit
 	e.PID, e.UID, e.AUID, e.Comm = pid, uid, auid, r.str(comm)
 	e.Signal, e.CoreUnknown = sig, true
 	w := r.who

@@ -72,19 +72,14 @@ const (
 // a record saying more is not the kernel's.
 const maxRepeat = 0xffff
 
-// Limits of the exec record (bpf/tracer.bpf.c): the filename keeps at most
-// 255 bytes, argv at most 20 arguments of at most 127 bytes each.
-const (
-	FilenameMax = 255
-	ArgcMax     = 20
-	ArgMax      = 127
-)
+// FilenameMax is the most bytes of an exec's filename the kernel side
+// keeps (FILENAME_MAX in bpf/tracer.bpf.c, less its NUL). Of argv it keeps
+// tracer.ArgvMax arguments (ARGC_MAX) of at most 127 bytes each.
+const FilenameMax = 255
 
-// Flags in event_hdr.flags.
-const (
-	flagCompat    = 1 // made by a 32-bit syscall
-	flagArgvTrunc = 2 // argv was cut at ArgcMax arguments or could not be read whole
-)
+// flagArgvTrunc in event_hdr.flags (EVF_ARGV_TRUNC): argv had more than
+// tracer.ArgvMax arguments, or one could not be read whole.
+const flagArgvTrunc = 2
 
 // syscallNames names enum syscall_id.
 var syscallNames = [...]string{
@@ -241,7 +236,11 @@ func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
 	}
 	e.Filename = d.intern(cstring(data[:fnSize]))
 	args := data[fnSize : fnSize+argvSize]
-	for i := 0; i < argc && len(args) > 0; i++ {
+	// After a successful exec the kernel side reads the argument area as
+	// one block: it may hold more than ArgvMax arguments, and argc says
+	// how many there were.
+	e.ArgvTruncated = raw[offFlags]&flagArgvTrunc != 0 || argc > tracer.ArgvMax
+	for i := 0; i < min(argc, tracer.ArgvMax) && len(args) > 0; i++ {
 		arg := cstring(args)
 		e.Argv = append(e.Argv, string(arg))
 		if len(arg) == len(args) {

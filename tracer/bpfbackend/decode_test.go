@@ -5,7 +5,10 @@ package bpfbackend
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,11 +115,31 @@ func TestDecodeExec(t *testing.T) {
 	// A failed exec, and argv cut short by the kernel's cap (no final NUL).
 	raw := execRecord("/nonexistent", []string{"a", "bcdef"}, -2)
 	binary.LittleEndian.PutUint16(raw[offArgvSize:], 4) // "a\0bc"
+	raw[offFlags] |= flagArgvTrunc
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
+	if !e.ArgvTruncated {
+		t.Error("argv cut by the kernel side is not marked argv_truncated")
+	}
 	if e.Ret != -2 || e.Filename != "/nonexistent" || !reflect.DeepEqual(e.Argv, []string{"a", "bc"}) {
 		t.Errorf("truncated failed exec: ret %d filename %q argv %q", e.Ret, e.Filename, e.Argv)
+	}
+
+	// More arguments than tracer.ArgvMax in the argument area: the first
+	// ArgvMax are kept.
+	long := make([]string, tracer.ArgvMax+5)
+	for i := range long {
+		long[i] = strconv.Itoa(i)
+	}
+	if err := d.decode(execRecord("/bin/echo", long, 0), &e); err != nil {
+		t.Fatal(err)
+	}
+	if !e.ArgvTruncated || !reflect.DeepEqual(e.Argv, long[:tracer.ArgvMax]) {
+		t.Errorf("%d arguments: kept %q, argv_truncated %v", len(long), e.Argv, e.ArgvTruncated)
+	}
+	if err := d.decode(execRecord("/bin/echo", long[:tracer.ArgvMax], 0), &e); err != nil || e.ArgvTruncated {
+		t.Errorf("%d arguments: argv_truncated %v, %v", tracer.ArgvMax, e.ArgvTruncated, err)
 	}
 }
 
@@ -215,7 +238,7 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"exec ret", unsafe.Offsetof(ex.Ret), offExecRet},
 		{"argc", unsafe.Offsetof(ex.Argc), offArgc},
 		{"data", unsafe.Offsetof(ex.Data), offData},
-		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + ArgcMax*(ArgMax+1)},
+		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + tracer.ArgvMax*128}, // ARG_MAX: 128 bytes per argument, NUL included
 		{"exec key size", unsafe.Sizeof(bpf.TracerExecKey{}), execKeySize},
 		{"signal key size", unsafe.Sizeof(bpf.TracerSignalKey{}), signalKeySize},
 	}
@@ -287,5 +310,21 @@ func TestDeliverBatch(t *testing.T) {
 	}
 	if st := b.Stats(); st.Events[tracer.TypeSignal] != 3 || st.Events[tracer.TypeExec] != 1 || st.TotalLost() != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// The kernel side keeps as many arguments as the audit backend:
+// tracer.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c.
+func TestArgvMaxIsTheCSide(t *testing.T) {
+	src, err := os.ReadFile("../../bpf/tracer.bpf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^#define ARGC_MAX (\d+)`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no #define ARGC_MAX in bpf/tracer.bpf.c")
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n != tracer.ArgvMax {
+		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, tracer.ArgvMax)
 	}
 }

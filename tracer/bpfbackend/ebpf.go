@@ -65,16 +65,14 @@ type Backend struct {
 	started bool
 	closed  bool
 
-	probes    string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
-	batch     bool   // signal records are batched per CPU (see flushFunc)
-	transport string // "ringbuf" or "perf"
-	attached  []string
+	probes    string   // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
+	batch     bool     // signal records are batched per CPU (see flushFunc)
+	transport string   // "ringbuf" or "perf"
 	linked    []string // program and attach point of each link, so one program is not attached twice
 	coll      *ebpf.Collection
 	links     []link.Link
 	track     []probe // process-tree probes, attached when tracking is on
 	tracking  bool
-	roots     []uint32 // Track calls before Start
 	ring      *ringbuf.Reader
 	perf      *perf.Reader
 	bpfStats  io.Closer
@@ -118,9 +116,6 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		return fmt.Errorf("removing the memlock limit for BPF maps: %w", err)
 	}
 	b.cfg = cfg
-	if cfg.PID != 0 {
-		b.roots = append([]uint32{cfg.PID}, b.roots...)
-	}
 	b.transport = "ringbuf"
 	if b.forcePerf || features.HaveMapType(ebpf.RingBuf) != nil {
 		b.transport = "perf" // Linux < 5.8, early RHEL 8
@@ -176,12 +171,11 @@ func normalize(cfg *tracer.Config) error {
 	if cfg.Types == 0 {
 		cfg.Types = tracer.DefaultTypes
 	}
-	switch cfg.Probes {
-	case "":
+	if cfg.Probes == "" {
 		cfg.Probes = ProbesDefault
-	case ProbesDefault, ProbesSched, ProbesSyscalls, ProbesFEntry:
-	default:
-		return tracer.Usagef("unknown --probes %q: use default, sched, syscalls or fentry", cfg.Probes)
+	}
+	if err := CheckProbes(cfg.Probes); err != nil {
+		return tracer.Usagef("%w", err)
 	}
 	if cfg.RingBytes == 0 {
 		cfg.RingBytes = DefaultRingBytes
@@ -279,8 +273,8 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	}
 	// The tracked set is filled, and its probes attached, before any event
 	// probe: nothing outside the tree slips through at start.
-	if len(b.roots) > 0 {
-		if err := b.startTracking(b.roots...); err != nil {
+	if cfg.PID != 0 {
+		if err := b.startTracking(cfg.PID); err != nil {
 			return err
 		}
 	}
@@ -422,17 +416,14 @@ func loadError(err error, set string) error {
 	return tracer.Usagef("the kernel refused the BPF programs (%v): run as root (CAP_BPF and CAP_PERFMON), or use --backend audit", unix.EPERM)
 }
 
-// startTracking puts pids in the tracked set, turns the filter on, and
+// startTracking puts pid in the tracked set, turns the filter on, and
 // attaches the process-tree probes if they are not yet. The filter goes on
 // first: in the sched set those probes are also the fork and exit event
 // programs, which pass every process while it is off. They follow forks
 // only once it is on, so this order loses nothing.
-func (b *Backend) startTracking(pids ...uint32) error {
-	tracked := b.coll.Maps["tracked"]
-	for _, pid := range pids {
-		if err := tracked.Put(pid, uint8(1)); err != nil {
-			return fmt.Errorf("adding pid %d to the tracked set: %w", pid, err)
-		}
+func (b *Backend) startTracking(pid uint32) error {
+	if err := b.coll.Maps["tracked"].Put(pid, uint8(1)); err != nil {
+		return fmt.Errorf("adding pid %d to the tracked set: %w", pid, err)
 	}
 	if !b.tracking {
 		if err := b.setTrackOn(); err != nil {
@@ -460,7 +451,6 @@ func (b *Backend) attach(p probe) error {
 		return fmt.Errorf("attaching %s: %w", p, err)
 	}
 	b.links = append(b.links, l)
-	b.attached = append(b.attached, p.String())
 	b.linked = append(b.linked, key)
 	return nil
 }
@@ -470,43 +460,6 @@ func (b *Backend) setTrackOn() error {
 		return fmt.Errorf("turning the process-tree filter on: %w", err)
 	}
 	return nil
-}
-
-// Track adds pid, and from then on its descendants, to the traced process
-// tree. Before Start it adds to Config.PID. After Start it adds a root to
-// the tree; if Start had no tree to follow, the kernel filter turns on
-// here, and what happened between Start and Track was not filtered: give
-// the first root before Start (a command started paused, as trace does).
-func (b *Backend) Track(pid uint32) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if pid == 0 {
-		return errors.New("tracking pid 0")
-	}
-	if b.closed {
-		return errors.New("ebpf backend closed")
-	}
-	if !b.started {
-		b.roots = append(b.roots, pid)
-		return nil
-	}
-	return b.startTracking(pid)
-}
-
-// Probes names the probe set Start attached ("sched", "syscalls" or
-// "fentry"; the default is "sched", or "syscalls" on kernels without BTF
-// tracepoints), and how events reach user space ("ringbuf" or "perf").
-func (b *Backend) Probes() (probes, transport string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.probes, b.transport
-}
-
-// Attached lists the attach points of the programs, e.g. "fexit/__x64_sys_kill".
-func (b *Backend) Attached() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.attached...)
 }
 
 // Run delivers events until ctx is done, then what the kernel queued
@@ -745,7 +698,7 @@ func (b *Backend) cleanup() error {
 			errs = append(errs, fmt.Errorf("detaching: %w", err))
 		}
 	}
-	b.links, b.attached, b.linked, b.tracking = nil, nil, nil, false
+	b.links, b.linked, b.tracking = nil, nil, false
 	if b.ring != nil {
 		errs = append(errs, b.ring.Close())
 		b.ring = nil

@@ -263,7 +263,7 @@ func TestWorkloadEvents(t *testing.T) {
 			cfg.Types, cfg.Signals, cfg.Probes = allTypes(), usr1(), c.probes
 			start := time.Now()
 			all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
-			probes, transport := b.Probes()
+			probes, transport := b.probes, b.transport
 			t.Logf("probes %s, transport %s: %d events", probes, transport, len(all))
 			diffKeys(t, keys(all), wantKeys(bin, c.failedExec))
 			checkFields(t, all, root, start)
@@ -352,7 +352,7 @@ func compareCounts(t *testing.T, got, want *tracer.Counts, root uint32) {
 }
 
 // Counting mode: per-key counts in kernel maps, nothing streamed; the tree
-// given in Config.PID before Start, or with Track after Start. By default
+// given in Config.PID. By default
 // it counts at the syscall tracepoints, failed execs included.
 func TestCountOnly(t *testing.T) {
 	tracertest.NeedRoot(t)
@@ -360,40 +360,21 @@ func TestCountOnly(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		probes     string
-		track      string // how the workload's pid is given: config, before or after Start
 		failedExec bool
 	}{
-		{"default (syscalls)", "", "config", true},
-		{"sched", ProbesSched, "config", false},
-		{"sched, Track before Start", ProbesSched, "before", false},
-		{"sched, Track after Start", ProbesSched, "after", false},
-		{"default, Track after Start", "", "after", true},
+		{"default (syscalls)", "", true},
+		{"sched", ProbesSched, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes, cfg.CountOnly = allTypes(), usr1(), c.probes, true
 			b := New()
 			h := startHeld(t, bin, workloadArgs()...)
-			switch c.track {
-			case "config":
-				cfg.PID = h.pid()
-			case "before":
-				if err := b.Track(h.pid()); err != nil {
-					t.Fatal(err)
-				}
-			case "after":
-				// Another tree is traced from Start; the workload joins later.
-				cfg.PID = startHeld(t, "/bin/true").pid()
-			}
+			cfg.PID = h.pid()
 			if err := b.Start(cfg); err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if c.track == "after" {
-				if err := b.Track(h.pid()); err != nil {
-					t.Fatal(err)
-				}
-			}
 			ctx, cancel := context.WithCancel(context.Background())
 			delivered := 0
 			done := make(chan error, 1)

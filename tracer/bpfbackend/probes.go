@@ -38,6 +38,16 @@ const (
 	ProbesFEntry = "fentry"
 )
 
+// CheckProbes says whether set names a probe set (Config.Probes; "" is
+// not one: Start reads it as ProbesDefault).
+func CheckProbes(set string) error {
+	switch set {
+	case ProbesDefault, ProbesSched, ProbesSyscalls, ProbesFEntry:
+		return nil
+	}
+	return fmt.Errorf("unknown --probes %q: use default, sched, syscalls or fentry", set)
+}
+
 type hook uint8
 
 const (
