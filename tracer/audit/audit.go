@@ -104,7 +104,7 @@ func New() *Backend { return &Backend{} }
 func (b *Backend) Notes() []string { return b.notes }
 
 // Name is "audit".
-func (b *Backend) Name() string { return "audit" }
+func (b *Backend) Name() string { return backendName }
 
 // Key is the key this backend's rules carry.
 func (b *Backend) Key() string { return b.key }
