@@ -53,7 +53,14 @@ demo: deps-demo build ## the main job: a short side-by-side comparison of the ba
 	./$(BIN) bench --quick --out bench-quick.json
 	./$(BIN) report --format md bench-quick.json
 
-test: deps vet cross fmt-check check-generated ## all tests, as root: unit, privileged integration, deploy manifests, benchmark smoke
+test: deps vet lint cross fmt-check check-generated ## all tests, as root: unit (with -race), privileged integration, deploy manifests, benchmark smoke
+	@# The unit tests run with the race detector; -short skips the root
+	@# tests (tracertest.NeedRoot). Those run in the second pass, without
+	@# -race: they load audit rules and BPF programs and drive real storms
+	@# of millions of events and bench rounds through the tracer binary,
+	@# which -race would slow several times over for little gain (the
+	@# binary they run is built without it anyway).
+	$(GO) test -race -short -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 40m ./...
 	cd deploy && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...

@@ -79,7 +79,7 @@ func (m *ebpfFloorMode) Start(context.Context, *Run) error {
 	for name, p := range m.coll.Programs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			m.detach()
+			_ = m.detach() // the attach error is the one to report
 			return fmt.Errorf("attaching %s: %w", name, err)
 		}
 		m.links = append(m.links, l)

@@ -141,7 +141,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		if err = b.start(cfg, kernel, set); err == nil {
 			break
 		}
-		b.cleanup()
+		_ = b.cleanup() // the next set, or the error below, says what matters
 		if first == nil {
 			first = fmt.Errorf("%s probes: %v", set, err)
 		} else {
@@ -674,7 +674,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed || !b.started {
-		b.cleanup()
+		_ = b.cleanup() // at most a failed Start's leftovers: Start said why
 		b.closed = b.closed || b.started
 		return nil
 	}

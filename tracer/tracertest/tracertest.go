@@ -14,9 +14,15 @@ import (
 	"testing"
 )
 
-// NeedRoot skips t, loudly, when not running as root.
+// NeedRoot skips t, loudly, when not running as root, and under -short:
+// these are the integration tests.
 func NeedRoot(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		// make test runs the unit tests with -race -short first, and
+		// these in a pass of their own.
+		t.Skip("needs root, skipped under -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: loads audit rules or BPF programs (run the tests as root, e.g. sudo make test)")
 	}
