@@ -29,6 +29,7 @@ type jsonEvent struct {
 	PPID     uint32   `json:"ppid"`
 	Filename string   `json:"filename"`
 	Argv     []string `json:"argv"`
+	ArgvCut  bool     `json:"argv_truncated"`
 	Ret      int64    `json:"ret"`
 	ChildPID uint32   `json:"child_pid"`
 	Syscall  string   `json:"syscall"`
@@ -103,6 +104,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	switch e.Type {
 	case TypeExec:
 		e.PPID, e.Filename, e.Argv, e.Ret = j.PPID, j.Filename, j.Argv, j.Ret
+		e.ArgvTruncated = j.ArgvCut
 	case TypeFork:
 		e.ChildPID, e.Syscall = j.ChildPID, j.Syscall
 	case TypeSignal:
