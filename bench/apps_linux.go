@@ -29,9 +29,10 @@ import (
 // ones asked for by name (or all installed ones with --workload apps).
 type app struct {
 	name, desc string
-	// packages are the Debian packages that provide progs.
-	packages []string
-	progs    []string
+	// packages are the Debian packages that provide progs, rhel the RHEL
+	// ones (sysbench is in EPEL there).
+	packages, rhel []string
+	progs          []string
 	// start is the count calibration begins with.
 	start     int64
 	countNoun string
@@ -54,7 +55,7 @@ type app struct {
 func stressApp(stressor, desc string, start int64, extra ...string) app {
 	return app{
 		name: "stress-" + stressor, desc: "stress-ng " + stressor + " stressor, one instance per CPU: " + desc,
-		packages: []string{"stress-ng"}, progs: []string{"stress-ng"}, start: start, countNoun: "bogo ops", perCount: 1,
+		packages: []string{"stress-ng"}, rhel: []string{"stress-ng"}, progs: []string{"stress-ng"}, start: start, countNoun: "bogo ops", perCount: 1,
 		metric: func() *Metric { return stressMetric(stressor) },
 		argv: func(n int64, _ *appServer) []string {
 			return append([]string{"stress-ng", "--" + stressor, strconv.Itoa(runtime.NumCPU()),
@@ -66,7 +67,7 @@ func stressApp(stressor, desc string, start int64, extra ...string) app {
 var apps = []app{
 	{
 		name: "redis", desc: "redis-server on a unix socket, redis-benchmark SET and GET (50 clients)",
-		packages: []string{"redis-server", "redis-tools"}, progs: []string{"redis-server", "redis-benchmark"},
+		packages: []string{"redis-server", "redis-tools"}, rhel: []string{"redis"}, progs: []string{"redis-server", "redis-benchmark"},
 		start: 2000, countNoun: "requests per test", perCount: 2,
 		server: startRedis, metric: redisMetric,
 		argv: func(n int64, srv *appServer) []string {
@@ -75,7 +76,7 @@ var apps = []app{
 	},
 	{
 		name: "nginx", desc: "nginx on 127.0.0.1 serving a 4 KiB static file, ab without keep-alive (16 concurrent)",
-		packages: []string{"nginx-light", "apache2-utils"}, progs: []string{"nginx", "ab"},
+		packages: []string{"nginx-light", "apache2-utils"}, rhel: []string{"nginx", "httpd-tools"}, progs: []string{"nginx", "ab"},
 		start: 500, countNoun: "requests", perCount: 1,
 		server: startNginx, metric: abMetric,
 		argv: func(n int64, srv *appServer) []string {
@@ -84,7 +85,7 @@ var apps = []app{
 	},
 	{
 		name: "sysbench-cpu", desc: "sysbench cpu (prime search), one thread per CPU",
-		packages: []string{"sysbench"}, progs: []string{"sysbench"}, start: 200, countNoun: "events", perCount: 1,
+		packages: []string{"sysbench"}, rhel: []string{"sysbench"}, progs: []string{"sysbench"}, start: 200, countNoun: "events", perCount: 1,
 		metric: sysbenchMetric,
 		argv: func(n int64, _ *appServer) []string {
 			return []string{"sysbench", "cpu", "--threads=" + strconv.Itoa(runtime.NumCPU()), "--events=" + strconv.FormatInt(n, 10), "--time=0", "run"}
@@ -92,7 +93,7 @@ var apps = []app{
 	},
 	{
 		name: "sysbench-threads", desc: "sysbench threads (lock, yield, unlock), one thread per CPU",
-		packages: []string{"sysbench"}, progs: []string{"sysbench"}, start: 200, countNoun: "events", perCount: 1,
+		packages: []string{"sysbench"}, rhel: []string{"sysbench"}, progs: []string{"sysbench"}, start: 200, countNoun: "events", perCount: 1,
 		metric: sysbenchMetric,
 		argv: func(n int64, _ *appServer) []string {
 			return []string{"sysbench", "threads", "--threads=" + strconv.Itoa(runtime.NumCPU()), "--events=" + strconv.FormatInt(n, 10), "--time=0", "run"}
@@ -147,8 +148,8 @@ func AppMissing(name string) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("workload %s needs %s: install the Debian packages %s (make bench-apps does)",
-		name, strings.Join(missing, " and "), strings.Join(a.packages, " "))
+	return fmt.Sprintf("workload %s needs %s: install the packages %s on Debian (make bench-apps does), %s on RHEL",
+		name, strings.Join(missing, " and "), strings.Join(a.packages, " "), strings.Join(a.rhel, " "))
 }
 
 // InstalledApps lists the application workloads the node can run.
@@ -457,7 +458,7 @@ func expandWorkloads(names []string) ([]string, error) {
 		case n == "apps":
 			inst := InstalledApps()
 			if len(inst) == 0 {
-				return nil, tracer.Usagef("--workload apps: none of %s is installed: install the Debian packages redis-server redis-tools nginx-light apache2-utils sysbench stress-ng (make bench-apps does)", strings.Join(Apps(), ", "))
+				return nil, tracer.Usagef("--workload apps: none of %s is installed: install the packages redis-server redis-tools nginx-light apache2-utils sysbench stress-ng on Debian (make bench-apps does), redis nginx httpd-tools sysbench (EPEL) stress-ng on RHEL", strings.Join(Apps(), ", "))
 			}
 			out = append(out, inst...)
 		case isApp(n):
