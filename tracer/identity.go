@@ -108,7 +108,10 @@ type ProcStat struct {
 
 // ParseProcStat reads a /proc/PID/stat line: the one parser of it. The
 // comm in parentheses may hold spaces and parentheses itself: fields are
-// counted after its last ')'.
+// counted after its last ')'. Not procfs's Proc.Stat: that one opens the
+// file itself and fills fifty fields, while the backends parse bytes they
+// read once per new process, on the event path, and tests parse recorded
+// lines.
 func ParseProcStat(stat []byte) (ProcStat, bool) {
 	open, i := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
 	if open < 0 || i < open {
@@ -137,7 +140,8 @@ func ParseStat(stat []byte) (ppid uint32, start uint64, ok bool) {
 	return st.PPID, st.Start, ok
 }
 
-// ParseProcCgroup picks the cgroup path from a /proc/PID/cgroup file: the
+// ParseProcCgroup picks the cgroup path from a /proc/PID/cgroup file (for
+// the reasons ParseProcStat gives, not through procfs's Proc.Cgroups): the
 // cgroup v2 line ("0::/system.slice/x.service"), else the v1 name=systemd
 // line, which systemd keeps parallel to it on hybrid nodes.
 func ParseProcCgroup(data []byte) (string, bool) {

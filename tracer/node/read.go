@@ -159,6 +159,8 @@ func (r Reader) readInt(p string) (int, error) {
 // (CONFIG_IKCONFIG_PROC), /boot/config-RELEASE (RHEL, Debian),
 // /lib/modules/RELEASE/config (RHEL 9). It returns the values of keys
 // ("n" for an option that is not set) and the file they came from.
+// prometheus/procfs has no reader of the kernel config, nor of lockdown or
+// jiffies (KernelHZ): these three are read here by hand.
 func (r Reader) KernelConfig(release string, keys []string) (config map[string]string, source string, err error) {
 	if b, err := os.ReadFile(r.path("/proc/config.gz")); err == nil {
 		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
