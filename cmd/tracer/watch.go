@@ -5,16 +5,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/watch"
 )
 
 type watchOptions struct {
@@ -50,6 +49,8 @@ func newWatchCmd() *cobra.Command {
 	return cmd
 }
 
+// runWatch checks the flags, runs watch.Run until a signal or --duration
+// ends it, and prints the summary.
 func runWatch(parent context.Context, o *watchOptions) error {
 	cfg, err := o.config()
 	if err != nil {
@@ -77,7 +78,6 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
-	bp := cfg.Backpressure
 	out, err := openOutput(o.output)
 	if err != nil {
 		return err
@@ -89,68 +89,32 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	defer stop(nil)
 	sd := newShutdown(stop)
 	defer sd.release()
-	sink, err := tracer.NewSink(o.format, out, tracer.OutputOptions{
-		Backpressure: bp, OnError: sd.outputFailed, Abort: sd.abort,
+	res, err := watch.Run(ctx, watch.Options{
+		Backend: b, Config: cfg, Format: o.format, Output: out,
+		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort,
+		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
+			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
+		},
+		Started: func() {
+			printNotes(b)
+			fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
+		},
 	})
-	if err != nil {
+	if res == nil {
 		return err
 	}
-	p := tracer.NewPipeline(cfg, sink)
-	defer p.Close()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
-
-	ready, err := startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
-	if err != nil {
-		return err
-	}
-	backendCfg := cfg
-	backendCfg.Types = tracer.BackendTypes(cfg)
-	if err := b.Start(backendCfg); err != nil {
-		_ = b.Close()
-		return err
-	}
-	defer b.Close()
-	ready()
-	printNotes(b)
-	fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
-
-	go p.FlushEvery(ctx, 200*time.Millisecond)
-	runErr := b.Run(ctx, o.target.emit(p.Emit))
-	closeErr := b.Close()
-	// Every rule and probe is gone: what is left is the output, which may
-	// wait on a slow reader; a second Ctrl-C stops waiting (sd.abort).
-	flushErr := p.Close()
-
 	if o.statsFile != "" {
-		if err := writeStatsFile(o.statsFile, tracer.NewStatsFile(p, b)); err != nil {
+		if err := writeStatsFile(o.statsFile, res.StatsFile); err != nil {
 			slog.Warn("writing --stats-file", "err", err)
 		}
 	}
-	st := p.Stats(b)
+	st := res.Stats
 	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %s%d lost (%s)\n",
-		p.TotalEmitted(), map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
+		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
+	if res.CloseErr != nil {
+		slog.Warn("removing rules or probes", "err", res.CloseErr)
 	}
-	if closeErr != nil {
-		slog.Warn("removing rules or probes", "err", closeErr)
-		return closeErr
-	}
-	if err := sd.outputErr(); err != nil {
-		// The reader went away (EPIPE: `| head`): a normal end.
-		if errors.Is(err, syscall.EPIPE) {
-			return nil
-		}
-		return fmt.Errorf("writing events: %w", err)
-	}
-	if flushErr != nil && !errors.Is(flushErr, syscall.EPIPE) {
-		return fmt.Errorf("writing events: %w", flushErr)
-	}
-	return nil
+	return err
 }
 
 // writeStatsFile writes the exit figures (watch's tracer.StatsFile, the

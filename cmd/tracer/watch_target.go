@@ -24,14 +24,6 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 		"add to each event the pid, comm and exec_id of up to N ancestors (parent first; at most 16)")
 }
 
-// emit wraps the pipeline's emit with --ancestry.
-func (f *targetFlags) emit(emit func(*tracer.Event)) func(*tracer.Event) {
-	if f.ancestry <= 0 {
-		return emit
-	}
-	return tracer.NewAncestry(f.ancestry).Wrap(emit)
-}
-
 // apply puts --target in cfg. Without --events it keeps signals and exits.
 func (f *targetFlags) apply(cfg *tracer.Config) error {
 	if f.ancestry < 0 || f.ancestry > tracer.MaxAncestry {

@@ -1,0 +1,153 @@
+// Package watch streams a backend's events through the pipeline's filters
+// to a sink until the context ends, and says what was seen and lost: the
+// orchestration behind `tracer watch`. Signals are the caller's: it ends
+// the watch by cancelling ctx, and closes Options.Abort to stop waiting
+// for a stalled output.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Options says what to watch and where the events go.
+type Options struct {
+	// Backend delivers the events; Run starts it and closes it.
+	Backend tracer.Backend
+	// Config holds the filters and the backend's settings.
+	Config tracer.Config
+	// Format is the output format, text or json (tracer.NewSink), and
+	// Output where the events go.
+	Format string
+	Output io.Writer
+	// Duration, when positive, ends the watch after that long.
+	Duration time.Duration
+	// Ancestry, when positive, adds up to that many ancestors to each
+	// event (tracer.NewAncestry).
+	Ancestry int
+	// Abort, when closed, stops waiting for a stalled output once the
+	// backend is closed (a second Ctrl-C): what is still queued is
+	// counted lost at stage output.
+	Abort <-chan struct{}
+	// Observe, when set, is called with the pipeline before the backend
+	// starts (metrics register there); the function it returns is called
+	// once the backend watches. ctx ends when Run returns.
+	Observe func(ctx context.Context, p *tracer.Pipeline) (ready func(), err error)
+	// Started, when set, is called once the backend watches and its
+	// notes are known (watch tells the user there).
+	Started func()
+}
+
+// Result is what the watch saw and lost.
+type Result struct {
+	// Emitted is how many events passed the filters to the output.
+	Emitted uint64
+	// Stats has the backend's figures and the loss at every stage.
+	Stats tracer.Stats
+	// StatsFile is the same as --stats-file writes it.
+	StatsFile tracer.StatsFile
+	// CloseErr is the backend's failure to remove its rules or probes.
+	CloseErr error
+}
+
+// flushEvery is how often buffered events are passed to the output when
+// events are few.
+const flushEvery = 200 * time.Millisecond
+
+// Run starts the backend, delivers its events until ctx ends (or
+// Duration passes, or a write to the output fails), closes the backend,
+// then flushes the output. Once the backend started, the Result is
+// returned even with an error, so that the caller can still say what was
+// seen and lost. A reader that went away (EPIPE: `| head`) is a normal
+// end, not an error.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	b, cfg := o.Backend, o.Config
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var (
+		mu     sync.Mutex
+		outErr error
+	)
+	// A failed write ends the watch: the writer's error is the cause.
+	onError := func(err error) {
+		mu.Lock()
+		if outErr == nil {
+			outErr = err
+		}
+		mu.Unlock()
+		stop(err)
+	}
+	sink, err := tracer.NewSink(o.Format, o.Output, tracer.OutputOptions{
+		Backpressure: cfg.Backpressure, OnError: onError, Abort: o.Abort,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := tracer.NewPipeline(cfg, sink)
+	defer p.Close()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	ready := func() {}
+	if o.Observe != nil {
+		if ready, err = o.Observe(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	backendCfg := cfg
+	backendCfg.Types = tracer.BackendTypes(cfg)
+	if err := b.Start(backendCfg); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	defer b.Close()
+	ready()
+	if o.Started != nil {
+		o.Started()
+	}
+
+	emit := p.Emit
+	if o.Ancestry > 0 {
+		emit = tracer.NewAncestry(o.Ancestry).Wrap(emit)
+	}
+	go p.FlushEvery(ctx, flushEvery)
+	runErr := b.Run(ctx, emit)
+	closeErr := b.Close()
+	// Every rule and probe is gone: what is left is the output, which may
+	// wait on a slow reader until Abort.
+	flushErr := p.Close()
+
+	res := &Result{Emitted: p.TotalEmitted(), Stats: p.Stats(b), StatsFile: tracer.NewStatsFile(p, b), CloseErr: closeErr}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return res, runErr
+	}
+	if closeErr != nil {
+		return res, closeErr
+	}
+	mu.Lock()
+	werr := outErr
+	mu.Unlock()
+	if werr != nil {
+		// The reader went away (EPIPE: `| head`): a normal end.
+		if errors.Is(werr, syscall.EPIPE) {
+			return res, nil
+		}
+		return res, fmt.Errorf("writing events: %w", werr)
+	}
+	if flushErr != nil && !errors.Is(flushErr, syscall.EPIPE) {
+		return res, fmt.Errorf("writing events: %w", flushErr)
+	}
+	return res, nil
+}
