@@ -18,10 +18,9 @@ type fake struct {
 	events   []tracer.Event
 	startErr error
 
-	mu      sync.Mutex
-	calls   []string
-	cfg     tracer.Config
-	running bool
+	mu    sync.Mutex
+	calls []string
+	cfg   tracer.Config
 }
 
 func (f *fake) Name() string { return "fake" }
