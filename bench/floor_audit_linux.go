@@ -97,8 +97,7 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 	var c *floorConn
 	holder := int(status.PID)
 	if holder != 0 && processAlive(holder) {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", holder))
-		st.Beside = strings.TrimSpace(string(comm))
+		st.Beside, _ = tracer.ProcComm(uint32(holder))
 		if c, err = newFloorConn(1); err != nil { // AUDIT_NLGRP_READLOG
 			return st, fmt.Errorf("joining the audit multicast group: %w", err)
 		}

@@ -135,11 +135,11 @@ func auditHolder() (int, string) {
 		return 0, ""
 	}
 	pid := int(st.PID)
-	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil {
+	comm, ok := tracer.ProcComm(uint32(pid))
+	if !ok {
 		return 0, "" // the kernel has not noticed yet that it died
 	}
-	return pid, strings.TrimSpace(string(comm))
+	return pid, comm
 }
 
 // nodeAuditd is the node's running auditd: what it takes to start it again
@@ -210,9 +210,9 @@ func cmdline(pid int) []string {
 // restartable says why bench cannot start this auditd again as it was, or "".
 func (a *nodeAuditd) restartable() string {
 	if a.Foreground && a.PPID != 1 {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", a.PPID))
+		comm, _ := tracer.ProcComm(uint32(a.PPID))
 		return fmt.Sprintf("auditd (pid %d) runs in the foreground under %s (pid %d), which would not see it come back",
-			a.PID, strings.TrimSpace(string(comm)), a.PPID)
+			a.PID, comm, a.PPID)
 	}
 	if len(a.Argv) == 0 {
 		return fmt.Sprintf("auditd (pid %d) has no readable command line", a.PID)
@@ -446,8 +446,8 @@ func Cleanup() ([]string, error) {
 }
 
 func isTracer(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	return err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "tracer")
+	comm, ok := tracer.ProcComm(uint32(pid))
+	return ok && strings.HasPrefix(comm, "tracer")
 }
 
 func processAlive(pid int) bool {

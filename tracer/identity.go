@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,13 @@ func shortBootID(raw []byte) string {
 		return "0"
 	}
 	return string(b)
+}
+
+// ProcComm reads process pid's comm (/proc/PID/comm), the one reader of
+// it; ok is false when the process is gone.
+func ProcComm(pid uint32) (comm string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	return strings.TrimSpace(string(b)), err == nil
 }
 
 // ProcStat is what the project reads of a /proc/PID/stat line (proc(5)).

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,9 +367,9 @@ func (b *Backend) joinMulticast(holder int) error {
 	b.multicast = true
 	b.socketDrops0, _ = socketDrops(c.port)
 	b.mcastPort.Store(c.port)
-	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(holder) + "/comm")
+	comm, _ := tracer.ProcComm(uint32(holder))
 	b.notes = append(b.notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
-		strings.TrimSpace(string(comm)), holder))
+		comm, holder))
 	return c.setRecvTimeout(recvTimeout)
 }
 

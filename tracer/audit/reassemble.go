@@ -67,15 +67,12 @@ type reassembler struct {
 func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 	r := &reassembler{
 		types: types, scopeAUID: scopeAUID,
-		byArch:  map[uint32]map[int]syscallInfo{},
-		pending: map[uint64]*pending{},
-		comms:   map[uint32]string{},
-		intern:  map[string]string{},
-		who:     newWhoState(),
-		procComm: func(pid uint32) (string, bool) {
-			b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
-			return strings.TrimSpace(string(b)), err == nil
-		},
+		byArch:   map[uint32]map[int]syscallInfo{},
+		pending:  map[uint64]*pending{},
+		comms:    map[uint32]string{},
+		intern:   map[string]string{},
+		who:      newWhoState(),
+		procComm: tracer.ProcComm,
 	}
 	for _, b32 := range []bool{false, true} {
 		arch := archValue(b32)
