@@ -87,10 +87,10 @@ func CgroupID(mount, path string) (id uint64, level int, err error) {
 func CheckCgroup(path string) error {
 	mount, err := CgroupMount()
 	if err != nil {
-		return Usagef("--cgroup needs cgroup v2: %v", err)
+		return Usagef("--cgroup needs cgroup v2: %w", err)
 	}
 	if _, _, err := CgroupID(mount, CleanCgroup(path)); err != nil {
-		return Usagef("--cgroup %s: no such cgroup under %s (%v): give a path as in /proc/PID/cgroup, e.g. /system.slice/nginx.service", path, mount, err)
+		return Usagef("--cgroup %s: no such cgroup under %s (%w): give a path as in /proc/PID/cgroup, e.g. /system.slice/nginx.service", path, mount, err)
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 			return fmt.Errorf("building audit rule: %w", err)
 		}
 		if err := b.ctl.AddRule(wf); err != nil {
-			return tracer.Usagef("the kernel refused audit rule %q: %v", r.Text(), err)
+			return tracer.Usagef("the kernel refused audit rule %q: %w", r.Text(), err)
 		}
 		b.mu.Lock()
 		b.added = append(b.added, wf)
@@ -234,7 +234,7 @@ func (b *Backend) leanRecords(beside bool, holder int) error {
 			if strings.Contains(err.Error(), "rule exists") {
 				continue // another tracer's, or the node's own: not ours to remove
 			}
-			return tracer.Usagef("the kernel refused %q: %v (use --lean-records=false)", r.Text(), err)
+			return tracer.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
 		}
 		if err := recordExclude(typ); err != nil {
 			return err

@@ -169,7 +169,7 @@ func cgroupFilter(path string) (cgroupScope, error) {
 	}
 	mount, err := tracer.CgroupMount()
 	if err != nil {
-		return cgroupScope{}, tracer.Usagef("--cgroup needs cgroup v2: %v", err)
+		return cgroupScope{}, tracer.Usagef("--cgroup needs cgroup v2: %w", err)
 	}
 	clean := tracer.CleanCgroup(path)
 	id, level, err := tracer.CgroupID(mount, clean)

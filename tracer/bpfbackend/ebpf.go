@@ -143,7 +143,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		}
 		_ = b.cleanup() // the next set, or the error below, says what matters
 		if first == nil {
-			first = fmt.Errorf("%s probes: %v", set, err)
+			first = fmt.Errorf("%s probes: %w", set, err)
 		} else {
 			err = fmt.Errorf("%w (before: %v)", err, first)
 		}
@@ -203,7 +203,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		}
 	case ProbesFEntry:
 		if events, err = fentryProbes(kernel, cfg.Types); err != nil {
-			return tracer.Usagef("--probes fentry: %v: use --probes default", err)
+			return tracer.Usagef("--probes fentry: %w: use --probes default", err)
 		}
 	default:
 		events = tracepointProbes(cfg.Types)

@@ -52,7 +52,7 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 		}
 	}
 	if _, err := exec.LookPath(o.Args[0]); err != nil {
-		return nil, tracer.Usagef("cannot run %q: %v", o.Args[0], err)
+		return nil, tracer.Usagef("cannot run %q: %w", o.Args[0], err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
