@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracefs"
 )
 
@@ -78,8 +78,7 @@ func probeAudit(f *Facts) {
 			Backlog: st.Backlog, Lost: st.Lost,
 		}
 		if st.PID != 0 {
-			comm, _ := os.ReadFile("/proc/" + strconv.Itoa(int(st.PID)) + "/comm")
-			f.Audit.Status.PIDComm = strings.TrimSpace(string(comm))
+			f.Audit.Status.PIDComm, _ = tracer.ProcComm(st.PID)
 		}
 	case isPerm(err):
 		f.NeedRoot = append(f.NeedRoot, "audit status and rules (CAP_AUDIT_CONTROL)")
