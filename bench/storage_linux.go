@@ -277,15 +277,9 @@ func (s *Storage) throttleV2(root, dev string, record func([]string) error) (str
 		hddIOPS, hddBPS>>20, strings.TrimPrefix(cg.Path, root)), nil
 }
 
-func cgroupControllers(root string) []string {
-	b, _ := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
-	return strings.Fields(string(b))
-}
+func cgroupControllers(root string) []string { return host.CgroupControllers(root) }
 
-func cgroupSubtree(root string) []string {
-	b, _ := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
-	return strings.Fields(string(b))
-}
+func cgroupSubtree(root string) []string { return host.CgroupSubtree(root) }
 
 func writeSubtree(root, sign string, ctrls []string) error {
 	var parts []string

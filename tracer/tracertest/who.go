@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/node/host"
 )
 
 // BuildWho compiles who.c, the processes that die in known ways.
@@ -134,9 +136,8 @@ func MakeCgroup(t testing.TB, mount, rel string) string {
 func MemoryCgroup(t testing.TB, name string, limit int64) string {
 	t.Helper()
 	if m, err := tracer.CgroupMount(); err == nil {
-		if c, err := os.ReadFile(filepath.Join(m, "cgroup.controllers")); err == nil && bytes.Contains(c, []byte("memory")) {
-			sub, _ := os.ReadFile(filepath.Join(m, "cgroup.subtree_control"))
-			if !bytes.Contains(sub, []byte("memory")) {
+		if slices.Contains(host.CgroupControllers(m), "memory") {
+			if !slices.Contains(host.CgroupSubtree(m), "memory") {
 				t.Skip("the cgroup v2 root does not delegate the memory controller (cgroup.subtree_control)")
 			}
 			dir := MakeCgroup(t, m, name)

@@ -129,3 +129,22 @@ func TestMountLines(t *testing.T) {
 		t.Error("a cgroup v2 hierarchy found where none is mounted")
 	}
 }
+
+func TestCgroupControllers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := CgroupControllers(dir); !reflect.DeepEqual(got, []string{"cpuset", "cpu", "io", "memory", "pids"}) {
+		t.Errorf("controllers %q", got)
+	}
+	if got := CgroupSubtree(dir); len(got) != 0 {
+		t.Errorf("subtree %q, want none enabled", got)
+	}
+	if got := CgroupControllers(filepath.Join(dir, "gone")); got != nil {
+		t.Errorf("controllers of a missing cgroup %q", got)
+	}
+}

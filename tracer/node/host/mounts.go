@@ -2,6 +2,8 @@ package host
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -114,4 +116,20 @@ func CgroupV1Mount(mounts []Mount, controller string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CgroupControllers are the controllers a cgroup v2 directory may enable
+// for its children (cgroup.controllers); nil when it cannot be read.
+func CgroupControllers(dir string) []string { return cgroupList(dir, "cgroup.controllers") }
+
+// CgroupSubtree are the controllers a cgroup v2 directory has enabled for
+// its children (cgroup.subtree_control); nil when it cannot be read.
+func CgroupSubtree(dir string) []string { return cgroupList(dir, "cgroup.subtree_control") }
+
+func cgroupList(dir, file string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
 }
