@@ -331,7 +331,6 @@ func (c *floorConn) readBatch(b *floorBatch) (int, error) {
 // mode runs `tracer watch`.
 type auditFloorMode struct {
 	self     string
-	auditctl string
 
 	w       *watcher
 	cpu     cpuMeter
@@ -349,7 +348,6 @@ func (m *auditFloorMode) Setup(context.Context) error {
 	if _, err := readAuditStatus(); err != nil {
 		return Skipf("audit is not available here (%v)", err)
 	}
-	m.auditctl, _ = lookSbin("auditctl")
 	return nil
 }
 
@@ -363,10 +361,8 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 	m.w = w
 	m.cpu = startCPU(w.pid())
 	m.kauditd = startCPU(findKthread("kauditd"))
-	if m.auditctl != "" {
-		if st, err := auditctlStatus(m.auditctl); err == nil {
-			m.wait0 = st.WaitActual
-		}
+	if st, err := kernelAuditStatus(); err == nil {
+		m.wait0 = st.WaitActual
 	}
 	return nil
 }
@@ -391,10 +387,8 @@ func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error
 	if err != nil {
 		return obs, err
 	}
-	if m.auditctl != "" {
-		if st, err := auditctlStatus(m.auditctl); err == nil {
-			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
-		}
+	if st, err := kernelAuditStatus(); err == nil {
+		obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 	}
 	st, err := readAuditFloorStats(m.statsPath(run))
 	if err != nil {

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -602,57 +601,4 @@ func backlogWait(before, after uint64) float64 {
 	return float64(after - before)
 }
 
-// auditStatus is what `auditctl -s` prints.
-type auditStatus struct {
-	Enabled, Failure, PID, RateLimit, BacklogLimit, Lost, Backlog, BacklogWaitTime uint64
-	HasWaitTime                                                                    bool
-	// WaitActual is the kernel's running total of the time processes slept
-	// on a full backlog, in jiffies.
-	WaitActual uint64
-}
-
-func (m *auditdMode) status() (auditStatus, error) { return auditctlStatus(m.auditctl) }
-
-func auditctlStatus(auditctl string) (auditStatus, error) {
-	out, err := exec.Command(auditctl, "-s").Output()
-	if err != nil {
-		return auditStatus{}, fmt.Errorf("auditctl -s: %w", cmdErr(err))
-	}
-	return parseAuditStatus(string(out)), nil
-}
-
-func parseAuditStatus(text string) auditStatus {
-	var s auditStatus
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		v, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch f[0] {
-		case "enabled":
-			s.Enabled = v
-		case "failure":
-			s.Failure = v
-		case "pid":
-			s.PID = v
-		case "rate_limit":
-			s.RateLimit = v
-		case "backlog_limit":
-			s.BacklogLimit = v
-		case "lost":
-			s.Lost = v
-		case "backlog":
-			s.Backlog = v
-		case "backlog_wait_time":
-			s.BacklogWaitTime, s.HasWaitTime = v, true
-		case "backlog_wait_time_actual":
-			s.WaitActual = v
-		}
-	}
-	return s
-}
+func (m *auditdMode) status() (auditStatus, error) { return kernelAuditStatus() }

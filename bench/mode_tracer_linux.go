@@ -29,9 +29,8 @@ type tracerMode struct {
 	label   string
 	cpu     cpuMeter
 	kauditd cpuMeter
-	// auditctl, when installed, reads the kernel's backlog wait total in audit mode.
-	auditctl string
-	wait0    uint64
+	// wait0 is the kernel's backlog wait total when the run began (audit mode).
+	wait0 uint64
 }
 
 // NewTracerMode returns mode audit, ebpf or ebpf-syscalls, running self
@@ -55,9 +54,6 @@ func (m *tracerMode) WritesLog() bool { return true }
 func (m *tracerMode) Setup(context.Context) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("tracer watch needs root")
-	}
-	if m.backend == "audit" {
-		m.auditctl, _ = lookSbin("auditctl")
 	}
 	return nil
 }
@@ -98,10 +94,8 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	m.cpu = startCPU(w.pid())
 	if m.backend == "audit" {
 		m.kauditd = startCPU(findKthread("kauditd"))
-		if m.auditctl != "" {
-			if st, err := auditctlStatus(m.auditctl); err == nil {
-				m.wait0 = st.WaitActual
-			}
+		if st, err := kernelAuditStatus(); err == nil {
+			m.wait0 = st.WaitActual
 		}
 	}
 	return nil
@@ -127,8 +121,8 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	if err != nil {
 		return obs, err
 	}
-	if m.backend == "audit" && m.auditctl != "" {
-		if st, err := auditctlStatus(m.auditctl); err == nil {
+	if m.backend == "audit" {
+		if st, err := kernelAuditStatus(); err == nil {
 			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	libaudit "github.com/elastic/go-libaudit/v2"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -23,22 +25,22 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
-func TestParseAuditStatus(t *testing.T) {
-	s := parseAuditStatus(`enabled 1
-failure 1
-pid 9154
-rate_limit 0
-backlog_limit 8192
-lost 17
-backlog 3
-backlog_wait_time 60000
-backlog_wait_time_actual 218
-loginuid_immutable 0 unlocked
-`)
+// The kernel's audit status as bench reads it over netlink: the figures
+// `auditctl -s` printed (enabled 1, failure 1, pid 9154, rate_limit 0,
+// backlog_limit 8192, lost 17, backlog 3, backlog_wait_time 60000,
+// backlog_wait_time_actual 218), which bench parsed from its text before.
+func TestAuditStatusOf(t *testing.T) {
+	s := statusOf(&libaudit.AuditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
+		FeatureBitmap: uint32(libaudit.AuditFeatureBitmapBacklogLimit | libaudit.AuditFeatureBitmapBacklogWaitTime),
+		BacklogWaitTime: 60000, BacklogWaitTimeActual: 218})
 	want := auditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
 		BacklogWaitTime: 60000, HasWaitTime: true, WaitActual: 218}
 	if s != want {
-		t.Errorf("parseAuditStatus = %+v, want %+v", s, want)
+		t.Errorf("statusOf = %+v, want %+v", s, want)
+	}
+	// A kernel without backlog_wait_time (RHEL 7's 3.10 before it was backported).
+	if s := statusOf(&libaudit.AuditStatus{Enabled: 1, BacklogLimit: 320}); s.HasWaitTime {
+		t.Errorf("wait time on a kernel without it: %+v", s)
 	}
 }
 

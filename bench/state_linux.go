@@ -51,6 +51,38 @@ func readAuditStatus() (*libaudit.AuditStatus, error) {
 	return st, nil
 }
 
+// auditStatus is the kernel's audit status as bench uses it, read over
+// netlink (go-libaudit), not from `auditctl -s`'s text.
+type auditStatus struct {
+	Enabled, Failure, PID, RateLimit, BacklogLimit, Lost, Backlog, BacklogWaitTime uint64
+	// HasWaitTime: the kernel has backlog_wait_time (its feature bitmap
+	// says so, as auditctl reads it).
+	HasWaitTime bool
+	// WaitActual is the kernel's running total of the time processes slept
+	// on a full backlog, in jiffies.
+	WaitActual uint64
+}
+
+// statusOf is bench's view of the status go-libaudit read.
+func statusOf(st *libaudit.AuditStatus) auditStatus {
+	return auditStatus{
+		Enabled: uint64(st.Enabled), Failure: uint64(st.Failure), PID: uint64(st.PID), RateLimit: uint64(st.RateLimit),
+		BacklogLimit: uint64(st.BacklogLimit), Lost: uint64(st.Lost), Backlog: uint64(st.Backlog),
+		BacklogWaitTime: uint64(st.BacklogWaitTime),
+		HasWaitTime:     libaudit.AuditFeatureBitmap(st.FeatureBitmap)&libaudit.AuditFeatureBitmapBacklogWaitTime != 0,
+		WaitActual:      uint64(st.BacklogWaitTimeActual),
+	}
+}
+
+// kernelAuditStatus reads the kernel's audit status.
+func kernelAuditStatus() (auditStatus, error) {
+	st, err := readAuditStatus()
+	if err != nil {
+		return auditStatus{}, err
+	}
+	return statusOf(st), nil
+}
+
 func readAuditSettings() (*auditSettings, error) {
 	st, err := readAuditStatus()
 	if err != nil {
