@@ -330,7 +330,7 @@ func (c *floorConn) readBatch(b *floorBatch) (int, error) {
 // auditFloorMode runs `tracer __audit-floor` around each run, as the audit
 // mode runs `tracer watch`.
 type auditFloorMode struct {
-	self     string
+	self string
 
 	w       *watcher
 	cpu     cpuMeter

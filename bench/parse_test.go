@@ -31,7 +31,7 @@ func TestParseStatCPU(t *testing.T) {
 // backlog_wait_time_actual 218), which bench parsed from its text before.
 func TestAuditStatusOf(t *testing.T) {
 	s := statusOf(&libaudit.AuditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
-		FeatureBitmap: uint32(libaudit.AuditFeatureBitmapBacklogLimit | libaudit.AuditFeatureBitmapBacklogWaitTime),
+		FeatureBitmap:   uint32(libaudit.AuditFeatureBitmapBacklogLimit | libaudit.AuditFeatureBitmapBacklogWaitTime),
 		BacklogWaitTime: 60000, BacklogWaitTimeActual: 218})
 	want := auditStatus{Enabled: 1, Failure: 1, PID: 9154, BacklogLimit: 8192, Lost: 17, Backlog: 3,
 		BacklogWaitTime: 60000, HasWaitTime: true, WaitActual: 218}
