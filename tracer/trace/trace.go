@@ -119,7 +119,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Ctrl-C and friends go to the command; Run waits for it, then reports.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	defer func() {
+		signal.Stop(sigs) // no send after it returns: closing ends the forwarder
+		close(sigs)
+	}()
 	go func() {
 		for s := range sigs {
 			_ = held.cmd.Process.Signal(s)
