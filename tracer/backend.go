@@ -102,7 +102,7 @@ type Config struct {
 	// eBPF specific.
 	Probes string // "" or "default": cheapest hooks; "syscalls": sys_enter/sys_exit tracepoints
 	// CountOnly keeps per-key counts in kernel maps instead of streaming
-	// events (see Counter); Run then delivers nothing.
+	// events (a KernelCounter); Run then delivers nothing.
 	CountOnly bool
 	// RingBytes sizes the eBPF ring buffer (0: backend default).
 	RingBytes int
