@@ -96,9 +96,9 @@ bench: build ## the full overhead comparison with the ceiling sweep (see docs/ov
 	./$(BIN) bench --sweep --out bench.json
 	./$(BIN) report --format md bench.json
 
-bench-apps: build ## application workloads (redis, nginx, sysbench, stress-ng) under every mode, 5 rounds, results in bench-apps.json
+bench-apps: build ## application workloads (redis, nginx, sysbench, stress-ng) under every mode, 5 rounds of 1s (about 25 min, most of it auditd on signal storms), results in bench-apps.json
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APP_PACKAGES)"
-	./$(BIN) bench --workload apps --modes none,audit,ebpf,auditd,bpftrace --rounds 5 --out bench-apps.json
+	./$(BIN) bench --workload apps --modes none,audit,ebpf,auditd,bpftrace --rounds 5 --target 1s --out bench-apps.json
 	./$(BIN) report --format md bench-apps.json
 
 clean: ## remove build outputs
