@@ -89,3 +89,20 @@ func TestReportApps(t *testing.T) {
 		t.Errorf("table:\n%s", tb.String())
 	}
 }
+
+// The report keeps the application workloads in the order bench runs
+// them, which the report package cannot ask bench for.
+func TestReportAppOrder(t *testing.T) {
+	var rows []result.Row
+	names := []string{"redis", "nginx", "sysbench-cpu", "sysbench-threads", "stress-fork", "stress-vfork",
+		"stress-exec", "stress-kill", "stress-sigq", "stress-clone"}
+	for i := len(names) - 1; i >= 0; i-- {
+		rows = append(rows, result.Row{Workload: names[i], Mode: "none"})
+	}
+	sortResults(rows)
+	for i, r := range rows {
+		if r.Workload != names[i] {
+			t.Fatalf("row %d is %s, want %s", i, r.Workload, names[i])
+		}
+	}
+}

@@ -210,7 +210,10 @@ type NoEBPF struct {
 var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
 	"auditd-data": 6, "ebpf": 7, "ebpf-floor": 8, "ebpf-syscalls": 9, "bpftrace": 10}
 
-var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3}
+var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3,
+	// The application workloads, in the order bench runs them.
+	"redis": 4, "nginx": 5, "sysbench-cpu": 6, "sysbench-threads": 7, "stress-fork": 8, "stress-vfork": 9,
+	"stress-exec": 10, "stress-kill": 11, "stress-sigq": 12, "stress-clone": 13}
 
 func reportRank(m map[string]int, s string) int {
 	if r, ok := m[s]; ok {
