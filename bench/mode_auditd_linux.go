@@ -556,14 +556,31 @@ func (m *auditdMode) restore() error {
 			errs = append(errs, err)
 		}
 	}
-	set("-b", strconv.FormatUint(s.BacklogLimit, 10))
 	set("-f", strconv.FormatUint(s.Failure, 10))
 	set("-r", strconv.FormatUint(s.RateLimit, 10))
+	// A tracer started during the run needs audit enabled: it is given
+	// these values to restore when it exits, rather than blinded now.
+	want := audit.Originals{Enabled: u32(s.Enabled), BacklogLimit: u32(s.BacklogLimit)}
 	if s.HasWaitTime {
-		set("--backlog_wait_time", strconv.FormatUint(s.BacklogWaitTime, 10))
+		want.BacklogWaitTime = u32(s.BacklogWaitTime)
 	}
-	set("-e", strconv.FormatUint(s.Enabled, 10))
+	_, err := audit.ReturnSettings(want, func() error {
+		set("-b", strconv.FormatUint(s.BacklogLimit, 10))
+		if s.HasWaitTime {
+			set("--backlog_wait_time", strconv.FormatUint(s.BacklogWaitTime, 10))
+		}
+		set("-e", strconv.FormatUint(s.Enabled, 10))
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("restoring audit settings: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+func u32(v uint64) *uint32 {
+	x := uint32(v)
+	return &x
 }
 
 // cleanupRun undoes what a run installed after a failure: rules, the

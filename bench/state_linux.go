@@ -118,10 +118,6 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 	if st.Enabled == 2 {
 		return nil, nil // locked since: nothing can be changed until reboot
 	}
-	// While a tracer runs, the settings tracers manage are theirs to give
-	// back (the last to exit restores them): setting them now would undo a
-	// running tracer's, or freeze them for good once it restores.
-	tracers := audit.TracersRunning()
 	var done []string
 	var errs []error
 	set := func(name string, now, was uint32, f func() error) {
@@ -134,18 +130,32 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 		}
 		done = append(done, fmt.Sprintf("restored audit %s %d (was %d)", name, was, now))
 	}
-	if !tracers {
-		set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
-		set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
-			return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
-		})
-	}
 	set("failure", st.Failure, want.Failure, func() error {
 		return c.SetFailure(libaudit.FailureMode(want.Failure), libaudit.WaitForReply)
 	})
 	set("rate_limit", st.RateLimit, want.RateLimit, func() error { return c.SetRateLimit(want.RateLimit, libaudit.WaitForReply) })
-	if want.Enabled != 2 && !tracers {
-		set("enabled", st.Enabled, want.Enabled, func() error { return c.SetEnabled(want.Enabled == 1, libaudit.WaitForReply) })
+	// While a tracer runs, the settings tracers manage are theirs to give
+	// back: setting them now would undo a running tracer's, so the values
+	// found go to the last tracer to restore instead.
+	orig := audit.Originals{Enabled: &want.Enabled, BacklogLimit: &want.BacklogLimit, BacklogWaitTime: &want.BacklogWaitTime}
+	if want.Enabled == 2 {
+		orig.Enabled = nil
+	}
+	handed, err := audit.ReturnSettings(orig, func() error {
+		set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
+		set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
+			return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
+		})
+		if want.Enabled != 2 {
+			set("enabled", st.Enabled, want.Enabled, func() error { return c.SetEnabled(want.Enabled == 1, libaudit.WaitForReply) })
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("restoring audit settings: %w", err))
+	}
+	if handed {
+		done = append(done, "left enabled, backlog_limit and backlog_wait_time to the running tracer to restore")
 	}
 	return done, errors.Join(errs...)
 }

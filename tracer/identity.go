@@ -28,6 +28,7 @@ type ProcIdentity struct {
 	ExecID ExecID
 	PPID   uint32
 	Cgroup string
+	Comm   string // as /proc/PID/stat had it when read
 }
 
 // ClockTicks is USER_HZ: the unit of /proc/PID/stat's starttime.

@@ -28,11 +28,11 @@ func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
 	if err != nil {
 		return id, fmt.Errorf("reading process %d: %w", pid, err)
 	}
-	ppid, start, ok := ParseStat(stat)
+	st, ok := ParseProcStat(stat)
 	if !ok {
 		return id, fmt.Errorf("parsing %s/stat", dir)
 	}
-	id.ExecID, id.PPID = ExecID{PID: pid, Start: start}, ppid
+	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: st.Start}, st.PPID, st.Comm
 	if cg, err := os.ReadFile(dir + "/cgroup"); err == nil {
 		id.Cgroup, _ = ParseProcCgroup(cg)
 	}

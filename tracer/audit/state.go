@@ -304,3 +304,36 @@ func TracerOriginals() Originals {
 // TracersRunning reports whether a tracer other than this process runs
 // on the node (an owner file whose process is alive).
 func TracersRunning() bool { return othersAlive() }
+
+// ReturnSettings is for a program that changed the node's enabled,
+// backlog_limit or backlog_wait_time (bench, running an auditd) and now
+// puts back want, the values it found. A tracer that started meanwhile
+// recorded the changed values as the node's and needs audit enabled: so
+// while one runs, want is written in place of what tracers recorded, for
+// the last of them to restore, and apply is not called. Otherwise apply
+// sets the settings. Both under the state lock, so that no tracer starts
+// half-way through.
+func ReturnSettings(want Originals, apply func() error) (handedOver bool, err error) {
+	unlock, err := lockState()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if !othersAlive() {
+		return false, apply()
+	}
+	var s nodeSettings
+	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("reading %s: %w", nodePath(), err)
+	}
+	for _, f := range []struct {
+		dst **uint32
+		v   *uint32
+	}{{&s.Enabled, want.Enabled}, {&s.BacklogLimit, want.BacklogLimit}, {&s.BacklogWaitTime, want.BacklogWaitTime}} {
+		if f.v != nil {
+			v := *f.v
+			*f.dst = &v
+		}
+	}
+	return true, writeJSON(nodePath(), &s)
+}

@@ -22,6 +22,7 @@ type procEntry struct {
 	ppid   uint32
 	cgroup tracer.CgroupInfo
 	hasCg  bool
+	comm   string
 }
 
 // sender is a fatal signal a process sent with a syscall, kept until the
@@ -80,7 +81,7 @@ func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
 		w.procs[pid] = procEntry{}
 		return procEntry{}, false
 	}
-	e := procEntry{ok: true, id: pi.ExecID, ppid: pi.PPID}
+	e := procEntry{ok: true, id: pi.ExecID, ppid: pi.PPID, comm: pi.Comm}
 	if pi.Cgroup != "" {
 		ci, ok := w.cgroups[pi.Cgroup]
 		if !ok {
@@ -161,10 +162,17 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 			}
 		}
 		if target != 0 {
-			if t, ok := w.lookup(target, 0); ok {
+			t, tok := w.lookup(target, 0)
+			if tok {
 				e.TargetExecID = t.id
 			}
 			e.TargetComm = p.objComm
+			if e.TargetComm == "" && tok {
+				// Lean records have no OBJ_PID: the comm read with the
+				// target's identity (read again when it execs) saves a
+				// /proc read per signal in a storm.
+				e.TargetComm = t.comm
+			}
 			if e.TargetComm == "" {
 				e.TargetComm, _ = r.procComm(target)
 			}
