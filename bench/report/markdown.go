@@ -66,16 +66,7 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 			}
 			return ""
 		},
-		"floorcell": func(r result.Row) string {
-			if r.Floor == "" || r.RatioFloor == 0 {
-				return "-"
-			}
-			s := fmt.Sprintf("%.2fx", r.RatioFloor)
-			if len(r.RatioFloorCI95) == 2 {
-				s += fmt.Sprintf(" (%.2f-%.2f)", r.RatioFloorCI95[0], r.RatioFloorCI95[1])
-			}
-			return s
-		},
+		"floorcell": floorCell,
 		"maxrate": func(r result.Row) string {
 			if r.MaxEventsPerS == nil {
 				return "-"
