@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -76,10 +77,21 @@ func (f *fakeBackend) Close() error {
 	return nil
 }
 
-// isHeld reports whether pid is still this test binary's held step.
+// isHeld reports whether pid is still this test binary's held step. Right
+// after exec returns to the parent the kernel may not have set the new
+// program's arguments yet (cmdline reads empty for a moment): wait for them.
 func isHeld(pid uint32) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/cmdline")
-	return err == nil && bytes.Contains(data, []byte(HeldCommand))
+	for range 1000 {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/cmdline")
+		if err != nil {
+			return false
+		}
+		if len(data) > 0 {
+			return bytes.Contains(data, []byte(HeldCommand))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 // counter is a fakeBackend that counts in the kernel.
