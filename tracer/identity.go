@@ -110,6 +110,7 @@ func ProcComm(pid uint32) (comm string, ok bool) {
 // ProcStat is what the project reads of a /proc/PID/stat line (proc(5)).
 type ProcStat struct {
 	Comm         string
+	State        byte // R, S, D, Z (zombie: it has exited), ...
 	PPID         uint32
 	UTime, STime uint64 // CPU time of all its threads, in clock ticks (ClockTicks a second)
 	Start        uint64 // starttime: clock ticks after boot
@@ -139,7 +140,7 @@ func ParseProcStat(stat []byte) (ProcStat, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return ProcStat{}, false
 	}
-	return ProcStat{Comm: string(stat[open+1 : i]), PPID: uint32(p), UTime: ut, STime: st, Start: s}, true
+	return ProcStat{Comm: string(stat[open+1 : i]), State: f[0][0], PPID: uint32(p), UTime: ut, STime: st, Start: s}, true
 }
 
 // ParseStat reads the parent pid (field 4) and starttime (field 22) of a

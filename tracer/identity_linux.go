@@ -33,6 +33,11 @@ func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
 		return id, fmt.Errorf("parsing %s/stat", dir)
 	}
 	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: st.Start}, st.PPID, st.Comm
+	// A zombie has left its cgroup: /proc shows it in the root ("0::/").
+	// Its cgroup is unknown, not the root.
+	if st.State == 'Z' {
+		return id, nil
+	}
 	if cg, err := os.ReadFile(dir + "/cgroup"); err == nil {
 		id.Cgroup, _ = ParseProcCgroup(cg)
 	}

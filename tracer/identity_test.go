@@ -84,7 +84,7 @@ func TestParseStat(t *testing.T) {
 func TestParseProcStat(t *testing.T) {
 	stat := "4242 (my (odd) comm) S 17 4242 4242 0 -1 4194560 123 0 0 0 5 3 0 0 20 0 1 0 987654 12345678 512 18446744073709551615\n"
 	got, ok := ParseProcStat([]byte(stat))
-	if want := (ProcStat{Comm: "my (odd) comm", PPID: 17, UTime: 5, STime: 3, Start: 987654}); !ok || got != want {
+	if want := (ProcStat{Comm: "my (odd) comm", State: 'S', PPID: 17, UTime: 5, STime: 3, Start: 987654}); !ok || got != want {
 		t.Errorf("ParseProcStat = %+v %v, want %+v", got, ok, want)
 	}
 	if _, ok := ParseProcStat([]byte("4242 (x) S 1 4242 4242 0 -1 4194560 123 0 0 0 x 3 0 0 20 0 1 0 987654")); ok {

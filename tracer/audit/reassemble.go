@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tracer-dev/tracer/auditrules"
@@ -49,7 +50,7 @@ type reassembler struct {
 	// syscalls counts SYSCALL records, which pace eviction.
 	syscalls uint64
 
-	comms  map[uint32]string // pid -> comm, to name the caller of an exec as it was before the exec
+	comms  map[uint32]commEntry // pid -> comm, to name the caller of an exec as it was before the exec
 	intern map[string]string
 	// procComm reads a live process's comm (replaced in tests on recordings).
 	procComm func(pid uint32) (string, bool)
@@ -69,7 +70,7 @@ func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 		types: types, scopeAUID: scopeAUID,
 		byArch:   map[uint32]map[int]syscallInfo{},
 		pending:  map[uint64]*pending{},
-		comms:    map[uint32]string{},
+		comms:    map[uint32]commEntry{},
 		intern:   map[string]string{},
 		who:      newWhoState(),
 		procComm: tracer.ProcComm,
@@ -235,14 +236,14 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 			e.Filename = p.argv[0]
 		}
 		if sc.Exit == 0 {
-			r.setComm(sc.PID, comm)
+			r.setComm(sc.PID, sc.PPID, comm)
 		}
 	case tracer.TypeFork:
 		if !sc.HasExit || sc.Exit <= 0 {
 			return // a failed fork made no process
 		}
 		e.ChildPID, e.Syscall = uint32(sc.Exit), p.info.name
-		r.setComm(e.ChildPID, comm)
+		r.setComm(e.ChildPID, sc.PID, comm)
 	case tracer.TypeSignal:
 		e.Syscall, e.Ret = p.info.name, sc.Exit
 		e.Signal = int(int32(sc.Args[auditrules.SignalArg[p.info.name]]))
@@ -268,11 +269,24 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	emit(e)
 }
 
-func (r *reassembler) setComm(pid uint32, comm string) {
+func (r *reassembler) setComm(pid, ppid uint32, comm string) {
 	if len(r.comms) > 1<<16 {
 		clear(r.comms) // bounded: exits we never saw would grow it forever
 	}
-	r.comms[pid] = comm
+	r.comms[pid] = commEntry{comm: comm, ppid: ppid}
+}
+
+// alive reports whether a process with this pid exists.
+func alive(pid uint32) bool {
+	err := syscall.Kill(int(pid), 0)
+	return err == nil || err == syscall.EPERM
+}
+
+// commEntry is a process's comm as last seen, with its parent: pids are
+// reused, and an entry whose parent is not the exec's is another process's.
+type commEntry struct {
+	comm string
+	ppid uint32
 }
 
 // commBefore names the caller of an exec as it was before the exec, which
@@ -281,11 +295,14 @@ func (r *reassembler) setComm(pid uint32, comm string) {
 // its parent's comm, and the parent of a vfork or posix_spawn child is
 // still blocked in that call, so /proc has it.
 func (r *reassembler) commBefore(pid, ppid uint32, after string) string {
-	if c, ok := r.comms[pid]; ok {
-		return c
+	if c, ok := r.comms[pid]; ok && (c.ppid == ppid || !alive(c.ppid)) {
+		// Its own entry, unless that is of an ended process whose pid was
+		// reused: its parent then is another, and alive. (A process whose
+		// parent died was reparented: its entry stands.)
+		return c.comm
 	}
 	if c, ok := r.comms[ppid]; ok {
-		return c
+		return c.comm
 	}
 	if c, ok := r.procComm(ppid); ok {
 		return c

@@ -97,17 +97,17 @@ func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
 	return e, true
 }
 
-// inheritCgroup gives pid, gone before /proc could be read, the cgroup of
+// inheritCgroup gives pid, gone (or a zombie) before /proc could be read, the cgroup of
 // its parent: a process starts in its parent's cgroup, and one that is
 // moved lives long enough to be read (moving takes a write to
 // cgroup.procs). Its exec id stays unknown: that needs its start time.
 func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
 	e := w.procs[pid]
-	if e.ok || e.hasCg || ppid == 0 {
+	if e.hasCg || ppid == 0 {
 		return e
 	}
 	if parent, _ := w.lookup(ppid, 0); parent.hasCg {
-		e.cgroup, e.hasCg = parent.cgroup, true
+		e.cgroup, e.hasCg, e.ppid = parent.cgroup, true, ppid
 		w.procs[pid] = e
 	}
 	return e
@@ -132,7 +132,9 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 		// what was known of it stands.
 		if old, had := w.procs[e.PID]; had {
 			delete(w.procs, e.PID)
-			if _, ok := w.lookup(e.PID, sc.PPID); !ok {
+			// Only if it is this process: pids are reused, and an entry
+			// with another parent is a process that ended.
+			if _, ok := w.lookup(e.PID, sc.PPID); !ok && old.ppid == sc.PPID {
 				w.procs[e.PID] = old
 			}
 		}
