@@ -78,6 +78,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"bench", "--modes", "none", "--metric", "rps", "--", "true"}, "no capture group"},
 		{[]string{"bench", "--modes", "none", "--metric", "([0-9]+", "--", "true"}, "not a regular expression"},
 		{[]string{"bench", "--modes", "none", "--higher-is-better", "--", "true"}, "goes with --metric"},
+		{[]string{"bench", "--cgroup", "/no-such-cgroup-here", "--modes", "none", "--", "true"}, "no such cgroup"},
 		{[]string{"bench", "--modes", "none", "--workload", "redis,memcached"}, "unknown workload \"memcached\""},
 	}
 	for _, c := range cases {
