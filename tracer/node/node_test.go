@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/node/nodetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -174,27 +175,8 @@ func TestParseMountinfo(t *testing.T) {
 // module zips refuse.
 func buildRHEL86Root(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	file := func(p, content string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(p, target string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tr := nodetest.New(t)
+	root, file, link := tr.Root, tr.File, tr.Link
 	rec := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata/rhel86-root", name))
 		if err != nil {

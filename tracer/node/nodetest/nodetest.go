@@ -34,33 +34,8 @@ var DiskMounts = []struct {
 // hierarchy; its kernel config says CONFIG_HZ=250. It returns the root.
 func Disks(t testing.TB) string {
 	t.Helper()
-	root := t.TempDir()
-	file := func(p, content string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := func(p string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(p, target string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, full); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tr := New(t)
+	root, file, dir, link := tr.Root, tr.File, tr.Dir, tr.Link
 	file("proc/self/mountinfo", ""+
 		"22 1 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/rhel-root rw,attr2,inode64\n"+
 		"23 22 254:1 / /srv/log\\040dir rw,relatime shared:2 - ext4 /dev/vda1 rw\n"+
@@ -104,4 +79,45 @@ func Disks(t testing.TB) string {
 	link("sys/dev/block/259:0", "../../devices/pci0000:00/0000:00:05.0/nvme/nvme0/nvme0n1")
 	link("sys/block/nvme0n1", "../devices/pci0000:00/0000:00:05.0/nvme/nvme0/nvme0n1")
 	return root
+}
+
+// Tree lays out files under a temporary root for a test.
+type Tree struct {
+	Root string
+	t    testing.TB
+}
+
+// New makes an empty tree.
+func New(t testing.TB) *Tree { return &Tree{Root: t.TempDir(), t: t} }
+
+// File writes p (relative to the root) with content, making its directories.
+func (tr *Tree) File(p, content string) {
+	tr.t.Helper()
+	full := filepath.Join(tr.Root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+// Dir makes directory p.
+func (tr *Tree) Dir(p string) {
+	tr.t.Helper()
+	if err := os.MkdirAll(filepath.Join(tr.Root, p), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+// Link makes p a symbolic link to target, as sysfs links its devices.
+func (tr *Tree) Link(p, target string) {
+	tr.t.Helper()
+	full := filepath.Join(tr.Root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.Symlink(target, full); err != nil {
+		tr.t.Fatal(err)
+	}
 }
