@@ -149,19 +149,27 @@ func (w *watcher) summary(t *testing.T) (seen, lost int, stages string) {
 	return seen, lost, m[4]
 }
 
-// buildStorm compiles a program that sends itself SIGUSR1 (handled) n times.
-func buildStorm(t *testing.T) string {
+// buildStorm compiles a program that sends itself SIGUSR1 n times
+// (argv[1]), handled. With ignored, SIGUSR1 is ignored: the kernel discards
+// each signal at once, so that is the fastest stream of signal events one
+// process can make.
+func buildStorm(t *testing.T, ignored bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "storm.c")
+	disposition := "h"
+	if ignored {
+		disposition = "SIG_IGN"
+	}
 	if err := os.WriteFile(src, []byte(`#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 static void h(int s) { (void)s; }
 int main(int argc, char **argv) {
 	long n = atol(argv[1]);
-	signal(SIGUSR1, h);
-	for (long i = 0; i < n; i++) kill(getpid(), SIGUSR1);
+	pid_t self = getpid();
+	signal(SIGUSR1, `+disposition+`);
+	for (long i = 0; i < n; i++) kill(self, SIGUSR1);
 	return 0;
 }
 `), 0o644); err != nil {
@@ -205,7 +213,7 @@ func TestStalledPipeStorm(t *testing.T) {
 			tracertest.LockAudit(t)
 			// A comm of its own: other tests' storms must not count here.
 			storm := filepath.Join(t.TempDir(), "stallstorm")
-			if err := os.Link(buildStorm(t), storm); err != nil {
+			if err := os.Link(buildStorm(t, false), storm); err != nil {
 				t.Fatal(err)
 			}
 			const kills = 200_000

@@ -15,33 +15,6 @@ import (
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
-// buildIgnoredStorm compiles a program that sends itself SIGUSR1, ignored,
-// n times as fast as one CPU can: the kernel discards each signal at once,
-// so this is the fastest stream of signal events one process can make.
-func buildIgnoredStorm(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "storm.c")
-	if err := os.WriteFile(src, []byte(`#include <signal.h>
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-	long n = atol(argv[1]);
-	pid_t self = getpid();
-	signal(SIGUSR1, SIG_IGN);
-	for (long i = 0; i < n; i++) kill(self, SIGUSR1);
-	return 0;
-}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "storm")
-	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // countSignalLines counts the JSON lines of signal sig sent by pid.
 func countSignalLines(t *testing.T, path string, pid, sig int) (n, total int) {
 	t.Helper()
@@ -77,7 +50,7 @@ func countSignalLines(t *testing.T, path string, pid, sig int) (n, total int) {
 func TestEBPFSingleProcessStormDelivered(t *testing.T) {
 	tracertest.NeedRoot(t)
 	const kills = 2_000_000
-	storm := buildIgnoredStorm(t)
+	storm := buildStorm(t, true)
 	out := filepath.Join(t.TempDir(), "events.jsonl")
 	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--format", "json", "--output", out)
 	cmd := exec.Command(storm, strconv.Itoa(kills))
