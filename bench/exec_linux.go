@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // Cgroup is the cgroup (v2) the workloads run in: a fresh one, so that
@@ -35,31 +37,28 @@ type Cgroup struct {
 // error: the user asked for it.
 func NewCgroup(scope string) (*Cgroup, error) {
 	root := cgroupV2Mount()
-	if scope != "" {
-		if root == "" {
+	if root == "" {
+		if scope != "" {
 			return nil, errors.New("--cgroup needs a cgroup v2 hierarchy, and this node has none mounted")
 		}
-		scope = "/" + strings.Trim(scope, "/")
-		parent := filepath.Join(root, scope)
-		removeStaleCgroups(parent)
-		c, err := newCgroupAt(filepath.Join(parent, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
-		if err != nil {
-			return nil, fmt.Errorf("running the workload below --cgroup %s: %w", scope, err)
-		}
-		c.Scope = scope
-		return c, nil
-	}
-	if root == "" {
 		return nil, nil
 	}
-	removeStaleCgroups(root)
-	c, err := newCgroupAt(filepath.Join(root, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
-	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+	scope = tracer.CleanCgroup(scope)
+	parent := filepath.Join(root, scope)
+	removeStaleCgroups(parent)
+	c, err := newCgroupAt(filepath.Join(parent, fmt.Sprintf("tracer-bench-%d", os.Getpid())))
+	switch {
+	case err != nil && scope != "":
+		return nil, fmt.Errorf("running the workload below --cgroup %s: %w", scope, err)
+	case errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES):
 		// A pod's cgroup file system is read-only: run the workloads
 		// without a cgroup of their own, as on a node without cgroup v2.
 		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	return c, err
+	c.Scope = scope
+	return c, nil
 }
 
 func newCgroupAt(path string) (*Cgroup, error) {
