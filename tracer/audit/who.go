@@ -97,10 +97,10 @@ func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
 	return e, true
 }
 
-// inheritCgroup gives pid, gone (or a zombie) before /proc could be read, the cgroup of
-// its parent: a process starts in its parent's cgroup, and one that is
-// moved lives long enough to be read (moving takes a write to
-// cgroup.procs). Its exec id stays unknown: that needs its start time.
+// inheritCgroup gives pid, whose cgroup /proc did not give (it was gone,
+// or a zombie), the cgroup of its parent, where a process starts. One that
+// moved itself and ended before it was read counts where it started. Its
+// exec id stays unknown without its start time.
 func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
 	e := w.procs[pid]
 	if e.hasCg || ppid == 0 {
@@ -122,9 +122,8 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 	case tracer.TypeFork:
 		// A new process has this pid now: read it while it may still run.
 		delete(w.procs, e.ChildPID)
-		if _, ok := w.lookup(e.ChildPID, 0); !ok {
-			w.inheritCgroup(e.ChildPID, e.PID)
-		}
+		w.lookup(e.ChildPID, 0)
+		w.inheritCgroup(e.ChildPID, e.PID)
 	case tracer.TypeExec:
 		// Read the cgroup again: a process is often moved between fork and
 		// exec (systemd puts a service's process in its unit's cgroup, a
