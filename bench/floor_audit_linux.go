@@ -96,7 +96,7 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 
 	var c *floorConn
 	holder := int(status.PID)
-	if holder != 0 && processAlive(holder) {
+	if holder != 0 && tracer.ProcessAlive(holder) {
 		st.Beside, _ = tracer.ProcComm(uint32(holder))
 		if c, err = newFloorConn(1); err != nil { // AUDIT_NLGRP_READLOG
 			return st, fmt.Errorf("joining the audit multicast group: %w", err)

@@ -432,7 +432,7 @@ func otherTracersRunning() bool {
 	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
 	for _, f := range files {
 		n := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "audit-"), ".json")
-		if pid, err := strconv.Atoi(n); err == nil && pid != os.Getpid() && processAlive(pid) {
+		if pid, err := strconv.Atoi(n); err == nil && pid != os.Getpid() && tracer.ProcessAlive(pid) {
 			return true
 		}
 	}

@@ -467,7 +467,7 @@ func Cleanup() ([]string, error) {
 		if err != nil || json.Unmarshal(b, &s) != nil || s.PID == 0 {
 			continue
 		}
-		if s.PID != os.Getpid() && processAlive(s.PID) && isTracer(s.PID) {
+		if s.PID != os.Getpid() && tracer.ProcessAlive(s.PID) && isTracer(s.PID) {
 			continue // still running: it puts back its own
 		}
 		d, err := s.undo()
@@ -490,11 +490,6 @@ func Cleanup() ([]string, error) {
 func isTracer(pid int) bool {
 	comm, ok := tracer.ProcComm(uint32(pid))
 	return ok && strings.HasPrefix(comm, "tracer")
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // nodeOwnRules lists the loaded audit rules that are the node's own.

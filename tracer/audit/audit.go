@@ -181,7 +181,7 @@ func (b *Backend) setup(st *libaudit.AuditStatus) error {
 	}
 	b.key, b.registered = me.Key, true
 	holder := int(st.PID)
-	beside := holder != 0 && holder != os.Getpid() && processAlive(holder)
+	beside := holder != 0 && holder != os.Getpid() && tracer.ProcessAlive(holder)
 	if !beside {
 		// Refuse before anything changes on the node.
 		if err := b.canHoldPID(st); err != nil {
@@ -285,11 +285,6 @@ func auditOffAtBoot() bool {
 		}
 	}
 	return false
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // failureModePanic is auditctl -f 2.
@@ -402,7 +397,7 @@ func (b *Backend) startPoller() {
 		for {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
-				free := st.PID == 0 || (int(st.PID) != os.Getpid() && !processAlive(int(st.PID)))
+				free := st.PID == 0 || (int(st.PID) != os.Getpid() && !tracer.ProcessAlive(int(st.PID)))
 				b.pidFree.Store(free)
 			}
 			select {

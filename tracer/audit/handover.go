@@ -9,6 +9,8 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // When the tracer that held the audit PID exits while this one reads the
@@ -36,7 +38,7 @@ func (b *Backend) claim() {
 	}
 	defer unlock()
 	st, err := b.ctl.GetStatus()
-	if err != nil || (st.PID != 0 && processAlive(int(st.PID))) {
+	if err != nil || (st.PID != 0 && tracer.ProcessAlive(int(st.PID))) {
 		return
 	}
 	if b.canHoldPID(st) != nil || b.prepareHold(st) != nil {

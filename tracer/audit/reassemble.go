@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tracer-dev/tracer/auditrules"
@@ -276,12 +275,6 @@ func (r *reassembler) setComm(pid, ppid uint32, comm string) {
 	r.comms[pid] = commEntry{comm: comm, ppid: ppid}
 }
 
-// alive reports whether a process with this pid exists.
-func alive(pid uint32) bool {
-	err := syscall.Kill(int(pid), 0)
-	return err == nil || err == syscall.EPERM
-}
-
 // commEntry is a process's comm as last seen, with its parent: pids are
 // reused, and an entry whose parent is not the exec's is another process's.
 type commEntry struct {
@@ -295,7 +288,7 @@ type commEntry struct {
 // its parent's comm, and the parent of a vfork or posix_spawn child is
 // still blocked in that call, so /proc has it.
 func (r *reassembler) commBefore(pid, ppid uint32, after string) string {
-	if c, ok := r.comms[pid]; ok && (c.ppid == ppid || !alive(c.ppid)) {
+	if c, ok := r.comms[pid]; ok && (c.ppid == ppid || !tracer.ProcessAlive(int(c.ppid))) {
 		// Its own entry, unless that is of an ended process whose pid was
 		// reused: its parent then is another, and alive. (A process whose
 		// parent died was reparented: its entry stands.)
