@@ -1738,9 +1738,13 @@ static __always_inline __s32 sig_code(void *info)
 		return SI_USER;
 	if ((unsigned long)info == 1)
 		return SI_KERNEL;
-	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced,
-	 * read with a direct load (the tracepoint's argument has a BTF type). */
-	return ((const struct siginfo_head *)info)->si_code;
+	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced.
+	 * Read with a helper: some kernels (a 6.18 build here) type this
+	 * argument as a scalar, as it "may encode error", and refuse a direct
+	 * load. */
+	__s32 code = SI_USER;
+	bpf_probe_read_kernel(&code, sizeof(code), &((const struct siginfo_head *)info)->si_code);
+	return code;
 }
 
 /* Whether a delivered signal will end the target: SIGKILL, or a signal

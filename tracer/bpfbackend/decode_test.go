@@ -5,6 +5,7 @@ package bpfbackend
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 	"unsafe"
 
 	"github.com/tracer-dev/tracer/bpf"
@@ -326,5 +330,19 @@ func TestArgvMaxIsTheCSide(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(string(m[1])); n != tracer.ArgvMax {
 		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, tracer.ArgvMax)
+	}
+}
+
+// A program the verifier rejects (EACCES with a log) is reported as the
+// verifier's verdict with its reason, not as missing privileges.
+func TestLoadErrorVerifier(t *testing.T) {
+	ve := fmt.Errorf("program sched_signal: load program: %w", &ebpf.VerifierError{
+		Cause: unix.EACCES, Log: []string{"190: (61) r5 = *(u32 *)(r9 +8)", "R9 invalid mem access 'scalar'"}})
+	msg := loadError(ve, ProbesDefault).Error()
+	if strings.Contains(msg, "run as root") || !strings.Contains(msg, "verifier") || !strings.Contains(msg, "invalid mem access") {
+		t.Errorf("verifier rejection reads %q", msg)
+	}
+	if msg := loadError(fmt.Errorf("load program: %w", unix.EPERM), ProbesDefault).Error(); !strings.Contains(msg, "root") {
+		t.Errorf("EPERM reads %q", msg)
 	}
 }

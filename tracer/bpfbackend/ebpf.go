@@ -404,6 +404,12 @@ func boolByte(v bool) uint8 {
 
 // loadError turns the kernel's refusals into what the user can do.
 func loadError(err error, set string) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) && !errors.Is(err, unix.EPERM) {
+		// EACCES with a log is the verifier's verdict on this kernel, not
+		// a missing privilege: say which instruction it refused.
+		return fmt.Errorf("this kernel's BPF verifier rejected a program (use --backend audit meanwhile, and report it): %w", err)
+	}
 	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EACCES) {
 		return fmt.Errorf("loading BPF programs: %w", err)
 	}
