@@ -314,10 +314,17 @@ func ArchSyscallName(arch uint32, nr int) string { return abi.SyscallName(arch, 
 // each costs the audited process kernel time at syscall exit. PROCTITLE
 // repeats the comm and argv; CWD is not reported; OBJ_PID names a signal's
 // target, which the syscall's arguments give (and, for pidfd_send_signal,
-// the sender's fdinfo). Exclude rules are global: auditd's log would miss
-// these types too, which is why tracer adds them only where no other
-// consumer reads the records, or when asked.
-var LeanExcludes = []string{"PROCTITLE", "CWD", "OBJ_PID"}
+// the sender's fdinfo); EOE only ends an event, and tracer knows from the
+// SYSCALL record which records it still waits for. Exclude rules are
+// global: auditd's log would miss these types too, which is why tracer
+// adds them only where no other consumer reads the records, or when asked
+// (and then keeps EOE: LeanExcludesBeside).
+var LeanExcludes = []string{"PROCTITLE", "CWD", "OBJ_PID", "EOE"}
+
+// LeanExcludesBeside are the lean records beside another consumer
+// (auditd, with --lean-records): its event assembly and ausearch end each
+// event at its EOE record, so that one stays.
+var LeanExcludesBeside = LeanExcludes[:3]
 
 // ExcludeRule is the exclude rule for one record type, in auditctl syntax.
 // The kernel's exclude list takes no key, so these rules are tracked by

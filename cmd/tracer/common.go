@@ -58,7 +58,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp str
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
 	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
-	fl.BoolVar(&f.leanRecords, "lean-records", true, "audit: ask the kernel not to build the records tracer does not read (PROCTITLE, CWD, OBJ_PID; global exclude rules); default: only where no other consumer such as auditd reads the records; --lean-records forces it, --lean-records=false turns it off")
+	fl.BoolVar(&f.leanRecords, "lean-records", true, "audit: ask the kernel not to build the records tracer does not read (PROCTITLE, CWD, OBJ_PID, EOE; global exclude rules); default: only where no other consumer such as auditd reads the records; --lean-records forces it beside auditd (EOE then stays), --lean-records=false turns it off")
 	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: become the audit daemon even when the failure mode is 2 (panic): if tracer were killed, a full backlog could panic the node")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: default, sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints) or fentry")

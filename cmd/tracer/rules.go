@@ -55,6 +55,7 @@ func newRulesCmd() *cobra.Command {
 				return nil
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "# lean records: global exclude rules; auditd's log misses these record types while they are loaded")
+			fmt.Fprintln(cmd.OutOrStdout(), "# (beside auditd, with --lean-records, the EOE rule is left out: auditd ends events at their EOE)")
 			for _, typ := range auditrules.LeanExcludes {
 				fmt.Fprintln(cmd.OutOrStdout(), auditrules.ExcludeRule(typ).Text())
 			}

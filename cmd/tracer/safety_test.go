@@ -489,3 +489,57 @@ func checkAccounted(t *testing.T, what string, written, lost int, stages string,
 		t.Errorf("%s: %d written + %d lost (%s) = %d, fewer than the %d made", what, written, lost, stages, written+lost, made)
 	}
 }
+
+// Lean records are global, and the EOE records they exclude end events: a
+// tracer running without lean records (so ending events at their EOE)
+// keeps every event when a second tracer starts with them, and after that
+// one leaves, while the exclusions stay until the last tracer exits.
+func TestTwoTracersLeanMixed(t *testing.T) {
+	tracertest.LockAudit(t)
+	before := nodeSnapshot(t)
+	dir := t.TempDir()
+	storm := buildStorm(t, false)
+	const kills = 20000
+	args := func(out string, extra ...string) []string {
+		return append([]string{"--backend", "audit", "--events", "exec,signal", "--signal", "USR1", "--format", "json", "-o", filepath.Join(dir, out)}, extra...)
+	}
+	runStorm := func() int {
+		cmd := exec.Command(storm, strconv.Itoa(kills))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("storm: %v %s", err, out)
+		}
+		return cmd.Process.Pid
+	}
+	a := startWatcher(t, nil, args("a.jsonl", "--lean-records=false")...)
+	b := startWatcher(t, nil, args("b.jsonl")...)
+	if rules := strings.Join(kernelRules(t), "\n"); !strings.Contains(rules, "msgtype=EOE") {
+		t.Fatalf("the second tracer added no EOE exclusion:\n%s", rules)
+	}
+	both, shell := runStorm(), execWorkload(t)
+	time.Sleep(300 * time.Millisecond)
+	b.stop(t)
+	if rules := strings.Join(kernelRules(t), "\n"); !strings.Contains(rules, "msgtype=EOE") {
+		t.Errorf("the exclusions went with the second tracer, before the last one left:\n%s", rules)
+	}
+	after := runStorm()
+	time.Sleep(300 * time.Millisecond)
+	a.stop(t)
+	for _, c := range []struct {
+		who, file string
+		w         *watcher
+		pids      []int
+	}{{"first (no lean records)", "a.jsonl", a, []int{both, after}}, {"second (lean)", "b.jsonl", b, []int{both}}} {
+		for _, pid := range c.pids {
+			if n, _ := countSignalLines(t, filepath.Join(dir, c.file), pid, 10); n != kills {
+				t.Errorf("%s tracer: %d of the %d kills of pid %d", c.who, n, kills, pid)
+			}
+		}
+		if got := countMatching(t, filepath.Join(dir, c.file), shell); got != 5 {
+			t.Errorf("%s tracer: %d of the 5 execs", c.who, got)
+		}
+		if _, lost, stages := c.w.summary(t); lost != 0 {
+			t.Errorf("%s tracer lost %d (%s)", c.who, lost, stages)
+		}
+	}
+	waitNodeBack(t, before)
+}

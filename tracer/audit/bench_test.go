@@ -12,9 +12,9 @@ import (
 )
 
 // BenchmarkReassembleSignal measures the user-space cost of one signal
-// event (SYSCALL, OBJ_PID, PROCTITLE, EOE records recorded on this machine)
-// through reassembly and the JSON sink: the consumer's share of an audited
-// kill(2).
+// event (SYSCALL, OBJ_PID, PROCTITLE, EOE records recorded on this machine;
+// with lean records the SYSCALL record alone) through reassembly and the
+// JSON sink: the consumer's share of an audited kill(2).
 func BenchmarkReassembleSignal(b *testing.B) {
 	f, err := os.Open("testdata/workload.raw")
 	if err != nil {
@@ -44,18 +44,31 @@ func BenchmarkReassembleSignal(b *testing.B) {
 	if len(kill) != 4 {
 		b.Fatalf("recorded kill event has %d records, want 4", len(kill))
 	}
-	r := newReassembler(tracer.DefaultTypes, tracer.UnsetID)
-	sink := tracer.NewJSONSink(io.Discard)
-	emit := func(e *tracer.Event) { _ = sink.Write(e) }
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, rc := range kill {
-			r.feed(rc.typ, rc.data, emit)
-		}
-	}
-	b.StopTimer()
-	if got := r.delivered[tracer.TypeSignal]; got != uint64(b.N) {
-		b.Fatalf("delivered %d signal events, want %d", got, b.N)
+	// lean: what tracer reads with lean records, the SYSCALL record alone.
+	for _, c := range []struct {
+		name string
+		recs []rec
+	}{{"classic", kill}, {"lean", kill[:1]}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := newReassembler(tracer.DefaultTypes, tracer.UnsetID)
+			r.eoeless = c.name == "lean"
+			// The recording's processes are gone; in a storm sender and
+			// target live, and are read from /proc once.
+			r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
+				return tracer.ProcIdentity{PPID: 1, Comm: "workload", Cgroup: "/user.slice"}, true
+			}
+			r.procComm = func(uint32) (string, bool) { return "workload", true }
+			sink := tracer.NewJSONSink(io.Discard)
+			emit := func(e *tracer.Event) { _ = sink.Write(e) }
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, rc := range c.recs {
+					r.feed(rc.typ, rc.data, emit)
+				}
+			}
+			if got := r.delivered[tracer.TypeSignal]; got != uint64(b.N) {
+				b.Fatalf("delivered %d signal events, want %d", got, b.N)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -39,9 +40,9 @@ func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string
 	return b, during, countEvents(events, cfg)
 }
 
-// Lean records: the kernel builds no PROCTITLE, CWD or OBJ_PID records
-// while tracer holds the PID, every event is still exact, and the exclude
-// rules are gone afterwards.
+// Lean records: the kernel builds no PROCTITLE, CWD, OBJ_PID or EOE
+// records while tracer holds the PID, every event is still exact (ended
+// without its EOE), and the exclude rules are gone afterwards.
 func TestLeanRecords(t *testing.T) {
 	tracertest.LockAudit(t)
 	before := loadedRules(t)
@@ -49,8 +50,8 @@ func TestLeanRecords(t *testing.T) {
 		t.Skipf("the node has exclude rules of its own: %v", before)
 	}
 	b, during, got := runLean(t, tracer.LeanAuto)
-	if !b.lean || len(during) != 3 {
-		t.Errorf("lean=%v, exclude rules while running: %v, want 3", b.lean, during)
+	if !b.lean || len(during) != len(auditrules.LeanExcludes) || !strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
+		t.Errorf("lean=%v, exclude rules while running: %v, want %v", b.lean, during, auditrules.LeanExcludes)
 	}
 	if !mapsEqual(got, knownCounts) {
 		t.Errorf("counts with lean records:\n got  %v\n want %v", got, knownCounts)
@@ -82,8 +83,9 @@ func TestLeanRecordsBesideAuditd(t *testing.T) {
 		t.Errorf("counts beside auditd:\n got  %v\n want %v", got, knownCounts)
 	}
 	b, during, got = runLean(t, tracer.LeanOn)
-	if !b.lean || len(during) != 3 {
-		t.Errorf("beside auditd with --lean-records: lean=%v, exclude rules %v; want 3", b.lean, during)
+	// auditd ends events at their EOE: that one stays.
+	if !b.lean || len(during) != len(auditrules.LeanExcludesBeside) || strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
+		t.Errorf("beside auditd with --lean-records: lean=%v, exclude rules %v; want %v", b.lean, during, auditrules.LeanExcludesBeside)
 	}
 	if !mapsEqual(got, knownCounts) {
 		t.Errorf("counts beside auditd, lean:\n got  %v\n want %v", got, knownCounts)

@@ -68,38 +68,44 @@ func atou(b []byte) (uint64, bool) {
 // allocating. Quoted values keep their quotes; see value().
 type fields struct{ rest []byte }
 
+// next returns the next key=value pair. Keys and most values are a few
+// bytes long: plain loops beat bytes.IndexByte's call and setup there.
 func (f *fields) next() (key, val []byte, ok bool) {
-	for len(f.rest) > 0 && f.rest[0] == ' ' {
-		f.rest = f.rest[1:]
+	r := f.rest
+	i := 0
+	for i < len(r) && r[i] == ' ' {
+		i++
 	}
-	if len(f.rest) == 0 {
-		return nil, nil, false
-	}
-	eq := bytes.IndexByte(f.rest, '=')
-	if eq < 0 {
+	if i == len(r) {
 		f.rest = nil
 		return nil, nil, false
 	}
-	key = f.rest[:eq]
-	f.rest = f.rest[eq+1:]
+	eq := i
+	for eq < len(r) && r[eq] != '=' {
+		eq++
+	}
+	if eq == len(r) {
+		f.rest = nil
+		return nil, nil, false
+	}
+	key = r[i:eq]
+	r = r[eq+1:]
 	var end int
-	if len(f.rest) > 0 && f.rest[0] == '"' {
+	if len(r) > 0 && r[0] == '"' {
 		// Quoted values never contain a quote: the kernel hex-encodes those.
-		q := bytes.IndexByte(f.rest[1:], '"')
+		q := bytes.IndexByte(r[1:], '"')
 		if q < 0 {
-			end = len(f.rest)
+			end = len(r)
 		} else {
 			end = q + 2
 		}
 	} else {
-		end = bytes.IndexByte(f.rest, ' ')
-		if end < 0 {
-			end = len(f.rest)
+		for end < len(r) && r[end] != ' ' {
+			end++
 		}
 	}
-	val = f.rest[:end]
-	f.rest = f.rest[end:]
-	return key, val, true
+	f.rest = r[end:]
+	return key, r[:end], true
 }
 
 // untrusted decodes a value the kernel logged with audit_log_untrustedstring:
@@ -119,14 +125,49 @@ func untrusted(v []byte) string {
 }
 
 // hexArg parses a syscall argument the kernel prints as unsigned hex (a0=23ae).
+// hexArg and decInt read a SYSCALL record's numbers, a dozen a record:
+// the common short forms inline, anything else as strconv reads it.
 func hexArg(v []byte) uint64 {
-	n, _ := strconv.ParseUint(string(v), 16, 64)
+	if len(v) == 0 || len(v) > 16 {
+		n, _ := strconv.ParseUint(string(v), 16, 64)
+		return n
+	}
+	var n uint64
+	for _, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0 // as strconv: a syntax error reads 0
+		}
+		n = n<<4 | uint64(c)
+	}
 	return n
 }
 
 func decInt(v []byte) int64 {
-	n, _ := strconv.ParseInt(string(v), 10, 64)
-	return n
+	neg := len(v) > 0 && v[0] == '-'
+	digits := v
+	if neg {
+		digits = v[1:]
+	}
+	if len(digits) > 18 {
+		n, _ := strconv.ParseInt(string(v), 10, 64)
+		return n
+	}
+	n, ok := atou(digits)
+	if !ok {
+		n, _ := strconv.ParseInt(string(v), 10, 64)
+		return n
+	}
+	if neg {
+		return -int64(n)
+	}
+	return int64(n)
 }
 
 // SyscallRecord holds the fields of a SYSCALL record that events need.
@@ -138,6 +179,7 @@ type SyscallRecord struct {
 	HasExit bool
 	Exit    int64
 	Args    [4]uint64
+	Items   int // PATH records that follow
 	PPID    uint32
 	PID     uint32
 	AUID    uint32
@@ -171,6 +213,8 @@ func ParseSyscall(body []byte, r *SyscallRecord) {
 			r.Args[2] = hexArg(v)
 		case "a3":
 			r.Args[3] = hexArg(v)
+		case "items":
+			r.Items = int(decInt(v))
 		case "ppid":
 			r.PPID = uint32(decInt(v))
 		case "pid":
@@ -179,6 +223,10 @@ func ParseSyscall(body []byte, r *SyscallRecord) {
 			r.AUID = uint32(decInt(v))
 		case "uid":
 			r.UID = uint32(decInt(v))
+			// gid through ses are not read: go straight to comm.
+			if i := bytes.Index(f.rest, []byte(" comm=")); i >= 0 {
+				f.rest = f.rest[i:]
+			}
 		case "comm":
 			r.commRaw = v
 			return

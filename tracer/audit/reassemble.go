@@ -2,6 +2,7 @@ package audit
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,13 @@ type pending struct {
 // OBJ_PID, ..., EOE share a serial number) into a tracer.Event. Records of
 // concurrent events interleave, so partial events wait in a map until
 // their EOE arrives; only events of syscalls it was asked for are kept.
+//
+// Where the kernel builds no EOE (lean records exclude it), an event ends
+// at the last record tracer reads: the kernel writes one event's records
+// in a fixed order (SYSCALL, EXECVE, OBJ_PID, CWD, PATH..., PROCTITLE,
+// EOE), so a fork, exit or signal is whole at its SYSCALL record and an
+// exec at its first PATH record (or at SYSCALL when it has none, a failed
+// exec). Records after that find no open event and are dropped.
 type reassembler struct {
 	types tracer.TypeSet
 	// scopeAUID drops events of other login uids (trace's scope).
@@ -48,6 +56,8 @@ type reassembler struct {
 	maxSerial uint64
 	// syscalls counts SYSCALL records, which pace eviction.
 	syscalls uint64
+	// eoeless: the kernel excludes EOE records (setEOEless).
+	eoeless bool
 
 	comms  map[uint32]commEntry // pid -> comm, to name the caller of an exec as it was before the exec
 	intern map[string]string
@@ -113,7 +123,10 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		return
 	}
 	if typ == typeSyscall {
-		r.startEvent(t, serial, body)
+		p := r.startEvent(t, serial, body)
+		if p != nil && r.eoeless && p.whole() {
+			r.complete(p, emit)
+		}
 		// Paced by SYSCALL records, not all records: when no SYSCALL
 		// landed on a multiple of 4096, eviction never ran.
 		r.syscalls++
@@ -137,6 +150,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	case typePath:
 		if item, name := parsePath(body); item == 0 && !p.havePath {
 			p.filename, p.havePath = name, true
+			if r.eoeless {
+				r.complete(p, emit)
+			}
 		}
 	case typeObjPID:
 		if p.objPID == 0 {
@@ -144,24 +160,64 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 			p.objComm = r.str(parseObjComm(body))
 		}
 	case typeEOE:
-		delete(r.pending, serial)
-		r.finish(p, emit)
-		r.release(p)
+		r.complete(p, emit)
 	}
 }
 
-func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
+// whole reports whether an event has every record tracer reads, for when
+// no EOE will say so.
+func (p *pending) whole() bool {
+	return p.info.class != tracer.TypeExec || p.havePath || p.sc.Items == 0
+}
+
+func (r *reassembler) complete(p *pending, emit func(*tracer.Event)) {
+	delete(r.pending, p.serial)
+	r.finish(p, emit)
+	r.release(p)
+}
+
+// setEOEless switches between ending events at their EOE and ending them
+// at their last record tracer reads, as the kernel's exclude rules change
+// under a running tracer (another tracer added or removed lean records).
+// Events already whole that were waiting for an EOE that will not come
+// end now, in serial order.
+func (r *reassembler) setEOEless(on bool, emit func(*tracer.Event)) {
+	if on == r.eoeless {
+		return
+	}
+	r.eoeless = on
+	if !on {
+		return
+	}
+	var whole []*pending
+	for _, p := range r.pending {
+		if p.whole() {
+			whole = append(whole, p)
+		}
+	}
+	slices.SortFunc(whole, func(a, b *pending) int {
+		if serialAfter(a.serial, b.serial) {
+			return 1
+		}
+		return -1
+	})
+	for _, p := range whole {
+		r.complete(p, emit)
+	}
+}
+
+func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pending {
 	var sc SyscallRecord
 	ParseSyscall(body, &sc)
 	info, ok := r.byArch[sc.Arch][sc.Syscall]
 	if !ok {
-		return
+		return nil
 	}
 	if r.scopeAUID != tracer.UnsetID && sc.AUID != r.scopeAUID {
-		return
+		return nil
 	}
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
-		return // the other socket's copy of a record already read
+		return nil // the other socket's copy of a record already read
 	}
 	// commRaw points into the read buffer, which the next record overwrites.
 	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
@@ -176,6 +232,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) {
 	if serialAfter(serial, r.maxSerial) {
 		r.maxSerial = serial
 	}
+	return p
 }
 
 func (r *reassembler) release(p *pending) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -18,6 +19,13 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // replay feeds a recorded file of "TYPE audit(...): body" lines, as read from
 // the netlink socket on this machine, through the reassembler.
 func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
+	return replayLean(t, path, types, nil, -1)
+}
+
+// replayLean replays a recording as the kernel would have sent it with
+// the record types in drop excluded, and switches the reassembler to end
+// events without EOE before the eoelessAt'th record fed (-1: never).
+func replayLean(t *testing.T, path string, types tracer.TypeSet, drop []uint16, eoelessAt int) []tracer.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -29,8 +37,14 @@ func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
 	r.procComm = func(uint32) (string, bool) { return "", false }
 	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var out []tracer.Event
+	emit := func(e *tracer.Event) {
+		c := *e
+		c.Argv = append([]string(nil), e.Argv...)
+		out = append(out, c)
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	fed := 0
 	for sc.Scan() {
 		line := sc.Bytes()
 		sp := bytes.IndexByte(line, ' ')
@@ -38,14 +52,21 @@ func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
 		if err != nil {
 			t.Fatalf("bad line %q", line)
 		}
-		r.feed(uint16(typ), append([]byte(nil), line[sp+1:]...), func(e *tracer.Event) {
-			c := *e
-			c.Argv = append([]string(nil), e.Argv...)
-			out = append(out, c)
-		})
+		if slices.Contains(drop, uint16(typ)) {
+			continue
+		}
+		if fed == eoelessAt {
+			r.setEOEless(true, emit)
+		}
+		fed++
+		r.feed(uint16(typ), append([]byte(nil), line[sp+1:]...), emit)
 	}
 	if r.bad != 0 {
 		t.Errorf("%d records failed to parse", r.bad)
+	}
+	r.flush()
+	if r.lost != 0 {
+		t.Errorf("%d events never ended", r.lost)
 	}
 	return out
 }
@@ -112,5 +133,40 @@ func TestParseExecveCap(t *testing.T) {
 		if len(argv) > 0 && argv[len(argv)-1] != "x"+strconv.Itoa(len(argv)-1) {
 			t.Errorf("%d arguments: last kept %q", n, argv[len(argv)-1])
 		}
+	}
+}
+
+// Without EOE records (lean records exclude them), every event ends at its
+// last record tracer reads, with the same content as when its EOE ends it;
+// a tracer that learns of the exclusion late ends the events left waiting.
+// The order may differ: records of concurrent events interleave (a vfork
+// parent's records arrive between its child's exec's), so which ends first
+// is a matter of timing either way.
+func TestReassembleWithoutEOE(t *testing.T) {
+	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	const raw = "testdata/workload.raw"
+	lines := func(evs []tracer.Event) []string {
+		var out []string
+		for i := range evs {
+			out = append(out, string(tracer.AppendJSON(nil, &evs[i])))
+		}
+		slices.Sort(out)
+		return out
+	}
+	lean := []uint16{typeProctitle, typeCwd, typeObjPID}
+	want := lines(replayLean(t, raw, all, lean, -1))
+	if len(want) < 15 {
+		t.Fatalf("only %d events in the recording", len(want))
+	}
+	eoeless := append(slices.Clone(lean), typeEOE)
+	for _, at := range []int{0, 7, 30} {
+		if got := lines(replayLean(t, raw, all, eoeless, at)); !slices.Equal(got, want) {
+			t.Errorf("eoeless from record %d:\n got  %q\n want %q", at, got, want)
+		}
+	}
+	// With EOE still sent, ending early changes nothing: the EOE that
+	// follows finds no open event.
+	if got := lines(replayLean(t, raw, all, lean, 0)); !slices.Equal(got, want) {
+		t.Errorf("eoeless with EOE records:\n got  %q\n want %q", got, want)
 	}
 }

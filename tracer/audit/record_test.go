@@ -1,6 +1,9 @@
 package audit
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 // A line of auditd's log in the ENRICHED format reads as the record the
 // kernel sent: the fields auditd appends after 0x1d are not part of it,
@@ -32,6 +35,22 @@ func TestLogRecord(t *testing.T) {
 	for _, bad := range []string{"", "node=x type=SYSCALL", "type=EOE"} {
 		if _, _, ok := LogRecord([]byte(bad)); ok {
 			t.Errorf("LogRecord(%q) accepted", bad)
+		}
+	}
+}
+
+// The inline number readers agree with strconv on every form.
+func TestNumberReaders(t *testing.T) {
+	for _, v := range []string{"0", "7ffce334d9f6", "FFFFFFFFFFFFFFFF", "ffffffffffffffff1", "", "x", "12g", "00000000000000001"} {
+		want, _ := strconv.ParseUint(v, 16, 64)
+		if got := hexArg([]byte(v)); got != want {
+			t.Errorf("hexArg(%q) = %d, want %d", v, got, want)
+		}
+	}
+	for _, v := range []string{"0", "-1", "+5", "4294967295", "-9223372036854775808", "9223372036854775808", "", "-", "1a", "123456789012345678", "1234567890123456789"} {
+		want, _ := strconv.ParseInt(v, 10, 64)
+		if got := decInt([]byte(v)); got != want {
+			t.Errorf("decInt(%q) = %d, want %d", v, got, want)
 		}
 	}
 }
