@@ -1730,6 +1730,17 @@ struct siginfo_head {
 	int si_code;
 };
 
+/* bpf_rdonly_cast (kernel 6.2+) makes a read-only kernel pointer of a BTF
+ * type out of a scalar: loads through it are fault-safe, and the verifier
+ * rewrites the call into a register move, so it costs nothing. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#ifndef bpf_ksym_exists
+#define bpf_ksym_exists(sym) (!!(sym))
+#endif
+struct kernel_siginfo {
+	int si_signo;
+};
+
 /* The signal's si_code; the kernel passes SEND_SIG_NOINFO (0) and
  * SEND_SIG_PRIV (1) for the siginfo it fills itself. */
 static __always_inline __s32 sig_code(void *info)
@@ -1739,9 +1750,12 @@ static __always_inline __s32 sig_code(void *info)
 	if ((unsigned long)info == 1)
 		return SI_KERNEL;
 	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced.
-	 * Read with a helper: some kernels (a 6.18 build here) type this
-	 * argument as a scalar, as it "may encode error", and refuse a direct
-	 * load. */
+	 * Some kernels (a 6.18 build here) type this argument as a scalar, as
+	 * it "may encode error", and refuse a direct load: cast it back. */
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		const struct siginfo_head *si = bpf_rdonly_cast(info, bpf_core_type_id_kernel(struct kernel_siginfo));
+		return si->si_code;
+	}
 	__s32 code = SI_USER;
 	bpf_probe_read_kernel(&code, sizeof(code), &((const struct siginfo_head *)info)->si_code);
 	return code;
