@@ -48,9 +48,9 @@ func (id ExecID) String() string { return string(AppendExecID(nil, id)) }
 func AppendExecID(b []byte, id ExecID) []byte {
 	b = append(b, BootID()...)
 	b = append(b, ':')
-	b = strconv.AppendUint(b, id.Start, 10)
+	b = appendUint(b, id.Start)
 	b = append(b, ':')
-	return strconv.AppendUint(b, uint64(id.PID), 10)
+	return appendUint(b, uint64(id.PID))
 }
 
 // ParseExecID reads a printed ExecID back (for tests and tools).

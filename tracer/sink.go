@@ -34,13 +34,16 @@ type JSONSink struct {
 	// The last event encoded: in a storm one process sends the same signal
 	// to the same target again and again, and the kernel stamps events
 	// once per tick, so most lines are the last one again, or the last one
-	// with another time. buf holds the last line; body is where its part
-	// after the time starts.
+	// with another time; in a storm from many processes, lines differ in
+	// pids and exec ids alone. buf holds the last line; body is where its
+	// part after the time starts, and ends where each of its segments
+	// ends (counted from body).
 	last     Event
 	haveLast bool
 	body     int
-	tbuf     []byte // a new time
-	spare    []byte // a line being rebuilt around a new time
+	ends     [maxJSONSegs]int
+	tbuf     []byte // a new time, and the segments that changed
+	spare    []byte // a line being rebuilt around them
 }
 
 // NewJSONSink writes JSON lines to w through an output queue (opts: at
@@ -55,12 +58,10 @@ func NewJSONSink(w io.Writer, opts ...OutputOptions) *JSONSink {
 // encoding/json's reflection would be the consumer's largest cost.
 func (s *JSONSink) Write(e *Event) error {
 	switch {
-	case !s.haveLast || !sameButTime(e, &s.last):
-		s.buf = appendJSONTime(s.buf[:0], e.Time)
-		s.body = len(s.buf)
-		s.buf = appendJSONBody(s.buf, e)
-		s.buf = append(s.buf, '\n')
-		s.remember(e)
+	case !s.haveLast || e.Type != s.last.Type:
+		s.encode(e)
+	case !sameButTime(e, &s.last):
+		s.update(e)
 	case !e.Time.Equal(s.last.Time):
 		t := appendJSONTime(s.tbuf[:0], e.Time)
 		s.tbuf = t
@@ -73,6 +74,92 @@ func (s *JSONSink) Write(e *Event) error {
 		s.last.Time = e.Time
 	}
 	return s.write(s.buf)
+}
+
+// encode makes e's line the last line.
+func (s *JSONSink) encode(e *Event) {
+	b := appendJSONTime(s.buf[:0], e.Time)
+	s.body = len(b)
+	for i, sg := range jsonSegs(e.Type) {
+		b = appendSeg(b, e, sg)
+		s.ends[i] = len(b) - s.body
+	}
+	s.buf = append(b, '}', '\n')
+	s.remember(e)
+}
+
+// update makes the line of e, an event of the last one's type, the last
+// line. Only the segments e changes are encoded, into tbuf; where each
+// keeps its length (pids of as many digits), they overwrite the old ones
+// in place, else the line is rebuilt from them and the others.
+func (s *JSONSink) update(e *Event) {
+	segs := jsonSegs(e.Type)
+	var changed [maxJSONSegs]bool
+	var to [maxJSONSegs]int // where a changed segment ends in tbuf
+	t := s.tbuf[:0]
+	if !e.Time.Equal(s.last.Time) {
+		t = appendJSONTime(t, e.Time)
+	}
+	timeLen := len(t)
+	fits := timeLen == 0 || timeLen == s.body
+	start := 0
+	for i, sg := range segs {
+		if !sameSeg(e, &s.last, sg) {
+			from := len(t)
+			t = appendSeg(t, e, sg)
+			changed[i], to[i] = true, len(t)
+			fits = fits && len(t)-from == s.ends[i]-start
+		}
+		start = s.ends[i]
+	}
+	s.tbuf = t
+	if fits {
+		copy(s.buf, t[:timeLen])
+		from, start := timeLen, 0
+		for i := range segs {
+			if changed[i] {
+				copy(s.buf[s.body+start:], t[from:to[i]])
+				from = to[i]
+			}
+			start = s.ends[i]
+		}
+		s.remember(e)
+		return
+	}
+	b := s.spare[:0]
+	if timeLen != 0 {
+		b = append(b, t[:timeLen]...)
+	} else {
+		b = append(b, s.buf[:s.body]...)
+	}
+	body := len(b)
+	old := s.buf[s.body:]
+	from, start, run := timeLen, 0, -1 // old[run:start] waits to be copied
+	for i := range segs {
+		end := s.ends[i]
+		if !changed[i] {
+			if run < 0 {
+				run = start
+			}
+		} else {
+			if run >= 0 {
+				b = append(b, old[run:start]...)
+				run = -1
+			}
+			b = append(b, t[from:to[i]]...)
+			from = to[i]
+		}
+		s.ends[i] = len(b) - body
+		if run >= 0 {
+			s.ends[i] += end - run
+		}
+		start = end
+	}
+	if run >= 0 {
+		b = append(b, old[run:start]...)
+	}
+	s.buf, s.spare, s.body = append(b, '}', '\n'), s.buf, body
+	s.remember(e)
 }
 
 // remember keeps a copy of e, its slices included (backends reuse theirs).
@@ -127,55 +214,179 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 
 // appendJSONBody appends the rest of the object after its time.
 func appendJSONBody(b []byte, e *Event) []byte {
+	for _, sg := range jsonSegs(e.Type) {
+		b = appendSeg(b, e, sg)
+	}
+	return append(b, '}')
+}
+
+// A jsonSeg is a run of the fields of an event's object after its time:
+// appendSeg appends it, and sameSeg reports whether two events of one
+// type give it the same bytes, that is whether they agree in every field
+// it reads (TestJSONSegsSeeTheirFields checks that).
+type jsonSeg uint8
+
+// The segments, in the order of the fields: those of every event, then
+// those of each type.
+const (
+	segKind         jsonSeg = iota // backend, type
+	segPID                         // pid
+	segUser                        // comm, uid, auid
+	segExecID                      // exec_id
+	segParentExecID                // parent_exec_id
+	segCgroup                      // cgroup, container_id, unit
+	segAncestors                   // ancestors
+	segExec                        // ppid, filename, argv, argv_truncated, ret
+	segFork                        // child_pid, syscall
+	segTargetPID                   // target_pid
+	segSignal                      // signal ... target_comm
+	segTargetExecID                // target_exec_id
+	segExit                        // exit_code or signal ... oom_kill
+)
+
+const maxJSONSegs = 10
+
+// jsonSegsOf lists each type's segments.
+var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
+	head := []jsonSeg{segKind, segPID, segUser, segExecID, segParentExecID, segCgroup, segAncestors}
+	for i := range t {
+		t[i] = head[:len(head):len(head)]
+	}
+	t[TypeExec] = append(t[TypeExec], segExec)
+	t[TypeFork] = append(t[TypeFork], segFork)
+	t[TypeSignal] = append(t[TypeSignal], segTargetPID, segSignal, segTargetExecID)
+	t[TypeExit] = append(t[TypeExit], segExit)
+	for _, segs := range t {
+		if len(segs) > maxJSONSegs {
+			panic("tracer: more JSON segments than maxJSONSegs")
+		}
+	}
+	return t
+}()
+
+// jsonSegs returns the segments of an event of type t; an unknown type
+// has those of every type alone.
+func jsonSegs(t EventType) []jsonSeg {
+	if t < numTypes {
+		return jsonSegsOf[t]
+	}
+	return jsonSegsOf[TypeNone]
+}
+
+// appendSeg appends segment sg of e.
+func appendSeg(b []byte, e *Event, sg jsonSeg) []byte {
+	switch sg {
+	case segKind:
+		return appendKindJSON(b, e)
+	case segPID:
+		b = append(b, `,"pid":`...)
+		return appendUint(b, uint64(e.PID))
+	case segUser:
+		return appendUserJSON(b, e)
+	case segExecID:
+		return appendExecIDJSON(b, `,"exec_id":"`, e.ExecID)
+	case segParentExecID:
+		return appendExecIDJSON(b, `,"parent_exec_id":"`, e.ParentExecID)
+	case segCgroup:
+		return appendCgroupJSON(b, e)
+	case segAncestors:
+		return appendAncestorsJSON(b, e)
+	case segExec:
+		return appendExecJSON(b, e)
+	case segFork:
+		return appendForkJSON(b, e)
+	case segTargetPID:
+		b = append(b, `,"target_pid":`...)
+		return appendInt(b, int64(e.TargetPID))
+	case segSignal:
+		return appendSignalJSON(b, e)
+	case segTargetExecID:
+		return appendExecIDJSON(b, `,"target_exec_id":"`, e.TargetExecID)
+	case segExit:
+		return appendExitJSON(b, e)
+	}
+	panic("tracer: unknown JSON segment")
+}
+
+// sameSeg reports whether a and b, of one type, agree in the fields of segment sg.
+func sameSeg(a, b *Event, sg jsonSeg) bool {
+	switch sg {
+	case segKind:
+		return a.Type == b.Type && sameString(a.Backend, b.Backend)
+	case segPID:
+		return a.PID == b.PID
+	case segUser:
+		return sameString(a.Comm, b.Comm) && a.UID == b.UID && a.AUID == b.AUID
+	case segExecID:
+		return a.ExecID == b.ExecID
+	case segParentExecID:
+		return a.ParentExecID == b.ParentExecID
+	case segCgroup:
+		return sameString(a.Cgroup, b.Cgroup) && sameString(a.ContainerID, b.ContainerID) && sameString(a.Unit, b.Unit)
+	case segAncestors:
+		return slices.Equal(a.Ancestors, b.Ancestors)
+	case segExec:
+		return a.PPID == b.PPID && sameString(a.Filename, b.Filename) && slices.Equal(a.Argv, b.Argv) &&
+			a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret
+	case segFork:
+		return a.ChildPID == b.ChildPID && sameString(a.Syscall, b.Syscall)
+	case segTargetPID:
+		return a.TargetPID == b.TargetPID
+	case segSignal:
+		return a.Signal == b.Signal && sameString(a.Syscall, b.Syscall) && a.Ret == b.Ret &&
+			a.HasCode == b.HasCode && a.Code == b.Code && a.Origin == b.Origin && a.Result == b.Result &&
+			sameString(a.TargetComm, b.TargetComm)
+	case segTargetExecID:
+		return a.TargetExecID == b.TargetExecID
+	case segExit:
+		return a.Type == b.Type && a.ExitCode == b.ExitCode && a.Signal == b.Signal && a.CoreDumped == b.CoreDumped &&
+			a.CoreUnknown == b.CoreUnknown && a.OOMKill == b.OOMKill && sameKiller(&a.KilledBy, &b.KilledBy)
+	}
+	return false
+}
+
+func appendKindJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"backend":`...)
 	b = appendString(b, e.Backend)
 	b = append(b, `,"type":"`...)
 	b = append(b, e.Type.String()...)
-	b = append(b, `","pid":`...)
-	b = strconv.AppendUint(b, uint64(e.PID), 10)
+	return append(b, '"')
+}
+
+func appendUserJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"comm":`...)
 	b = appendString(b, e.Comm)
 	b = append(b, `,"uid":`...)
-	b = strconv.AppendUint(b, uint64(e.UID), 10)
+	b = appendUint(b, uint64(e.UID))
 	b = append(b, `,"auid":`...)
-	b = strconv.AppendUint(b, uint64(e.AUID), 10)
-	b = appendIdentityJSON(b, e)
-	switch e.Type {
-	case TypeExec:
-		b = append(b, `,"ppid":`...)
-		b = strconv.AppendUint(b, uint64(e.PPID), 10)
-		b = append(b, `,"filename":`...)
-		b = appendString(b, e.Filename)
-		b = append(b, `,"argv":[`...)
-		for i, a := range e.Argv {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, a)
+	return appendUint(b, uint64(e.AUID))
+}
+
+func appendExecJSON(b []byte, e *Event) []byte {
+	b = append(b, `,"ppid":`...)
+	b = appendUint(b, uint64(e.PPID))
+	b = append(b, `,"filename":`...)
+	b = appendString(b, e.Filename)
+	b = append(b, `,"argv":[`...)
+	for i, a := range e.Argv {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, ']')
-		if e.ArgvTruncated {
-			b = append(b, `,"argv_truncated":true`...)
-		}
-		b = append(b, `,"ret":`...)
-		b = strconv.AppendInt(b, e.Ret, 10)
-	case TypeFork:
-		b = append(b, `,"child_pid":`...)
-		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
-		b = append(b, `,"syscall":`...)
-		b = appendString(b, e.Syscall)
-	case TypeSignal:
-		b = append(b, `,"target_pid":`...)
-		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
-		b = append(b, `,"signal":`...)
-		b = strconv.AppendInt(b, int64(e.Signal), 10)
-		b = append(b, `,"signal_name":`...)
-		b = appendString(b, SignalName(e.Signal))
-		b = appendSignalJSON(b, e)
-	case TypeExit:
-		b = appendExitJSON(b, e)
+		b = appendString(b, a)
 	}
-	return append(b, '}')
+	b = append(b, ']')
+	if e.ArgvTruncated {
+		b = append(b, `,"argv_truncated":true`...)
+	}
+	b = append(b, `,"ret":`...)
+	return appendInt(b, e.Ret)
+}
+
+func appendForkJSON(b []byte, e *Event) []byte {
+	b = append(b, `,"child_pid":`...)
+	b = appendUint(b, uint64(e.ChildPID))
+	b = append(b, `,"syscall":`...)
+	return appendString(b, e.Syscall)
 }
 
 const hexDigits = "0123456789abcdef"

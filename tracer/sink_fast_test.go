@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,21 @@ func TestSameButTimeSeesEveryField(t *testing.T) {
 	if !sameButTime(&base, &twin) {
 		t.Fatal("events that differ in time alone are not the same")
 	}
+	changed := eachFieldChange(t, &twin, func(path string) {
+		if sameButTime(&base, &twin) || sameButTime(&twin, &base) {
+			t.Errorf("%s differs, but sameButTime says the events are the same", path)
+		}
+	})
+	if changed < 40 {
+		t.Errorf("only %d fields changed: the walk missed some", changed)
+	}
+}
+
+// eachFieldChange changes each field of *e but Time in turn, calls f, and
+// puts the field back; a slice is made longer, then its first element's
+// fields change. It returns how many fields it changed.
+func eachFieldChange(t *testing.T, e *Event, f func(path string)) int {
+	t.Helper()
 	var changed int
 	var walk func(path string, v reflect.Value)
 	walk = func(path string, v reflect.Value) {
@@ -121,9 +137,11 @@ func TestSameButTimeSeesEveryField(t *testing.T) {
 			// Another element, and another value of the first one.
 			old := v.Interface()
 			v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
-			check(t, &base, &twin, path+" (longer)")
+			f(path + " (longer)")
 			v.Set(reflect.ValueOf(old))
-			walk(path+"[0]", v.Index(0))
+			if v.Len() > 0 {
+				walk(path+"[0]", v.Index(0))
+			}
 			return
 		}
 		old := reflect.New(v.Type()).Elem()
@@ -140,20 +158,105 @@ func TestSameButTimeSeesEveryField(t *testing.T) {
 		default:
 			t.Fatalf("%s: a field of kind %s: teach this test and sameButTime about it", path, v.Kind())
 		}
-		check(t, &base, &twin, path)
+		f(path)
 		changed++
 		v.Set(old)
 	}
-	walk("Event", reflect.ValueOf(&twin).Elem())
-	if changed < 40 {
-		t.Errorf("only %d fields changed: the walk missed some", changed)
+	walk("Event", reflect.ValueOf(e).Elem())
+	return changed
+}
+
+// sameSeg must name every field its segment prints: one it missed would
+// make JSONSink keep the last line's bytes for a field that changed. For
+// events of each type, in shapes that print each optional field, every
+// field change that changes a segment's bytes must make sameSeg false.
+func TestJSONSegsSeeTheirFields(t *testing.T) {
+	id := ExecID{PID: 4242, Start: 100}
+	who := Event{Time: time.Unix(1, 0), Backend: "ebpf", PID: 4242, Comm: "storm", UID: 1, AUID: 2,
+		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
+		Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
+	var bases []Event
+	for _, typ := range []EventType{TypeNone, TypeExec, TypeFork, TypeSignal, TypeExit, numTypes} {
+		e := who
+		e.Type = typ
+		bases = append(bases, e)
+	}
+	exec := who
+	exec.Type, exec.PPID, exec.Filename, exec.Argv, exec.ArgvTruncated, exec.Ret = TypeExec, 1, "/bin/sh", []string{"sh"}, true, -2
+	fork := who
+	fork.Type, fork.ChildPID, fork.Syscall = TypeFork, 4243, "clone"
+	sig := who
+	sig.Type, sig.TargetPID, sig.Signal, sig.Syscall, sig.Ret, sig.HasCode, sig.Code = TypeSignal, 4243, 11, "kill", -3, true, 1
+	sig.Origin, sig.Result, sig.TargetComm, sig.TargetExecID = OriginUser, ResultIgnored, "t", id
+	exit := who
+	exit.Type, exit.ExitCode = TypeExit, 3
+	killed := who
+	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = TypeExit, 9, true, true
+	killed.KilledBy = KilledBy{Origin: OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
+	bases = append(bases, exec, fork, sig, exit, killed)
+
+	for _, base := range bases {
+		twin := base
+		twin.Argv = slices.Clone(base.Argv)
+		twin.Ancestors = slices.Clone(base.Ancestors)
+		segs := jsonSegs(base.Type)
+		for _, sg := range segs {
+			if !sameSeg(&base, &twin, sg) {
+				t.Fatalf("%s: segment %d of twins differs", base.Type, sg)
+			}
+		}
+		eachFieldChange(t, &twin, func(path string) {
+			if twin.Type != base.Type {
+				return // JSONSink reuses segments of events of one type alone
+			}
+			for _, sg := range segs {
+				if !bytes.Equal(appendSeg(nil, &base, sg), appendSeg(nil, &twin, sg)) &&
+					(sameSeg(&base, &twin, sg) || sameSeg(&twin, &base, sg)) {
+					t.Errorf("%s event: %s changes segment %d, but sameSeg says it is the same", base.Type, path, sg)
+				}
+			}
+		})
 	}
 }
 
-func check(t *testing.T, a, b *Event, path string) {
-	t.Helper()
-	if sameButTime(a, b) || sameButTime(b, a) {
-		t.Errorf("%s differs, but sameButTime says the events are the same", path)
+// A JSONSink writes what AppendJSON gives, whatever event follows which:
+// every field of an event of each type changed in turn, then changed back,
+// so that its segments keep or change their lengths, go empty or come back.
+func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
+	var out, want bytes.Buffer
+	s := NewJSONSink(&out)
+	write := func(e *Event) {
+		want.Write(AppendJSON(nil, e))
+		want.WriteByte('\n')
+		if err := s.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := ExecID{PID: 4242, Start: 100}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	for _, typ := range []EventType{TypeExec, TypeFork, TypeSignal, TypeExit} {
+		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: UnsetID, ExecID: id,
+			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}},
+			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: OriginUser, TargetComm: "t", TargetExecID: id,
+			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "init"}}
+		write(&e)
+		n := 0
+		eachFieldChange(t, &e, func(string) {
+			n++
+			if n%3 == 0 {
+				e.Time = e.Time.Add(time.Duration(n) * time.Millisecond)
+			}
+			write(&e)
+		})
+		write(&e)
+		e.PID, e.ExecID.PID, e.TargetPID = 99999, 99999, 7 // lengths change at once
+		write(&e)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Errorf("lines:\n%s\nwant\n%s", out.String(), want.String())
 	}
 }
 

@@ -9,18 +9,19 @@ import (
 // (schema 2), for AppendJSON and AppendText. Each is written only when the
 // backend knew it: a field a backend cannot know is left out, never guessed.
 
-// appendIdentityJSON appends exec_id, parent_exec_id, cgroup, container_id and unit.
-func appendIdentityJSON(b []byte, e *Event) []byte {
-	if !e.ExecID.IsZero() {
-		b = append(b, `,"exec_id":"`...)
-		b = AppendExecID(b, e.ExecID)
-		b = append(b, '"')
+// appendExecIDJSON appends field key (with its opening quote) and id,
+// unless id is unknown.
+func appendExecIDJSON(b []byte, key string, id ExecID) []byte {
+	if id.IsZero() {
+		return b
 	}
-	if !e.ParentExecID.IsZero() {
-		b = append(b, `,"parent_exec_id":"`...)
-		b = AppendExecID(b, e.ParentExecID)
-		b = append(b, '"')
-	}
+	b = append(b, key...)
+	b = AppendExecID(b, id)
+	return append(b, '"')
+}
+
+// appendCgroupJSON appends cgroup, container_id and unit.
+func appendCgroupJSON(b []byte, e *Event) []byte {
 	if e.Cgroup != "" {
 		b = append(b, `,"cgroup":`...)
 		b = appendString(b, e.Cgroup)
@@ -33,34 +34,44 @@ func appendIdentityJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"unit":`...)
 		b = appendString(b, e.Unit)
 	}
-	if len(e.Ancestors) > 0 {
-		b = append(b, `,"ancestors":[`...)
-		for i := range e.Ancestors {
-			a := &e.Ancestors[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"pid":`...)
-			b = strconv.AppendUint(b, uint64(a.PID), 10)
-			b = append(b, `,"comm":`...)
-			b = appendString(b, a.Comm)
-			b = append(b, `,"exec_id":"`...)
-			b = AppendExecID(b, a.ExecID)
-			b = append(b, `"}`...)
-		}
-		b = append(b, ']')
-	}
 	return b
 }
 
-// appendSignalJSON appends a signal event's syscall and ret (only for
-// signals a syscall sent) and what the kernel said of it.
+// appendAncestorsJSON appends ancestors.
+func appendAncestorsJSON(b []byte, e *Event) []byte {
+	if len(e.Ancestors) == 0 {
+		return b
+	}
+	b = append(b, `,"ancestors":[`...)
+	for i := range e.Ancestors {
+		a := &e.Ancestors[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"pid":`...)
+		b = appendUint(b, uint64(a.PID))
+		b = append(b, `,"comm":`...)
+		b = appendString(b, a.Comm)
+		b = append(b, `,"exec_id":"`...)
+		b = AppendExecID(b, a.ExecID)
+		b = append(b, `"}`...)
+	}
+	return append(b, ']')
+}
+
+// appendSignalJSON appends a signal event's signal, its syscall and ret
+// (only for signals a syscall sent), and what the kernel said of it but
+// the target's exec id.
 func appendSignalJSON(b []byte, e *Event) []byte {
+	b = append(b, `,"signal":`...)
+	b = appendInt(b, int64(e.Signal))
+	b = append(b, `,"signal_name":`...)
+	b = appendString(b, SignalName(e.Signal))
 	if e.Syscall != "" {
 		b = append(b, `,"syscall":`...)
 		b = appendString(b, e.Syscall)
 		b = append(b, `,"ret":`...)
-		b = strconv.AppendInt(b, e.Ret, 10)
+		b = appendInt(b, e.Ret)
 	}
 	if e.HasCode {
 		b = append(b, `,"code":"`...)
@@ -81,11 +92,6 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"target_comm":`...)
 		b = appendString(b, e.TargetComm)
 	}
-	if !e.TargetExecID.IsZero() {
-		b = append(b, `,"target_exec_id":"`...)
-		b = AppendExecID(b, e.TargetExecID)
-		b = append(b, '"')
-	}
 	return b
 }
 
@@ -94,10 +100,10 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 func appendExitJSON(b []byte, e *Event) []byte {
 	if !e.Killed() {
 		b = append(b, `,"exit_code":`...)
-		return strconv.AppendInt(b, int64(e.ExitCode), 10)
+		return appendInt(b, int64(e.ExitCode))
 	}
 	b = append(b, `,"signal":`...)
-	b = strconv.AppendInt(b, int64(e.Signal), 10)
+	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
 	b = appendString(b, SignalName(e.Signal))
 	if !e.CoreUnknown {
@@ -106,7 +112,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 	}
 	if k := &e.KilledBy; k.Seen() {
 		b = append(b, `,"killed_by":{"pid":`...)
-		b = strconv.AppendUint(b, uint64(k.PID), 10)
+		b = appendUint(b, uint64(k.PID))
 		b = append(b, `,"comm":`...)
 		b = appendString(b, k.Comm)
 		if !k.ExecID.IsZero() {
