@@ -94,6 +94,7 @@ func (s *JSONSink) encode(e *Event) {
 // in place, else the line is rebuilt from them and the others.
 func (s *JSONSink) update(e *Event) {
 	segs := jsonSegs(e.Type)
+	diff := changedSegs(e, &s.last)
 	var changed [maxJSONSegs]bool
 	var to [maxJSONSegs]int // where a changed segment ends in tbuf
 	t := s.tbuf[:0]
@@ -104,7 +105,7 @@ func (s *JSONSink) update(e *Event) {
 	fits := timeLen == 0 || timeLen == s.body
 	start := 0
 	for i, sg := range segs {
-		if !sameSeg(e, &s.last, sg) {
+		if diff&(1<<sg) != 0 {
 			from := len(t)
 			t = appendSeg(t, e, sg)
 			changed[i], to[i] = true, len(t)
@@ -221,9 +222,9 @@ func appendJSONBody(b []byte, e *Event) []byte {
 }
 
 // A jsonSeg is a run of the fields of an event's object after its time:
-// appendSeg appends it, and sameSeg reports whether two events of one
-// type give it the same bytes, that is whether they agree in every field
-// it reads (TestJSONSegsSeeTheirFields checks that).
+// appendSeg appends it, and changedSegs says whether two events of one
+// type give it other bytes, that is whether they differ in a field it
+// reads (TestJSONSegsSeeTheirFields checks that).
 type jsonSeg uint8
 
 // The segments, in the order of the fields: those of every event, then
@@ -308,41 +309,63 @@ func appendSeg(b []byte, e *Event, sg jsonSeg) []byte {
 	panic("tracer: unknown JSON segment")
 }
 
-// sameSeg reports whether a and b, of one type, agree in the fields of segment sg.
-func sameSeg(a, b *Event, sg jsonSeg) bool {
-	switch sg {
-	case segKind:
-		return a.Type == b.Type && sameString(a.Backend, b.Backend)
-	case segPID:
-		return a.PID == b.PID
-	case segUser:
-		return sameString(a.Comm, b.Comm) && a.UID == b.UID && a.AUID == b.AUID
-	case segExecID:
-		return a.ExecID == b.ExecID
-	case segParentExecID:
-		return a.ParentExecID == b.ParentExecID
-	case segCgroup:
-		return sameString(a.Cgroup, b.Cgroup) && sameString(a.ContainerID, b.ContainerID) && sameString(a.Unit, b.Unit)
-	case segAncestors:
-		return slices.Equal(a.Ancestors, b.Ancestors)
-	case segExec:
-		return a.PPID == b.PPID && sameString(a.Filename, b.Filename) && slices.Equal(a.Argv, b.Argv) &&
-			a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret
-	case segFork:
-		return a.ChildPID == b.ChildPID && sameString(a.Syscall, b.Syscall)
-	case segTargetPID:
-		return a.TargetPID == b.TargetPID
-	case segSignal:
-		return a.Signal == b.Signal && sameString(a.Syscall, b.Syscall) && a.Ret == b.Ret &&
-			a.HasCode == b.HasCode && a.Code == b.Code && a.Origin == b.Origin && a.Result == b.Result &&
-			sameString(a.TargetComm, b.TargetComm)
-	case segTargetExecID:
-		return a.TargetExecID == b.TargetExecID
-	case segExit:
-		return a.Type == b.Type && a.ExitCode == b.ExitCode && a.Signal == b.Signal && a.CoreDumped == b.CoreDumped &&
-			a.CoreUnknown == b.CoreUnknown && a.OOMKill == b.OOMKill && sameKiller(&a.KilledBy, &b.KilledBy)
+// segSet is a set of segments, bit 1<<sg for segment sg.
+type segSet uint16
+
+// changedSegs returns the segments whose fields differ between a and b,
+// events of one type. One pass of plain comparisons: a call per segment
+// cost more than the comparisons themselves.
+func changedSegs(a, b *Event) segSet {
+	var m segSet
+	if a.Type != b.Type || !sameString(a.Backend, b.Backend) {
+		m |= 1 << segKind
 	}
-	return false
+	if a.PID != b.PID {
+		m |= 1 << segPID
+	}
+	if !sameString(a.Comm, b.Comm) || a.UID != b.UID || a.AUID != b.AUID {
+		m |= 1 << segUser
+	}
+	if a.ExecID != b.ExecID {
+		m |= 1 << segExecID
+	}
+	if a.ParentExecID != b.ParentExecID {
+		m |= 1 << segParentExecID
+	}
+	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) {
+		m |= 1 << segCgroup
+	}
+	if !slices.Equal(a.Ancestors, b.Ancestors) {
+		m |= 1 << segAncestors
+	}
+	switch a.Type {
+	case TypeExec:
+		if a.PPID != b.PPID || !sameString(a.Filename, b.Filename) || !slices.Equal(a.Argv, b.Argv) ||
+			a.ArgvTruncated != b.ArgvTruncated || a.Ret != b.Ret {
+			m |= 1 << segExec
+		}
+	case TypeFork:
+		if a.ChildPID != b.ChildPID || !sameString(a.Syscall, b.Syscall) {
+			m |= 1 << segFork
+		}
+	case TypeSignal:
+		if a.TargetPID != b.TargetPID {
+			m |= 1 << segTargetPID
+		}
+		if a.Signal != b.Signal || !sameString(a.Syscall, b.Syscall) || a.Ret != b.Ret || a.HasCode != b.HasCode ||
+			a.Code != b.Code || a.Origin != b.Origin || a.Result != b.Result || !sameString(a.TargetComm, b.TargetComm) {
+			m |= 1 << segSignal
+		}
+		if a.TargetExecID != b.TargetExecID {
+			m |= 1 << segTargetExecID
+		}
+	case TypeExit:
+		if a.ExitCode != b.ExitCode || a.Signal != b.Signal || a.CoreDumped != b.CoreDumped ||
+			a.CoreUnknown != b.CoreUnknown || a.OOMKill != b.OOMKill || !sameKiller(&a.KilledBy, &b.KilledBy) {
+			m |= 1 << segExit
+		}
+	}
+	return m
 }
 
 func appendKindJSON(b []byte, e *Event) []byte {
