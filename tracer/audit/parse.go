@@ -192,6 +192,15 @@ type SyscallRecord struct {
 // stops at comm, since exe, key and the LSM fields follow: Field reads
 // those.
 func ParseSyscall(body []byte, r *SyscallRecord) {
+	if parseSyscallInOrder(body, r) {
+		return
+	}
+	*r = SyscallRecord{}
+	parseSyscallByKey(body, r)
+}
+
+// parseSyscallByKey reads a SYSCALL record key by key, in any order.
+func parseSyscallByKey(body []byte, r *SyscallRecord) {
 	f := fields{rest: body}
 	for {
 		k, v, ok := f.next()
@@ -232,6 +241,84 @@ func ParseSyscall(body []byte, r *SyscallRecord) {
 			return
 		}
 	}
+}
+
+// parseSyscallInOrder reads a SYSCALL record in the order the kernel
+// writes its fields (audit_log_exit), checking each key where it should
+// be; it reports false at the first surprise, and ParseSyscall then reads
+// the record key by key. At hundreds of thousands of records a second
+// the saving is worth it: a third of the reader's CPU went to parsing.
+func parseSyscallInOrder(body []byte, r *SyscallRecord) bool {
+	v, rest, ok := take(body, "arch")
+	if !ok {
+		return false
+	}
+	r.Arch = uint32(hexArg(v))
+	if v, rest, ok = take(rest, "syscall"); !ok {
+		return false
+	}
+	r.Syscall = int(decInt(v))
+	if _, after, ok := take(rest, "success"); ok {
+		if v, rest, ok = take(after, "exit"); !ok {
+			return false
+		}
+		r.HasExit, r.Exit = true, decInt(v)
+	}
+	for i := range r.Args {
+		if v, rest, ok = take(rest, argKeys[i]); !ok {
+			return false
+		}
+		r.Args[i] = hexArg(v)
+	}
+	if v, rest, ok = take(rest, "items"); !ok {
+		return false
+	}
+	r.Items = int(decInt(v))
+	if v, rest, ok = take(rest, "ppid"); !ok {
+		return false
+	}
+	r.PPID = uint32(decInt(v))
+	if v, rest, ok = take(rest, "pid"); !ok {
+		return false
+	}
+	r.PID = uint32(decInt(v))
+	if v, rest, ok = take(rest, "auid"); !ok {
+		return false
+	}
+	r.AUID = uint32(decInt(v))
+	if v, rest, ok = take(rest, "uid"); !ok {
+		return false
+	}
+	r.UID = uint32(decInt(v))
+	// gid through ses are not read: go straight to comm. (Searched for by
+	// its first letter, which those fields never hold; spaces they do.)
+	i := bytes.Index(rest, []byte("comm="))
+	if i < 1 || rest[i-1] != ' ' {
+		return false
+	}
+	f := fields{rest: rest[i:]}
+	if _, v, ok := f.next(); ok {
+		r.commRaw = v
+	}
+	return true
+}
+
+var argKeys = [4]string{"a0", "a1", "a2", "a3"}
+
+// take reads "key=value" at the start of rest, and what follows it.
+func take(rest []byte, key string) (val, after []byte, ok bool) {
+	if len(rest) <= len(key) || rest[len(key)] != '=' || string(rest[:len(key)]) != key {
+		return nil, rest, false
+	}
+	rest = rest[len(key)+1:]
+	i := 0
+	for i < len(rest) && rest[i] != ' ' {
+		i++
+	}
+	if i < len(rest) {
+		return rest[:i], rest[i+1:], true
+	}
+	return rest, nil, true
 }
 
 // Field returns the value of field key in a record body, decoded as the

@@ -1,6 +1,9 @@
 package audit
 
 import (
+	"bytes"
+	"os"
+	"reflect"
 	"strconv"
 	"testing"
 )
@@ -52,5 +55,57 @@ func TestNumberReaders(t *testing.T) {
 		if got := decInt([]byte(v)); got != want {
 			t.Errorf("decInt(%q) = %d, want %d", v, got, want)
 		}
+	}
+}
+
+// Reading a SYSCALL record in the kernel's field order gives what reading
+// it key by key does, on every recorded record and on the forms without
+// success/exit (exit_group); a record in another order is read key by key.
+func TestParseSyscallInOrder(t *testing.T) {
+	b, err := os.ReadFile("testdata/workload.raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies [][]byte
+	for l := range bytes.Lines(b) {
+		if typ, msg, ok := bytes.Cut(bytes.TrimSpace(l), []byte(" ")); ok && string(typ) == "1300" {
+			_, _, body, err := ParseHeader(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies = append(bodies, body)
+		}
+	}
+	if len(bodies) < 15 {
+		t.Fatalf("only %d SYSCALL records", len(bodies))
+	}
+	inOrder := 0
+	for _, body := range bodies {
+		var a, k SyscallRecord
+		if parseSyscallInOrder(body, &a) {
+			inOrder++
+		} else {
+			a = SyscallRecord{}
+			parseSyscallByKey(body, &a)
+		}
+		parseSyscallByKey(body, &k)
+		if string(a.commRaw) != string(k.commRaw) {
+			t.Errorf("comm %q, key by key %q", a.commRaw, k.commRaw)
+		}
+		a.commRaw, k.commRaw = nil, nil
+		if !reflect.DeepEqual(a, k) {
+			t.Errorf("in order %+v\nkey by key %+v\nof %s", a, k, body)
+		}
+	}
+	if inOrder != len(bodies) {
+		t.Errorf("%d of %d recorded records read in order", inOrder, len(bodies))
+	}
+	var r SyscallRecord
+	if parseSyscallInOrder([]byte(`syscall=62 arch=c000003e a0=1 a1=2 a2=0 a3=0 items=0 ppid=1 pid=2 auid=0 uid=0 comm="x"`), &r) {
+		t.Error("a record in another order was read in order")
+	}
+	ParseSyscall([]byte(`syscall=62 arch=c000003e a0=1 a1=2 a2=0 a3=0 items=0 ppid=1 pid=2 auid=0 uid=0 comm="x"`), &r)
+	if r.Syscall != 62 || r.Arch != 0xc000003e || r.PID != 2 || string(r.commRaw) != `"x"` {
+		t.Errorf("reordered record read as %+v", r)
 	}
 }
