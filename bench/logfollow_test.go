@@ -78,3 +78,59 @@ func TestLogFollowerRotation(t *testing.T) {
 		t.Errorf("a line past the end: %q", line)
 	}
 }
+
+// auditd can rotate twice between two checks on a fast node (a 1 MB
+// max_log_file fills in a few milliseconds): the file in between, by then
+// audit.log.1, is read too, in order.
+func TestLogFollowerTwoRotationsInOneTick(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := followLog(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	// Stop the ticker so that the rotations below happen between checks.
+	close(l.stop)
+	<-l.done
+	l.stop = make(chan struct{}) // for close, which finds done closed
+	n := 0
+	rotate := func() {
+		for i := 0; i < 50; i++ {
+			fmt.Fprintf(f, "line %d\n", n)
+			n++
+		}
+		f.Close()
+		// As auditd's ROTATE does: audit.log.N -> N+1, audit.log -> .1.
+		for i := 2; i >= 1; i-- {
+			_ = os.Rename(fmt.Sprintf("%s.%d", path, i), fmt.Sprintf("%s.%d", path, i+1))
+		}
+		if err := os.Rename(path, path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		if f, err = os.Create(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate()
+	rotate()
+	l.checkRotation()
+	rotate()
+	l.checkRotation()
+	fmt.Fprintf(f, "line %d\n", n)
+	n++
+	f.Close()
+	for got := 0; got < n; got++ {
+		line, ok := l.next()
+		if !ok {
+			t.Fatalf("read %d of %d lines", got, n)
+		}
+		if want := fmt.Sprintf("line %d\n", got); string(line) != want {
+			t.Fatalf("line %d: %q, want %q", got, line, want)
+		}
+	}
+}
