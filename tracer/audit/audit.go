@@ -72,7 +72,10 @@ type Backend struct {
 	pidFree atomic.Bool
 	// eoeGone is set while the kernel excludes EOE records (eoeExcluded):
 	// Run's reassembler then ends events without them.
-	eoeGone  atomic.Bool
+	eoeGone atomic.Bool
+	// recheck asks the poller to read the exclude list now: Run saw it
+	// change (a CONFIG_CHANGE record of the exclude list).
+	recheck  chan struct{}
 	pollStop chan struct{}
 	pollDone chan struct{}
 
@@ -260,16 +263,27 @@ func eoeExcluded(c *libaudit.AuditClient) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("listing audit rules: %w", err)
 	}
-	want, err := auditrules.ExcludeRule("EOE").Wire()
-	if err != nil {
-		return false, err
-	}
 	for _, r := range rules {
-		if bytes.Equal(r, want) {
+		if bytes.Equal(r, eoeExcludeWire) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// eoeExcludeWire is the kernel's form of the EOE exclude rule.
+var eoeExcludeWire = func() []byte {
+	wf, err := auditrules.ExcludeRule("EOE").Wire()
+	if err != nil {
+		panic("tracer: building the EOE exclude rule: " + err.Error())
+	}
+	return wf
+}()
+
+// excludeListChanged matches the CONFIG_CHANGE record of a rule added to
+// or removed from the exclude list (AUDIT_FILTER_EXCLUDE, list 5).
+func excludeListChanged(data []byte) bool {
+	return bytes.Contains(data, []byte(" list=5 "))
 }
 
 // isTracerOwner reports whether pid is a running tracer (it has an owner
@@ -417,24 +431,34 @@ func (b *Backend) startPoller() {
 	}
 	cl := &libaudit.AuditClient{Netlink: c}
 	b.pollStop, b.pollDone = make(chan struct{}), make(chan struct{})
+	b.recheck = make(chan struct{}, 1)
 	go func() {
 		defer close(b.pollDone)
 		defer c.Close()
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
-		for {
+		// The exclude list is read when Run sees it change, and every
+		// rulesPollTicks in case that record was lost: listing rules
+		// costs the kernel a thread each time.
+		checkRules := func() {
+			if gone, err := eoeExcluded(cl); err == nil {
+				b.eoeGone.Store(gone)
+			}
+		}
+		for tick := 1; ; tick++ {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
 				free := st.PID == 0 || (int(st.PID) != os.Getpid() && !tracer.ProcessAlive(int(st.PID)))
 				b.pidFree.Store(free)
 			}
-			// Another tracer may add or remove lean records at any time.
-			if gone, err := eoeExcluded(cl); err == nil {
-				b.eoeGone.Store(gone)
+			if tick%rulesPollTicks == 0 {
+				checkRules()
 			}
 			select {
 			case <-b.pollStop:
 				return
+			case <-b.recheck:
+				checkRules()
 			case <-t.C:
 			}
 		}
@@ -444,6 +468,9 @@ func (b *Backend) startPoller() {
 // pollInterval bounds how long records go unclaimed by a PID holder after
 // the tracer that held it exits.
 const pollInterval = 100 * time.Millisecond
+
+// rulesPollTicks: the exclude list is read every 2 s besides.
+const rulesPollTicks = 20
 
 // Run reads and reassembles records until ctx is done. Then it removes the
 // rules, so no new events come, and drains what the kernel had queued: the
@@ -475,6 +502,12 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				b.ack(data)
 			case draining && typ == typeConfigChange && b.isOurRemoval(data):
 				fences--
+			case typ == typeConfigChange && excludeListChanged(data):
+				// Another tracer added or removed lean records.
+				select {
+				case b.recheck <- struct{}{}:
+				default:
+				}
 			default:
 				b.r.feed(typ, data, count)
 			}
