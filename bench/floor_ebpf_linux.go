@@ -44,8 +44,8 @@ func (m *ebpfFloorMode) Setup(context.Context) error {
 		var td *btf.Typedef
 		return kernel.TypeByName("btf_trace_"+tp, &td) == nil
 	}
-	progs := []string{"floor_exec", "floor_fork", "floor_signal"}
-	for _, tp := range []string{"sched_process_exec", "sched_process_fork", "signal_generate"} {
+	progs := []string{"floor_exec", "floor_fork", "floor_signal", "floor_switch"}
+	for _, tp := range []string{"sched_process_exec", "sched_process_fork", "signal_generate", "sched_switch"} {
 		if !has(tp) {
 			return Skipf("this kernel has no BTF tracepoint %s: the ebpf mode uses other probes here, which have no floor mode", tp)
 		}

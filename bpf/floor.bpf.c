@@ -44,3 +44,10 @@ int floor_signal(__u64 *ctx)
 {
 	return 0;
 }
+
+/* The backend flushes its per-CPU signal batch when a task leaves a CPU. */
+SEC("tp_btf/sched_switch")
+int floor_switch(__u64 *ctx)
+{
+	return 0;
+}

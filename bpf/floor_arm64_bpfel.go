@@ -20,6 +20,7 @@ const (
 	FloorProgFloorFork        = "floor_fork"
 	FloorProgFloorPrepareExec = "floor_prepare_exec"
 	FloorProgFloorSignal      = "floor_signal"
+	FloorProgFloorSwitch      = "floor_switch"
 	FloorProgFloorTaskRename  = "floor_task_rename"
 )
 
@@ -69,6 +70,7 @@ type FloorProgramSpecs struct {
 	FloorFork        *ebpf.ProgramSpec `ebpf:"floor_fork"`
 	FloorPrepareExec *ebpf.ProgramSpec `ebpf:"floor_prepare_exec"`
 	FloorSignal      *ebpf.ProgramSpec `ebpf:"floor_signal"`
+	FloorSwitch      *ebpf.ProgramSpec `ebpf:"floor_switch"`
 	FloorTaskRename  *ebpf.ProgramSpec `ebpf:"floor_task_rename"`
 }
 
@@ -124,6 +126,7 @@ type FloorPrograms struct {
 	FloorFork        *ebpf.Program `ebpf:"floor_fork"`
 	FloorPrepareExec *ebpf.Program `ebpf:"floor_prepare_exec"`
 	FloorSignal      *ebpf.Program `ebpf:"floor_signal"`
+	FloorSwitch      *ebpf.Program `ebpf:"floor_switch"`
 	FloorTaskRename  *ebpf.Program `ebpf:"floor_task_rename"`
 }
 
@@ -133,6 +136,7 @@ func (p *FloorPrograms) Close() error {
 		p.FloorFork,
 		p.FloorPrepareExec,
 		p.FloorSignal,
+		p.FloorSwitch,
 		p.FloorTaskRename,
 	)
 }

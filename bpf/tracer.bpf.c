@@ -439,7 +439,8 @@ struct {
  * more than the rest of a signal record; in a storm, records after the
  * first of a tick wait here and go to the ring together, in one record,
  * when the batch is full, at the next record of a later tick, before any
- * record this CPU sends directly (keeping the CPU's order), or when user
+ * record this CPU sends directly (keeping the CPU's order), when a task
+ * leaves the CPU (switch_flush: keeping each task's order), or when user
  * space runs flush_batch on the CPU (every poll interval, and at the end).
  * A record equal to the last one in the batch (the same sender, target,
  * signal and result in the same tick: a kill loop) is not written again:
@@ -1946,5 +1947,24 @@ SEC("raw_tp")
 int flush_batch(void *ctx)
 {
 	batch_drain(now_ns());
+	return 0;
+}
+
+/*
+ * A task leaves this CPU: send what the CPU batched. A task runs on
+ * another CPU only after it left this one, so its records batched here
+ * reach the ring before any it makes there: each task's events keep their
+ * order. Records of other tasks on this CPU keep theirs too; the order of
+ * two tasks' events on two CPUs is the ring's (when each reserved), as in
+ * any per-CPU buffering. A context switch with nothing batched costs a
+ * lookup and a load.
+ */
+SEC("raw_tp/sched_switch")
+int switch_flush(void *ctx)
+{
+	__u32 zero = 0;
+	struct batch *b = bpf_map_lookup_elem(&batches, &zero);
+	if (b && b->len)
+		batch_drain(now_ns());
 	return 0;
 }

@@ -177,6 +177,7 @@ const (
 	TracerProgSchedPrepareExec        = "sched_prepare_exec"
 	TracerProgSchedSignal             = "sched_signal"
 	TracerProgSchedTaskRename         = "sched_task_rename"
+	TracerProgSwitchFlush             = "switch_flush"
 	TracerProgTpEnterExecve           = "tp_enter_execve"
 	TracerProgTpEnterExecveat         = "tp_enter_execveat"
 	TracerProgTpEnterExit             = "tp_enter_exit"
@@ -297,6 +298,7 @@ type TracerProgramSpecs struct {
 	SchedPrepareExec        *ebpf.ProgramSpec `ebpf:"sched_prepare_exec"`
 	SchedSignal             *ebpf.ProgramSpec `ebpf:"sched_signal"`
 	SchedTaskRename         *ebpf.ProgramSpec `ebpf:"sched_task_rename"`
+	SwitchFlush             *ebpf.ProgramSpec `ebpf:"switch_flush"`
 	TpEnterExecve           *ebpf.ProgramSpec `ebpf:"tp_enter_execve"`
 	TpEnterExecveat         *ebpf.ProgramSpec `ebpf:"tp_enter_execveat"`
 	TpEnterExit             *ebpf.ProgramSpec `ebpf:"tp_enter_exit"`
@@ -495,6 +497,7 @@ type TracerPrograms struct {
 	SchedPrepareExec        *ebpf.Program `ebpf:"sched_prepare_exec"`
 	SchedSignal             *ebpf.Program `ebpf:"sched_signal"`
 	SchedTaskRename         *ebpf.Program `ebpf:"sched_task_rename"`
+	SwitchFlush             *ebpf.Program `ebpf:"switch_flush"`
 	TpEnterExecve           *ebpf.Program `ebpf:"tp_enter_execve"`
 	TpEnterExecveat         *ebpf.Program `ebpf:"tp_enter_execveat"`
 	TpEnterExit             *ebpf.Program `ebpf:"tp_enter_exit"`
@@ -558,6 +561,7 @@ func (p *TracerPrograms) Close() error {
 		p.SchedPrepareExec,
 		p.SchedSignal,
 		p.SchedTaskRename,
+		p.SwitchFlush,
 		p.TpEnterExecve,
 		p.TpEnterExecveat,
 		p.TpEnterExit,

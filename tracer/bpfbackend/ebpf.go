@@ -232,6 +232,11 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	if err := b.configure(spec, cfg, set); err != nil {
 		return err
 	}
+	if b.batch && set != ProbesSyscalls { // the syscalls set sends its signal records directly
+		// Attached first: a task's batched records go to the ring when it
+		// leaves a CPU, before it can send others from another.
+		events = append([]probe{{name: "switch_flush", prog: "switch_flush", hook: hookRawTP, target: "sched_switch"}}, events...)
+	}
 	progs := append(events, b.track...)
 	if b.batch {
 		progs = append(progs, probe{name: "flush_batch", prog: "flush_batch", hook: hookNone})

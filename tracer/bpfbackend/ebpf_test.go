@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -529,6 +530,64 @@ func TestNotRootIsUsageError(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "usage error:") {
 		t.Errorf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// TestSignalOrderAcrossCPUs moves a process from CPU to CPU in the middle
+// of kill loops: the signals it sent on one CPU, batched there, come
+// before those it sends on the next, as it sent them.
+func TestSignalOrderAcrossCPUs(t *testing.T) {
+	tracertest.NeedRoot(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs: this tests a process moving between them")
+	}
+	bin := tracertest.BuildWorkload(t)
+	const kills, moves = 3000, 12
+	args := []string{"cpu", "0"}
+	var want []int
+	for m := range moves {
+		args = append(args, "kill", strconv.Itoa(kills), "10", "cpu", strconv.Itoa((m+1)%2), "tkill", "1", "12")
+		for range kills {
+			want = append(want, 10)
+		}
+		want = append(want, 12)
+	}
+	args = append(args, "exit", "0")
+	cfg := tracer.DefaultConfig()
+	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	b := New()
+	h := startHeld(t, bin, args...)
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var sigs []int
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, func(e *tracer.Event) {
+			if e.Type == tracer.TypeSignal {
+				sigs = append(sigs, e.Signal)
+			}
+		})
+	}()
+	h.run(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sigs, want) {
+		var at []int
+		for i, s := range sigs {
+			if s == 12 {
+				at = append(at, i)
+			}
+		}
+		t.Errorf("%d signals, SIGUSR2 at %v; want %d, SIGUSR2 after every %d SIGUSR1", len(sigs), at, len(want), kills)
+	}
+	if st := b.Stats(); st.TotalLost() != 0 {
+		t.Errorf("lost %v", st.Lost)
 	}
 }
 

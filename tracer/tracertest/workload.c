@@ -14,10 +14,12 @@
 //   workload tgkill N SIG     N times: tgkill(getpid(), gettid(), SIG)
 //   workload doublefork N     N times: fork a child that forks a grandchild and exits at once;
 //                             the orphaned grandchild execs /bin/true; waits for it through a pipe
+//   workload cpu N            move to CPU N (sched_setaffinity), as the scheduler may at any time
 //   workload exit CODE        exit_group(CODE)
 //
 // Several commands may follow each other on one command line.
 #define _GNU_SOURCE
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -43,6 +45,13 @@ int main(int argc, char **argv) {
 			syscall(SYS_exit_group, atoi(argv[i]));
 		}
 		long n = atol(argv[i++]);
+		if (!strcmp(cmd, "cpu")) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(n, &set);
+			if (sched_setaffinity(0, sizeof(set), &set)) { perror("sched_setaffinity"); return 3; }
+			continue;
+		}
 		if (!strcmp(cmd, "exec") || !strcmp(cmd, "execfail")) {
 			const char *path = !strcmp(cmd, "exec") ? argv[i++] : "/nonexistent/tracer-enoent";
 			for (long k = 0; k < n; k++) {
