@@ -20,7 +20,29 @@ type TracerBatch struct {
 	Tick   uint64
 	Events uint32
 	Pad    uint32
-	Buf    [4096]int8
+	Last   struct {
+		_      structs.HostLayout
+		Start  uint64
+		Pstart uint64
+		Cgid   uint64
+		Tstart uint64
+		Comm   [2]uint64
+		Tcomm  [2]uint64
+		Pid    int32
+		Ppid   int32
+		Tid    int32
+		Tpid   int32
+		Sig    int32
+		Code   int32
+		Uid    uint32
+		Auid   uint32
+		Sc     uint8
+		Compat uint8
+		Result uint8
+		Pad    uint8
+		Valid  uint32
+	}
+	Buf [4096]int8
 }
 
 type TracerCommKey struct {

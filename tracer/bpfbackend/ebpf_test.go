@@ -533,6 +533,56 @@ func TestNotRootIsUsageError(t *testing.T) {
 	}
 }
 
+// TestSignalStormIdentityChanges renames the sender and changes its uid
+// between kill loops, within a tick: each event carries the comm and uid
+// the sender had when it sent it, though the kernel batches a kill loop
+// as one record with a repeat count.
+func TestSignalStormIdentityChanges(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bin := tracertest.BuildWorkload(t)
+	const kills = 2000
+	cfg := tracer.DefaultConfig()
+	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	b := New()
+	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "comm", "renamed", "kill", strconv.Itoa(kills), "10",
+		"uid", "65534", "kill", strconv.Itoa(kills), "10", "exit", "0")
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	type who struct {
+		comm   string
+		uid    uint32
+		events int
+	}
+	var got []who
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, func(e *tracer.Event) {
+			if e.Type == tracer.TypeSignal {
+				if n := len(got); n == 0 || got[n-1].comm != e.Comm || got[n-1].uid != e.UID {
+					got = append(got, who{e.Comm, e.UID, 0})
+				}
+				got[len(got)-1].events++
+			}
+		})
+	}()
+	h.run(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []who{{filepath.Base(bin), 0, kills}, {"renamed", 0, kills}, {"renamed", 65534, kills}}
+	if !slices.Equal(got, want) {
+		t.Errorf("senders in order %v, want %v", got, want)
+	}
+	if st := b.Stats(); st.TotalEvents() != 3*kills || st.TotalLost() != 0 {
+		t.Errorf("%d events, lost %v; want %d", st.TotalEvents(), st.Lost, 3*kills)
+	}
+}
+
 // TestSignalOrderAcrossCPUs moves a process from CPU to CPU in the middle
 // of kill loops: the signals it sent on one CPU, batched there, come
 // before those it sends on the next, as it sent them.

@@ -15,6 +15,8 @@
 //   workload doublefork N     N times: fork a child that forks a grandchild and exits at once;
 //                             the orphaned grandchild execs /bin/true; waits for it through a pipe
 //   workload cpu N            move to CPU N (sched_setaffinity), as the scheduler may at any time
+//   workload comm NAME        rename itself (prctl PR_SET_NAME)
+//   workload uid N            set its real, effective and saved uid to N (setresuid)
 //   workload exit CODE        exit_group(CODE)
 //
 // Several commands may follow each other on one command line.
@@ -22,6 +24,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +47,15 @@ int main(int argc, char **argv) {
 		if (!strcmp(cmd, "exit")) {
 			syscall(SYS_exit_group, atoi(argv[i]));
 		}
+		if (!strcmp(cmd, "comm")) {
+			if (prctl(PR_SET_NAME, argv[i++])) { perror("prctl"); return 3; }
+			continue;
+		}
 		long n = atol(argv[i++]);
+		if (!strcmp(cmd, "uid")) {
+			if (setresuid(n, n, n)) { perror("setresuid"); return 3; }
+			continue;
+		}
 		if (!strcmp(cmd, "cpu")) {
 			cpu_set_t set;
 			CPU_ZERO(&set);
