@@ -31,14 +31,26 @@ var pow10 = func() (p [20]uint64) {
 // and copies, and its dozen numbers a line were a fifth of the JSON
 // encoder's time.
 func appendUint(b []byte, v uint64) []byte {
-	// log10(2) ~ 1233/4096: t is the digit count, or one less.
-	t := bits.Len64(v|1) * 1233 >> 12
-	n := t
-	if v|1 >= pow10[t] {
-		n++
-	}
+	n := decLen(v)
 	b = slices.Grow(b, n)
 	b = b[:len(b)+n]
+	putUint(b, v)
+	return b
+}
+
+// decLen is the number of decimal digits of v.
+func decLen(v uint64) int {
+	// log10(2) ~ 1233/4096: t is the digit count, or one less.
+	t := bits.Len64(v|1) * 1233 >> 12
+	if v|1 >= pow10[t] {
+		t++
+	}
+	return t
+}
+
+// putUint writes the decimal digits of v to end where b ends; b holds at
+// least decLen(v) bytes.
+func putUint(b []byte, v uint64) {
 	i := len(b)
 	for v >= 100 {
 		q := v / 100
@@ -52,7 +64,6 @@ func appendUint(b []byte, v uint64) []byte {
 	} else {
 		b[i-1] = byte('0' + v)
 	}
-	return b
 }
 
 // appendInt is strconv.AppendInt(b, v, 10), as appendUint.

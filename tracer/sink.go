@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"io"
 	"slices"
 	"strconv"
@@ -44,6 +45,11 @@ type JSONSink struct {
 	ends     [maxJSONSegs]int
 	tbuf     []byte // a new time, and the segments that changed
 	spare    []byte // a line being rebuilt around them
+	patch    struct {
+		v, old uint64 // the last number patchUint wrote, and the one it replaced
+		n      int    // the digits of v; 0: old has another number of digits
+		w      uint64 // where n <= 8, v's digits in the last n bytes of a little-endian word
+	}
 }
 
 // NewJSONSink writes JSON lines to w through an output queue (opts: at
@@ -63,17 +69,22 @@ func (s *JSONSink) Write(e *Event) error {
 	case !sameButTime(e, &s.last):
 		s.update(e)
 	case !e.Time.Equal(s.last.Time):
-		t := appendJSONTime(s.tbuf[:0], e.Time)
-		s.tbuf = t
-		if len(t) == s.body {
-			copy(s.buf, t)
-		} else { // a fraction with another number of digits
-			s.spare = append(append(s.spare[:0], t...), s.buf[s.body:]...)
-			s.buf, s.spare, s.body = s.spare, s.buf, len(t)
-		}
-		s.last.Time = e.Time
+		s.setTime(e.Time)
 	}
 	return s.write(s.buf)
+}
+
+// setTime puts time t in the last line.
+func (s *JSONSink) setTime(t time.Time) {
+	b := appendJSONTime(s.tbuf[:0], t)
+	s.tbuf = b
+	if len(b) == s.body {
+		copy(s.buf, b)
+	} else { // a fraction with another number of digits
+		s.spare = append(append(s.spare[:0], b...), s.buf[s.body:]...)
+		s.buf, s.spare, s.body = s.spare, s.buf, len(b)
+	}
+	s.last.Time = t
 }
 
 // encode makes e's line the last line.
@@ -95,6 +106,14 @@ func (s *JSONSink) encode(e *Event) {
 func (s *JSONSink) update(e *Event) {
 	segs := jsonSegs(e.Type)
 	diff := changedSegs(e, &s.last)
+	if diff&pidSegs != 0 {
+		if diff = s.patchPIDs(e, diff); diff == 0 {
+			if !e.Time.Equal(s.last.Time) {
+				s.setTime(e.Time)
+			}
+			return
+		}
+	}
 	var changed [maxJSONSegs]bool
 	var to [maxJSONSegs]int // where a changed segment ends in tbuf
 	t := s.tbuf[:0]
@@ -161,6 +180,97 @@ func (s *JSONSink) update(e *Event) {
 	}
 	s.buf, s.spare, s.body = append(b, '}', '\n'), s.buf, body
 	s.remember(e)
+}
+
+// pidSegs are the segments that end in a pid: pid and target_pid, and
+// the exec ids ("BOOTID:START:PID").
+const pidSegs = 1<<segPID | 1<<segExecID | 1<<segParentExecID | 1<<segTargetPID | 1<<segTargetExecID
+
+// patchPIDs overwrites in place the digits of each segment of diff that
+// ends in a pid where that pid, or an exec id's pid and start, alone
+// changed, to numbers of as many digits: in a storm from many processes,
+// lines differ in those alone, and encoding the segments again cost more
+// than the rest of the line. It returns the segments left to encode;
+// where none are, the last event takes e's pids (and keeps fields that
+// e's line does not print).
+func (s *JSONSink) patchPIDs(e *Event, diff segSet) segSet {
+	l := &s.last
+	at := jsonSegIndex(e.Type)
+	// Straight-line code: a loop over the segments, with a switch, cost
+	// more than the patches themselves.
+	if diff&(1<<segPID) != 0 && s.patchUint(s.segEnd(at, segPID), uint64(l.PID), uint64(e.PID)) {
+		diff &^= 1 << segPID
+	}
+	if diff&(1<<segExecID) != 0 && s.patchExecID(s.segEnd(at, segExecID), l.ExecID, e.ExecID) {
+		diff &^= 1 << segExecID
+	}
+	if diff&(1<<segParentExecID) != 0 && s.patchExecID(s.segEnd(at, segParentExecID), l.ParentExecID, e.ParentExecID) {
+		diff &^= 1 << segParentExecID
+	}
+	if diff&(1<<segTargetPID|1<<segTargetExecID) != 0 && at[segTargetPID] >= 0 && at[segTargetExecID] >= 0 {
+		if diff&(1<<segTargetPID) != 0 && l.TargetPID >= 0 && e.TargetPID >= 0 &&
+			s.patchUint(s.segEnd(at, segTargetPID), uint64(l.TargetPID), uint64(e.TargetPID)) {
+			diff &^= 1 << segTargetPID
+		}
+		if diff&(1<<segTargetExecID) != 0 && s.patchExecID(s.segEnd(at, segTargetExecID), l.TargetExecID, e.TargetExecID) {
+			diff &^= 1 << segTargetExecID
+		}
+	}
+	if diff == 0 {
+		l.PID, l.TargetPID = e.PID, e.TargetPID
+		l.ExecID, l.ParentExecID, l.TargetExecID = e.ExecID, e.ParentExecID, e.TargetExecID
+	}
+	return diff
+}
+
+// segEnd is where segment sg, one of every type's or one of at's, ends
+// in the last line.
+func (s *JSONSink) segEnd(at *[16]int8, sg jsonSeg) int {
+	return s.body + s.ends[at[sg]]
+}
+
+// patchUint overwrites number old, which ends the last line's bytes at
+// end, with v, if v has as many digits. The digits of the last v are
+// kept: a line prints a pid twice or more (pid and exec_id, target_pid
+// and target_exec_id; all four for a signal a process sends itself), and
+// a store costs less than formatting again.
+func (s *JSONSink) patchUint(end int, old, v uint64) bool {
+	p := &s.patch
+	if v != p.v || old != p.old {
+		p.v, p.old, p.n = v, old, decLen(v)
+		if p.n != decLen(old) {
+			p.n = 0
+		} else if p.n <= 8 {
+			var d [8]byte
+			putUint(d[:], v)
+			p.w = binary.LittleEndian.Uint64(d[:])
+		}
+	}
+	switch {
+	case p.n == 0:
+		return false
+	case p.n > 8:
+		putUint(s.buf[:end], v)
+	default:
+		// One word: the bytes before the number kept, its digits replaced
+		// (the line's time comes first: end >= 8).
+		b := s.buf[end-8 : end]
+		keep := ^uint64(0) >> (8 * p.n)
+		binary.LittleEndian.PutUint64(b, binary.LittleEndian.Uint64(b)&keep|p.w)
+	}
+	return true
+}
+
+// patchExecID overwrites exec id old, whose closing quote ends the last
+// line's bytes at end, with id, if both are known and their pids and
+// starts have as many digits (an unknown id prints nothing). Where it
+// fails, update encodes the segment again, whatever was written here.
+func (s *JSONSink) patchExecID(end int, old, id ExecID) bool {
+	if id.IsZero() || old.IsZero() || !s.patchUint(end-1, uint64(old.PID), uint64(id.PID)) {
+		return false
+	}
+	// BOOTID:START:PID"
+	return id.Start == old.Start || s.patchUint(end-1-s.patch.n-1, old.Start, id.Start)
 }
 
 // remember keeps a copy of e, its slices included (backends reuse theirs).
@@ -264,6 +374,25 @@ var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
 	}
 	return t
 }()
+
+// jsonSegIndexOf[t][sg] is where segment sg is in jsonSegsOf[t], -1
+// where it is not.
+var jsonSegIndexOf = func() (x [numTypes][16]int8) {
+	for t, segs := range jsonSegsOf {
+		for sg := range x[t] {
+			x[t][sg] = int8(slices.Index(segs, jsonSeg(sg)))
+		}
+	}
+	return x
+}()
+
+// jsonSegIndex returns where each segment is in jsonSegs(t).
+func jsonSegIndex(t EventType) *[16]int8 {
+	if t < numTypes {
+		return &jsonSegIndexOf[t]
+	}
+	return &jsonSegIndexOf[TypeNone]
+}
 
 // jsonSegs returns the segments of an event of type t; an unknown type
 // has those of every type alone.

@@ -293,3 +293,51 @@ func TestJSONSinkLinesAreAppendJSON(t *testing.T) {
 		t.Errorf("lines:\n%s\nwant\n%s", out.String(), want.String())
 	}
 }
+
+// A JSONSink that patches pids and exec ids in place writes what
+// AppendJSON gives: pids and starts that keep their number of digits or
+// not, go to 0 or come from it, exec ids unknown, negative targets, and
+// starts of more than 8 digits, in every order.
+func TestJSONSinkPatchesPIDsAsAppendJSON(t *testing.T) {
+	var out, want bytes.Buffer
+	s := NewJSONSink(&out)
+	pids := []uint32{4242, 4243, 4299, 9, 0, 1, 10, 99, 100, 65535, 4194304, 4194303, 4242}
+	starts := []uint64{12345, 12346, 99999, 100000, 0, 7, 123456789, 987654321, 1 << 40}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	n := 0
+	for _, typ := range []EventType{TypeSignal, TypeFork, TypeExit, TypeExec} {
+		for i := range 3 * len(pids) * len(starts) {
+			p := pids[i%len(pids)]
+			q := pids[(i/3)%len(pids)]
+			st := starts[(i/len(pids))%len(starts)]
+			e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: UnsetID,
+				ExecID: ExecID{PID: p, Start: st}, ParentExecID: ExecID{PID: q, Start: 2},
+				TargetPID: int32(q), Signal: 10, Syscall: "kill", TargetComm: "t",
+				TargetExecID: ExecID{PID: q, Start: starts[i%len(starts)]}}
+			if i%7 == 3 {
+				e.TargetPID = -int32(q)
+			}
+			if i%11 == 5 {
+				e.Time = e.Time.Add(time.Duration(i) * time.Microsecond)
+			}
+			want.Write(AppendJSON(nil, &e))
+			want.WriteByte('\n')
+			if err := s.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, wantLines := strings.Split(out.String(), "\n"), strings.Split(want.String(), "\n")
+	if len(got) != n+1 {
+		t.Fatalf("%d lines, want %d", len(got)-1, n)
+	}
+	for i := range got {
+		if got[i] != wantLines[i] {
+			t.Fatalf("line %d:\n%s\nwant\n%s", i, got[i], wantLines[i])
+		}
+	}
+}

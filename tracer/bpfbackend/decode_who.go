@@ -12,9 +12,7 @@ import (
 // A record with pid 0 (the idle task) has no process to name.
 func (d *decoder) decodeIdentity(raw []byte, e *tracer.Event) {
 	le := binary.LittleEndian
-	if e.PID != 0 {
-		e.ExecID = tracer.ExecID{PID: e.PID, Start: tracer.TicksFromNS(le.Uint64(raw[offStart:]))}
-	}
+	e.ExecID = senderID(raw)
 	if ppid := le.Uint32(raw[offHdrPPID:]); ppid != 0 {
 		e.ParentExecID = tracer.ExecID{PID: ppid, Start: tracer.TicksFromNS(le.Uint64(raw[offPStart:]))}
 	}
@@ -27,6 +25,22 @@ func (d *decoder) decodeIdentity(raw []byte, e *tracer.Event) {
 			e.SetCgroup(d.lastCg)
 		}
 	}
+}
+
+// senderID is the exec id of the process of a record's header.
+func senderID(raw []byte) tracer.ExecID {
+	le := binary.LittleEndian
+	pid := le.Uint32(raw[offPID:])
+	if pid == 0 { // the idle task
+		return tracer.ExecID{}
+	}
+	return tracer.ExecID{PID: pid, Start: tracer.TicksFromNS(le.Uint64(raw[offStart:]))}
+}
+
+// targetID is the exec id of a signal record's target (xfTarget set).
+func targetID(raw []byte) tracer.ExecID {
+	le := binary.LittleEndian
+	return tracer.ExecID{PID: le.Uint32(raw[offXPID:]), Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
 }
 
 // decodeSignal fills what the kernel said of a signal: its code, origin,
@@ -53,7 +67,7 @@ func (d *decoder) decodeSignal(raw []byte, e *tracer.Event) {
 	}
 	if xf&xfTarget != 0 {
 		e.TargetComm = d.intern(cstring(raw[offXComm : offXComm+commLen]))
-		e.TargetExecID = tracer.ExecID{PID: le.Uint32(raw[offXPID:]), Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
+		e.TargetExecID = targetID(raw)
 	}
 }
 

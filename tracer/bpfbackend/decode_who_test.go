@@ -4,6 +4,8 @@ package bpfbackend
 
 import (
 	"encoding/binary"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
@@ -111,5 +113,57 @@ func TestDecodeWhoAllocations(t *testing.T) {
 	_ = d.decode(raw, &e)
 	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(raw, &e) }); n != 0 {
 		t.Errorf("%v allocations per decode", n)
+	}
+}
+
+// A record decoded after another, through the decoder's shortcuts for a
+// record like the last one (its time alone differs; or its time, sender
+// and target: a storm from many processes), gives the event a decoder
+// that never saw the last one gives it: whichever byte differs, to
+// whatever value.
+func TestDecodeLikeTheLastRecord(t *testing.T) {
+	le := binary.LittleEndian
+	bases := [][]byte{
+		stormRecord(5_000_000_000, 4242, 0),
+		whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0),
+		whoRecord(tracer.TypeSignal, 9, -1, 15, tracer.SIUser, 0, "", 0, 1, xfCode|xfResult, 0),
+		whoRecord(tracer.TypeExit, 0, 0, 15, tracer.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7),
+		smallRecord(tracer.TypeFork, 5, 4300, 0, 0),
+	}
+	for bi, base := range bases {
+		for off := offKtime; off < len(base); off++ {
+			if off >= offKtime+4 && off < offKtime+8 {
+				continue // a time past the clock's next sync: the decoders' clocks would part
+			}
+			for _, v := range []byte{0, 1, 0x80, base[off] + 1} {
+				rec := slices.Clone(base)
+				rec[off] = v
+				if off >= offPID && off < offPID+4 && bi == 0 {
+					// Another sender and target, as in a storm.
+					le.PutUint32(rec[offA:], le.Uint32(rec[offPID:]))
+					le.PutUint32(rec[offXPID:], le.Uint32(rec[offPID:]))
+				}
+				d := newDecoder()
+				var last, got, want tracer.Event
+				if err := d.decode(base, &last); err != nil {
+					t.Fatal(err)
+				}
+				errGot := d.decode(rec, &got)
+				fresh := newDecoder()
+				fresh.clock = d.clock
+				errWant := fresh.decode(rec, &want)
+				if (errGot != nil) != (errWant != nil) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("record %d, byte %d = %#x after the record itself:\n got %+v, %v\nwant %+v, %v", bi, off, v, got, errGot, want, errWant)
+				}
+				// And the record after it: what the decoder kept of it.
+				errGot = d.decode(base, &got)
+				fresh = newDecoder()
+				fresh.clock = d.clock
+				errWant = fresh.decode(base, &want)
+				if (errGot != nil) != (errWant != nil) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("record %d, byte %d = %#x, then the record again:\n got %+v\nwant %+v", bi, off, v, got, want)
+				}
+			}
+		}
 	}
 }
