@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,6 +98,10 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
 		},
 		Started: func() {
+			// What starting left (the parsed kernel types) is collected
+			// now, not beside a workload once events flow.
+			runtime.GC()
+			debug.FreeOSMemory()
 			printNotes(b)
 			fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
 		},
