@@ -42,7 +42,11 @@ type TracerBatch struct {
 		Pad    uint8
 		Valid  uint32
 	}
-	Buf [4096]int8
+	RegsPid   int32
+	Pad2      uint32
+	RegsStart uint64
+	Regs      uint64
+	Buf       [4096]int8
 }
 
 type TracerCommKey struct {
