@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -70,5 +73,34 @@ func TestEBPFSingleProcessStormDelivered(t *testing.T) {
 	}
 	if lines != kills {
 		t.Errorf("%d JSON lines of the storm's signals, want %d", lines, kills)
+	}
+}
+
+// With the eBPF backend every thread of watch is SCHED_BATCH, so that a
+// woken reader or writer does not preempt the work it watches; with audit
+// they keep the default policy, as a late audit reader makes the audited
+// processes wait.
+func TestWatchSchedulingPolicy(t *testing.T) {
+	tracertest.LockAudit(t)
+	for backend, want := range map[string]int{"ebpf": unix.SCHED_BATCH, "audit": unix.SCHED_NORMAL} {
+		cmd := startWatch(t, "--backend", backend, "--format", "json", "--output", filepath.Join(t.TempDir(), "events.jsonl"))
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", cmd.Process.Pid, task.Name()))
+			if err != nil {
+				continue // the thread exited
+			}
+			// Field 41, policy, counted after the parenthesised comm.
+			rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+			f := strings.Fields(rest)
+			if policy, _ := strconv.Atoi(f[41-3]); policy != want {
+				t.Errorf("%s: thread %s has scheduling policy %d, want %d", backend, task.Name(), policy, want)
+			}
+		}
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
 	}
 }

@@ -84,6 +84,11 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.backend == "ebpf" {
+		if err := batchScheduling(); err != nil {
+			slog.Debug("staying with the default scheduling policy", "err", err)
+		}
+	}
 	if parent == nil {
 		parent = context.Background()
 	}

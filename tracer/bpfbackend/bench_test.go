@@ -221,7 +221,8 @@ func floorSignal(b *testing.B) *ebpf.Program {
 // (every event delivered to a no-op emit), and reports the median ratio
 // traced/floor, and the program's own run time per signal from a last
 // round with the kernel's BPF statistics on (which cost a clock read or
-// two of their own).
+// two of their own). x-floor-json is the same with the events written as
+// JSON lines to a file: what the output's work on the other CPU adds.
 func BenchmarkSignalFloor(b *testing.B) {
 	tracertest.NeedRoot(b)
 	bin := buildLoop(b)
@@ -237,31 +238,51 @@ func BenchmarkSignalFloor(b *testing.B) {
 		el, _ := timed(b, bin, args...)
 		return el
 	}
-	traced := func(stats bool) (time.Duration, tracer.Stats) {
+	// traced times the loop traced, every event delivered to a no-op, or
+	// with json as JSON lines to a file (as watch -o FILE --format json).
+	traced := func(stats, json bool) (time.Duration, tracer.Stats) {
 		be := New()
 		cfg := tracer.DefaultConfig()
 		cfg.Types, cfg.BPFStats = tracer.TypeSet(0).With(tracer.TypeSignal), stats
 		if err := be.Start(cfg); err != nil {
 			b.Fatal(err)
 		}
+		emit := func(*tracer.Event) {}
+		var p *tracer.Pipeline
+		if json {
+			f, err := os.Create(filepath.Join(b.TempDir(), "events.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p = tracer.NewPipeline(cfg, tracer.NewJSONSink(f, tracer.OutputOptions{Backpressure: tracer.BackpressureBlock}))
+			emit = p.Emit
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- be.Run(ctx, func(*tracer.Event) {}) }()
+		go func() { done <- be.Run(ctx, emit) }()
 		el, _ := timed(b, bin, args...)
 		cancel()
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
+		if p != nil {
+			if err := p.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		st := be.Stats()
 		_ = be.Close()
 		return el, st
 	}
-	var ratio []float64
+	var ratio, ratioJSON []float64
 	var lost uint64
 	for b.Loop() {
 		fl := timeFloor()
-		el, st := traced(false)
+		el, st := traced(false, false)
 		ratio = append(ratio, float64(el)/float64(fl))
+		lost += st.TotalLost()
+		el, st = traced(false, true)
+		ratioJSON = append(ratioJSON, float64(el)/float64(fl))
 		lost += st.TotalLost()
 	}
 	// The floor's run time with statistics on is what they cost.
@@ -272,12 +293,13 @@ func BenchmarkSignalFloor(b *testing.B) {
 		}
 		stats.Close()
 	}
-	_, st := traced(true)
+	_, st := traced(true, false)
 	for _, p := range st.Programs {
 		if p.Name == "sched_signal" && p.RunCount > 0 {
 			b.ReportMetric(p.RunTime*1e9/float64(p.RunCount), "ns-prog/signal")
 		}
 	}
 	b.ReportMetric(median(ratio), "x-floor")
+	b.ReportMetric(median(ratioJSON), "x-floor-json")
 	b.ReportMetric(float64(lost), "lost")
 }
