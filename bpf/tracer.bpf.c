@@ -1990,53 +1990,50 @@ int sched_signal(__u64 *ctx)
 	}
 	if (!cfg_sig_sched)
 		return 0; /* the syscall probes report it */
-	if (!cfg_batch) {
-		sig_target(&si, target);
-		return on_signal_si(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat,
-				    cur, cfg_count_only ? NULL : &si, NULL);
-	}
-
+	long ret = result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0;
 	struct repeat_key k;
-	struct task_struct___who *p = cur->real_parent;
-	k.start = cur->start_boottime;
-	k.pstart = p->start_boottime;
-	k.cgid = cur->cgroups->dfl_cgrp->kn->id;
-	k.tstart = target->start_boottime;
-	__builtin_memcpy(k.comm, cur->comm, COMM_LEN);
-	__builtin_memcpy(k.tcomm, target->comm, COMM_LEN);
-	k.pid = cur->pid;
-	k.ppid = p->pid;
-	k.tid = target->pid;
-	k.tpid = tpid;
-	k.sig = sig;
-	k.code = code;
-	k.uid = cur->cred->uid.val;
-	k.auid = current_auid(cur);
-	k.sc = sc;
-	k.compat = compat;
-	k.result = result;
-	k._pad = 0;
-	k.valid = 1;
-	/* The last record batched again, in the same tick: one more repeat.
-	 * Signal-generate runs with interrupts off: nothing of ours runs
-	 * between the test and the increment but a program it interrupted
-	 * (busy). The filters passed for the same sender this tick. */
-	if (b && !b->busy && b->tick == now_ns() && same_key(&b->last, &k) && pass_pid(cur->tgid)) {
-		__u32 off = b->len - sizeof(struct event);
-		barrier_var(off);
-		if (off > BATCH_BYTES - sizeof(struct event))
-			goto slow; /* empty: a valid key has a record */
-		struct event *last = (struct event *)&b->buf[off];
-		if (last->h.repeat < REPEAT_MAX) {
-			last->h.repeat++;
-			b->events++;
-			return 0;
+	if (cfg_batch) {
+		struct task_struct___who *p = cur->real_parent;
+		k.start = cur->start_boottime;
+		k.pstart = p->start_boottime;
+		k.cgid = cur->cgroups->dfl_cgrp->kn->id;
+		k.tstart = target->start_boottime;
+		__builtin_memcpy(k.comm, cur->comm, COMM_LEN);
+		__builtin_memcpy(k.tcomm, target->comm, COMM_LEN);
+		k.pid = cur->pid;
+		k.ppid = p->pid;
+		k.tid = target->pid;
+		k.tpid = tpid;
+		k.sig = sig;
+		k.code = code;
+		k.uid = cur->cred->uid.val;
+		k.auid = current_auid(cur);
+		k.sc = sc;
+		k.compat = compat;
+		k.result = result;
+		k._pad = 0;
+		k.valid = 1;
+		/* The last record batched again, in the same tick: one more
+		 * repeat. signal_generate runs with interrupts off: nothing of
+		 * ours runs between the test and the increment but a program it
+		 * interrupted (busy). The filters passed for the same sender
+		 * this tick. */
+		if (b && !b->busy && b->tick == now_ns() && same_key(&b->last, &k) && pass_pid(cur->tgid)) {
+			__u32 off = b->len - sizeof(struct event);
+			barrier_var(off);
+			/* A valid key has a record: off is in the batch. */
+			if (off <= BATCH_BYTES - sizeof(struct event)) {
+				struct event *last = (struct event *)&b->buf[off];
+				if (last->h.repeat < REPEAT_MAX) {
+					last->h.repeat++;
+					b->events++;
+					return 0;
+				}
+			}
 		}
 	}
-slow:
 	sig_target(&si, target);
-	return on_signal_si(ctx, sc, tpid, sig, result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0, compat, cur, &si,
-			    &k);
+	return on_signal_si(ctx, sc, tpid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
 }
 
 SEC("tp_btf/sched_process_fork")

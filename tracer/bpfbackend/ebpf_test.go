@@ -116,6 +116,29 @@ func runScoped(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 	return tree, cfg.PID
 }
 
+// traceHeld traces the workload bin args with cfg scoped to its pid,
+// delivers every event to emit until it exited and Run drained the ring,
+// and returns the backend (closed at the end of the test) for its Stats.
+func traceHeld(t *testing.T, cfg tracer.Config, emit func(*tracer.Event), bin string, args ...string) *Backend {
+	t.Helper()
+	b := New()
+	h := startHeld(t, bin, args...)
+	cfg.PID = h.pid()
+	if err := b.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx, emit) }()
+	h.run(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func allTypes() tracer.TypeSet {
 	ts, _ := tracer.ParseTypes("all")
 	return ts
@@ -543,37 +566,21 @@ func TestSignalStormIdentityChanges(t *testing.T) {
 	const kills = 2000
 	cfg := tracer.DefaultConfig()
 	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
-	b := New()
-	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "comm", "renamed", "kill", strconv.Itoa(kills), "10",
-		"uid", "65534", "kill", strconv.Itoa(kills), "10", "exit", "0")
-	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	type who struct {
 		comm   string
 		uid    uint32
 		events int
 	}
 	var got []who
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(e *tracer.Event) {
-			if e.Type == tracer.TypeSignal {
-				if n := len(got); n == 0 || got[n-1].comm != e.Comm || got[n-1].uid != e.UID {
-					got = append(got, who{e.Comm, e.UID, 0})
-				}
-				got[len(got)-1].events++
+	b := traceHeld(t, cfg, func(e *tracer.Event) {
+		if e.Type == tracer.TypeSignal {
+			if n := len(got); n == 0 || got[n-1].comm != e.Comm || got[n-1].uid != e.UID {
+				got = append(got, who{e.Comm, e.UID, 0})
 			}
-		})
-	}()
-	h.run(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+			got[len(got)-1].events++
+		}
+	}, bin, "kill", strconv.Itoa(kills), "10", "comm", "renamed", "kill", strconv.Itoa(kills), "10",
+		"uid", "65534", "kill", strconv.Itoa(kills), "10", "exit", "0")
 	want := []who{{filepath.Base(bin), 0, kills}, {"renamed", 0, kills}, {"renamed", 65534, kills}}
 	if !slices.Equal(got, want) {
 		t.Errorf("senders in order %v, want %v", got, want)
@@ -605,28 +612,12 @@ func TestSignalOrderAcrossCPUs(t *testing.T) {
 	args = append(args, "exit", "0")
 	cfg := tracer.DefaultConfig()
 	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
-	b := New()
-	h := startHeld(t, bin, args...)
-	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	var sigs []int
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(e *tracer.Event) {
-			if e.Type == tracer.TypeSignal {
-				sigs = append(sigs, e.Signal)
-			}
-		})
-	}()
-	h.run(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	b := traceHeld(t, cfg, func(e *tracer.Event) {
+		if e.Type == tracer.TypeSignal {
+			sigs = append(sigs, e.Signal)
+		}
+	}, bin, args...)
 	if !slices.Equal(sigs, want) {
 		var at []int
 		for i, s := range sigs {
@@ -649,32 +640,16 @@ func TestSignalStormDelivered(t *testing.T) {
 	const kills = 50000
 	cfg := tracer.DefaultConfig()
 	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal).With(tracer.TypeExit)
-	b := New()
-	h := startHeld(t, bin, "kill", strconv.Itoa(kills), "10", "tkill", "1", "12", "exit", "7")
-	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	var sigs []int
 	exits := 0
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(e *tracer.Event) {
-			switch e.Type {
-			case tracer.TypeSignal:
-				sigs = append(sigs, e.Signal)
-			case tracer.TypeExit:
-				exits++
-			}
-		})
-	}()
-	h.run(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	b := traceHeld(t, cfg, func(e *tracer.Event) {
+		switch e.Type {
+		case tracer.TypeSignal:
+			sigs = append(sigs, e.Signal)
+		case tracer.TypeExit:
+			exits++
+		}
+	}, bin, "kill", strconv.Itoa(kills), "10", "tkill", "1", "12", "exit", "7")
 	if len(sigs) != kills+1 || sigs[kills] != 12 || exits != 1 || slices.Index(sigs, 12) != kills {
 		t.Errorf("%d signals (last %v), %d exits; want %d SIGUSR1 then one SIGUSR2, one exit", len(sigs), sigs[max(0, len(sigs)-1):], exits, kills)
 	}
