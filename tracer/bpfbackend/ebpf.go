@@ -67,6 +67,7 @@ type Backend struct {
 
 	probes    string   // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
 	batch     bool     // signal records are batched per CPU (see flushFunc)
+	canBatch  bool     // the kernel and transport allow batching
 	transport string   // "ringbuf" or "perf"
 	linked    []string // program and attach point of each link, so one program is not attached twice
 	coll      *ebpf.Collection
@@ -121,7 +122,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		b.transport = "perf" // Linux < 5.8, early RHEL 8
 	}
 	// Batching needs a way to flush each CPU's batch from user space.
-	b.batch = b.transport == "ringbuf" && !cfg.CountOnly && haveRunOnCPU()
+	b.canBatch = b.transport == "ringbuf" && !cfg.CountOnly && haveRunOnCPU()
 
 	// The default: the sched set when streaming, so that no other syscall
 	// pays; the syscalls set when counting, which counts every call as
@@ -194,6 +195,8 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		events []probe
 		err    error
 	)
+	// The syscalls set sends its signal records directly.
+	b.batch = b.canBatch && set != ProbesSyscalls
 	// BTF tracepoints follow the process tree where the kernel has them.
 	b.track = trackProbes(hasTracepoint(kernel, "sched_process_fork") && !b.forceRawTrack)
 	switch set {
@@ -232,7 +235,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	if err := b.configure(spec, cfg, set); err != nil {
 		return err
 	}
-	if b.batch && set != ProbesSyscalls { // the syscalls set sends its signal records directly
+	if b.batch {
 		// Attached first: a task's batched records go to the ring when it
 		// leaves a CPU, before it can send others from another.
 		events = append([]probe{{name: "switch_flush", prog: "switch_flush", hook: hookRawTP, target: "sched_switch"}}, events...)
