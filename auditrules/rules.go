@@ -21,10 +21,11 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// Key is the key of the rules `tracer rules` prints (`-k tracer`). A
-// running tracer gives its rules a key of its own, InstanceKey, so that
-// tracers that run at once never take each other's rules for leftovers;
-// cleanup removes rules of either form whose tracer is gone, and no others.
+// Key is the default key of the rules `tracer rules` prints for the node
+// to persist (`-k tracer`, or --key NAME). Those are the node's rules once
+// loaded: no tracer and no cleanup ever removes them. A running tracer
+// gives its own rules a key of its own, InstanceKey, and cleanup removes
+// only rules with the InstanceKey of a tracer that is gone.
 const Key = "tracer"
 
 // InstanceKey is the rule key of the tracer with this pid and start time
@@ -53,8 +54,31 @@ func IsTracerKey(key string) bool {
 	if key == Key {
 		return true
 	}
+	return IsInstanceKey(key)
+}
+
+// IsInstanceKey reports whether a rule key is a running (or killed)
+// tracer's own, the only rules cleanup may remove.
+func IsInstanceKey(key string) bool {
 	_, _, ok := ParseInstanceKey(key)
 	return ok
+}
+
+// CheckPersistentKey says why key cannot be the key of persisted rules:
+// the kernel's limit, characters auditctl's syntax cannot carry, or the
+// form of an instance key, which cleanup would remove.
+func CheckPersistentKey(key string) error {
+	switch {
+	case key == "":
+		return tracer.Usagef("--key is empty: give a rule key, e.g. --key %s", Key)
+	case len(key) > 255:
+		return tracer.Usagef("--key is %d bytes; the kernel keeps at most 255", len(key))
+	case strings.ContainsAny(key, " \t\n\"'\\"):
+		return tracer.Usagef("--key %q holds a space or quote: use letters, digits, - and _", key)
+	case IsInstanceKey(key):
+		return tracer.Usagef("--key %q has the form of a running tracer's key (tracer-PID-START), which tracer cleanup removes: choose another", key)
+	}
+	return nil
 }
 
 // Syscalls per event class, in the order rules list them.

@@ -39,6 +39,14 @@ type Noter interface {
 	Notes() []string
 }
 
+// LateNoter is a Noter that also has notes after Start: what it changed
+// on the node while running (lean records given up for a reader that
+// appeared, its rules put back after another program deleted them).
+// watch prints them as they come.
+type LateNoter interface {
+	LateNotes() <-chan string
+}
+
 // KernelCounter is a backend that can count events per key in the kernel
 // (Config.CountOnly) instead of delivering each one: trace then pays no
 // per-event transfer. Counts reads the counts; after Close it returns them

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -133,6 +134,25 @@ func parsePID(s string) (uint32, error) {
 		return 0, tracer.Usagef("bad --pid %q: give a process id", s)
 	}
 	return uint32(n), nil
+}
+
+// printLateNotes prints, until ctx ends, what a backend changes on the
+// node while it runs (lean records given up, rules put back).
+func printLateNotes(ctx context.Context, b tracer.Backend) {
+	n, ok := b.(tracer.LateNoter)
+	if !ok {
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-n.LateNotes():
+				fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s)
+			}
+		}
+	}()
 }
 
 // printNotes prints what a backend found or changed on the node (audit

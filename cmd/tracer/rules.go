@@ -18,6 +18,7 @@ type rulesOptions struct {
 	auidSet bool
 	machine string
 	lean    bool
+	key     string
 }
 
 func newRulesCmd() *cobra.Command {
@@ -27,7 +28,8 @@ func newRulesCmd() *cobra.Command {
 		Short: "Print the minimal audit rules for the chosen events, in auditctl syntax",
 		Example: `  tracer rules
   tracer rules --events signal --signal USR1 --arch both
-  tracer rules > /etc/audit/rules.d/tracer.rules`,
+  tracer rules > /etc/audit/rules.d/tracer.rules
+  tracer rules --key node-exec --events exec`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,9 +41,12 @@ func newRulesCmd() *cobra.Command {
 			if err != nil {
 				return tracer.Usagef("%v", err)
 			}
+			if err := auditrules.CheckPersistentKey(o.key); err != nil {
+				return err
+			}
 			set, err := auditrules.Build(auditrules.Options{
 				Arch: o.arch, Types: types, Signals: sigs, AuidSet: o.auidSet,
-				ScopeAUID: tracer.UnsetID, Machine: o.machine,
+				ScopeAUID: tracer.UnsetID, Machine: o.machine, Key: o.key,
 			})
 			if err != nil {
 				return err
@@ -68,6 +73,7 @@ func newRulesCmd() *cobra.Command {
 	fl.StringVar(&o.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
 	fl.StringVar(&o.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
 	fl.BoolVar(&o.auidSet, "auid-set", false, "only processes with a login uid (-F auid!=unset)")
+	fl.StringVar(&o.key, "key", auditrules.Key, "the rules' key (-k): rules persisted with it are the node's, never removed by tracer cleanup or by a tracer")
 	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
 	return cmd
 }

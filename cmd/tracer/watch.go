@@ -108,6 +108,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			runtime.GC()
 			debug.FreeOSMemory()
 			printNotes(b)
+			printLateNotes(ctx, b)
 			fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
 		},
 	})

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,17 +50,21 @@ type Backend struct {
 	key string                // this tracer's rule key (auditrules.InstanceKey)
 	ctl *libaudit.AuditClient // rules and settings; never claims the PID
 
-	// recv is the socket records come from: the PID socket, or the
-	// multicast one. Run owns recv, pidc and mcast after Start.
-	recv *conn
-	pidc *libaudit.AuditClient // wraps recv when we hold the PID
-	// mcast is the multicast socket still being read while a handover to
-	// the PID socket completes (handover.go).
-	mcast      *conn
-	multicast  bool
+	// recv is the multicast socket records come from; Run owns it after
+	// Start.
+	recv       *conn
 	registered bool
-	lean       bool     // lean-records exclude rules are in force
-	notes      []string // what Start changed or found, for the user
+	// lean: lean-records exclude rules are in force; leanForced: asked for
+	// with --lean-records, so kept beside other readers.
+	lean, leanForced bool
+	notesMu          sync.Mutex
+	notes            []string // what Start changed or found, for the user
+	lateNotes        chan string
+	started          atomic.Bool
+	// rulesGone counts the times another program deleted this tracer's
+	// rules while it ran (auditctl -D, augenrules --load at auditd's start)
+	// and they were put back: events in between were never recorded.
+	rulesGone atomic.Uint64
 
 	mu        sync.Mutex
 	added     []rule.WireFormat
@@ -67,9 +72,6 @@ type Backend struct {
 
 	startLost uint32
 	status    atomic.Pointer[libaudit.AuditStatus]
-	// pidFree is set by the poller when nobody holds the audit PID any
-	// more (the tracer that held it exited): Run claims it.
-	pidFree atomic.Bool
 	// eoeGone is set while the kernel excludes EOE records (eoeExcluded):
 	// Run's reassembler then ends events without them.
 	eoeGone atomic.Bool
@@ -89,8 +91,6 @@ type Backend struct {
 	socketDrops0     uint64        // the multicast socket's drop counter at Start
 	finalDrops       atomic.Uint64 // drops of multicast sockets already closed
 	mcastPort        atomic.Uint32 // the multicast socket's port id, 0 when none
-	claimAcked       bool          // the kernel confirmed the handover's PID claim
-	handoverEnd      time.Time     // when to stop deduplicating after a handover
 	bufGot, bufAsked int
 	closed           bool
 }
@@ -99,14 +99,38 @@ type Backend struct {
 var (
 	_ tracer.Noter          = (*Backend)(nil)
 	_ tracer.LoginUIDScoper = (*Backend)(nil)
+	_ tracer.LateNoter      = (*Backend)(nil)
 )
 
 // New returns an audit backend.
-func New() *Backend { return &Backend{} }
+func New() *Backend { return &Backend{lateNotes: make(chan string, 16)} }
 
 // Notes says what Start found or changed on the node (audit enabled for
 // the session, auditd holding the PID, b32 rules left out), for the user.
-func (b *Backend) Notes() []string { return b.notes }
+func (b *Backend) Notes() []string {
+	b.notesMu.Lock()
+	defer b.notesMu.Unlock()
+	return slices.Clone(b.notes)
+}
+
+// LateNotes delivers what the backend changes on the node while it runs
+// (lean records given up for a new reader, rules put back after another
+// program deleted them); it is never closed.
+func (b *Backend) LateNotes() <-chan string { return b.lateNotes }
+
+// note keeps a note for Notes and, once Start has returned, sends it on
+// LateNotes too (dropped when nobody reads: Notes still has it).
+func (b *Backend) note(s string) {
+	b.notesMu.Lock()
+	b.notes = append(b.notes, s)
+	b.notesMu.Unlock()
+	if b.started.Load() {
+		select {
+		case b.lateNotes <- s:
+		default:
+		}
+	}
+}
 
 // Name is "audit".
 func (b *Backend) Name() string { return backendName }
@@ -114,8 +138,8 @@ func (b *Backend) Name() string { return backendName }
 // Key is the key this backend's rules carry.
 func (b *Backend) Key() string { return b.key }
 
-// Start checks the node, claims the audit PID or joins the multicast group,
-// then installs the rules. On error everything is undone.
+// Start checks the node, joins the multicast group, then installs the
+// rules. On error everything is undone.
 func (b *Backend) Start(cfg tracer.Config) (err error) {
 	b.cfg = cfg
 	defer func() {
@@ -141,7 +165,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	if st.Enabled == 2 {
 		return tracer.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
 	}
-	if err := b.setup(st); err != nil {
+	if err := b.setup(); err != nil {
 		return err
 	}
 	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
@@ -153,7 +177,9 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	if err != nil {
 		return err
 	}
-	b.notes = append(b.notes, set.Notes...)
+	for _, n := range set.Notes {
+		b.note(n)
+	}
 	for _, r := range set.Rules {
 		wf, err := r.Wire()
 		if err != nil {
@@ -173,18 +199,25 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	}
 	b.eoeGone.Store(gone)
 	b.startPoller()
+	b.started.Store(true)
 	return nil
 }
 
 // setup registers this tracer in the state directory, enables audit if
-// needed, and claims the PID or joins the multicast group, all under the
-// state lock so that tracers starting and stopping at once agree.
-func (b *Backend) setup(st *libaudit.AuditStatus) error {
+// needed, sizes the backlog when no audit daemon runs, and joins the
+// multicast group, all under the state lock so that tracers starting and
+// stopping at once agree. The status is read again under the lock: the
+// one read before may be stale by a tracer that just started or left.
+func (b *Backend) setup() error {
 	unlock, err := lockState()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	st, err := b.ctl.GetStatus()
+	if err != nil {
+		return fmt.Errorf("reading audit status: %w", err)
+	}
 	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid())}
 	me.Key = auditrules.InstanceKey(me.PID, me.Start)
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
@@ -192,49 +225,60 @@ func (b *Backend) setup(st *libaudit.AuditStatus) error {
 	}
 	b.key, b.registered = me.Key, true
 	holder := int(st.PID)
-	beside := holder != 0 && holder != os.Getpid() && tracer.ProcessAlive(holder)
-	if !beside {
+	if holder != 0 && !tracer.ProcessAlive(holder) {
+		holder = 0
+	}
+	if holder == 0 {
 		// Refuse before anything changes on the node.
-		if err := b.canHoldPID(st); err != nil {
+		if err := b.canRunAlone(st); err != nil {
 			return err
 		}
 	}
 	if st.Enabled == 0 {
-		if err := b.enable(); err != nil {
+		if err := b.enable(st); err != nil {
 			return err
 		}
 	}
 	b.startLost = st.Lost
 	b.status.Store(st)
-	if beside {
-		err = b.joinMulticast(holder)
-	} else {
-		err = b.takePID(st)
+	if holder == 0 {
+		if err := b.prepareAlone(st); err != nil {
+			return err
+		}
 	}
-	if err != nil {
+	if err := b.joinMulticast(holder); err != nil {
 		return err
 	}
-	return b.leanRecords(beside, holder)
+	me.Port = b.recv.port
+	if err := writeJSON(ownerPath(me.PID), me); err != nil {
+		return err
+	}
+	return b.leanRecords()
 }
 
 // leanRecords asks the kernel not to build the record types tracer does
-// not read. Exclude rules are global, so by default only where no other
-// consumer (auditd) reads the records: tracer holds the PID, or another
-// tracer does. The state lock is held.
-func (b *Backend) leanRecords(beside bool, holder int) error {
+// not read. Exclude rules are global, so by default only where nothing but
+// tracers reads the records: no audit daemon holds the PID and no other
+// program is in the multicast group. The state lock is held.
+func (b *Backend) leanRecords() error {
+	other := otherReader(b.status.Load())
 	switch b.cfg.LeanRecords {
 	case tracer.LeanOff:
 		return nil
 	case tracer.LeanAuto:
-		if beside && !isTracerOwner(holder) {
-			b.notes = append(b.notes, "lean records off: another consumer reads the audit records (--lean-records to use them anyway)")
+		if other != "" {
+			b.note(fmt.Sprintf("lean records off: %s reads the audit records too (--lean-records to use them anyway)", other))
 			return nil
 		}
 	}
 	types := auditrules.LeanExcludes
-	if beside && !isTracerOwner(holder) {
+	if other != "" {
 		types = auditrules.LeanExcludesBeside
-		b.notes = append(b.notes, fmt.Sprintf("lean records: the node's audit log misses %s records while tracer runs", strings.Join(types, ", ")))
+		b.note(fmt.Sprintf("lean records: the node's audit log misses %s records while tracer runs", strings.Join(types, ", ")))
+	}
+	present, err := b.ctl.GetRules()
+	if err != nil {
+		return fmt.Errorf("listing audit rules: %w", err)
 	}
 	for _, typ := range types {
 		r := auditrules.ExcludeRule(typ)
@@ -242,17 +286,30 @@ func (b *Backend) leanRecords(beside bool, holder int) error {
 		if err != nil {
 			return fmt.Errorf("building %q: %w", r.Text(), err)
 		}
-		if err := b.ctl.AddRule(wf); err != nil {
-			if strings.Contains(err.Error(), "rule exists") {
-				continue // another tracer's, or the node's own: not ours to remove
-			}
-			return tracer.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
+		if slices.ContainsFunc(present, func(p []byte) bool { return bytes.Equal(p, wf) }) {
+			continue // another tracer's, or the node's own: not ours to remove
 		}
+		// Recorded before it is added: a tracer killed in between leaves
+		// a note that cleanup follows, never a rule nobody knows of.
 		if err := recordExclude(typ); err != nil {
 			return err
 		}
+		if testHook != nil {
+			testHook("record exclude " + typ)
+		}
+		if err := b.ctl.AddRule(wf); err != nil {
+			_ = forgetExclude(typ)
+			if strings.Contains(err.Error(), "rule exists") {
+				continue
+			}
+			return tracer.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
+		}
+		if testHook != nil {
+			testHook("add exclude " + typ)
+		}
 	}
 	b.lean = true
+	b.leanForced = b.cfg.LeanRecords == tracer.LeanOn
 	return nil
 }
 
@@ -301,18 +358,16 @@ func isTracerOwner(pid int) bool {
 // Lean reports whether the kernel builds lean records for this session.
 func (b *Backend) Lean() bool { return b.lean }
 
-// enable turns audit on; the last tracer to leave turns it off again.
-func (b *Backend) enable() error {
+// enable turns audit on; the last tracer to leave turns it off again,
+// unless an audit daemon runs then.
+func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
 		return tracer.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
-	if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.Enabled }, 0); err != nil {
-		return err
-	}
-	if err := b.ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
+	if err := changeSetting(b.ctl, settingEnabled, st.Enabled, 1); err != nil {
 		return tracer.Usagef("audit is disabled and could not be enabled (%w): run auditctl -e 1, or use --backend ebpf", err)
 	}
-	b.notes = append(b.notes, "audit was disabled: enabled it for this session (disabled again when the last tracer exits); processes started before audit was first enabled since boot are not audited")
+	b.note("audit was disabled: enabled it for this session (disabled again when the last tracer exits, unless an audit daemon runs then); processes started before audit was first enabled since boot are not audited")
 	return nil
 }
 
@@ -332,81 +387,55 @@ func auditOffAtBoot() bool {
 // failureModePanic is auditctl -f 2.
 const failureModePanic = 2
 
-// canHoldPID says why this tracer may not be the audit daemon, or nil.
-func (b *Backend) canHoldPID(st *libaudit.AuditStatus) error {
+// canRunAlone says why this tracer may not run while no audit daemon holds
+// the audit PID, or nil. Records nobody holds the PID for are printed to
+// the kernel log and, on nodes booted with audit=1, queued until the hold
+// queue overflows: under failure mode 2 that overflow panics the node.
+func (b *Backend) canRunAlone(st *libaudit.AuditStatus) error {
 	if st.Failure == failureModePanic && !b.cfg.AllowPanicFailureMode {
-		return tracer.Usagef("audit failure mode is 2 (panic, auditctl -f 2): tracer will not become the audit daemon, since a full backlog after it died would panic the node; start auditd (tracer then reads beside it), pass --allow-panic-failure-mode to accept the risk, or use --backend ebpf")
+		return tracer.Usagef("audit failure mode is 2 (panic, auditctl -f 2) and no audit daemon runs: the records of tracer's rules would fill the kernel's hold queue and panic the node; start auditd (tracer then reads beside it), pass --allow-panic-failure-mode to accept the risk, or use --backend ebpf")
 	}
 	return nil
 }
 
-// prepareHold sizes the backlog and, unless output may block, keeps
-// audited processes from ever waiting on it; the values before are
+// prepareAlone sizes the backlog and, unless output may block, keeps
+// audited processes from ever waiting on it, while no audit daemon runs
+// (beside one, those settings are its own). The values before are
 // recorded for the last tracer to restore. The state lock is held.
-func (b *Backend) prepareHold(st *libaudit.AuditStatus) error {
+func (b *Backend) prepareAlone(st *libaudit.AuditStatus) error {
 	if st.BacklogLimit < BacklogLimit {
-		if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.BacklogLimit }, st.BacklogLimit); err != nil {
-			return err
-		}
-		if err := b.ctl.SetBacklogLimit(BacklogLimit, libaudit.WaitForReply); err != nil {
+		if err := changeSetting(b.ctl, settingBacklogLimit, st.BacklogLimit, BacklogLimit); err != nil {
 			return fmt.Errorf("setting audit backlog limit: %w", err)
 		}
 	}
 	if b.cfg.Backpressure == tracer.BackpressureDrop && st.BacklogWaitTime != 0 {
 		// With a wait time, a full backlog makes every audited process
 		// sleep in the kernel; with 0 the kernel drops and counts instead.
-		if err := recordSetting(func(s *nodeSettings) **uint32 { return &s.BacklogWaitTime }, st.BacklogWaitTime); err != nil {
-			return err
-		}
-		if err := b.ctl.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
+		if err := changeSetting(b.ctl, settingBacklogWaitTime, st.BacklogWaitTime, 0); err != nil {
 			return fmt.Errorf("setting audit backlog_wait_time: %w", err)
 		}
 	}
 	return nil
 }
 
-// takePID makes this process the audit daemon for the session.
-func (b *Backend) takePID(st *libaudit.AuditStatus) error {
-	if err := b.canHoldPID(st); err != nil {
-		return err
-	}
-	if err := b.prepareHold(st); err != nil {
-		return err
-	}
-	c, err := newConn(0)
-	if err != nil {
-		return fmt.Errorf("opening audit record socket: %w", err)
-	}
-	b.sizeBuffer(c)
-	pidc := &libaudit.AuditClient{Netlink: c}
-	if err := pidc.SetPID(libaudit.WaitForReply); err != nil {
-		c.Close()
-		if st.PID != 0 {
-			// The last holder is gone but the kernel has not noticed yet:
-			// read beside it; the poller claims the PID once it is free.
-			return b.joinMulticast(int(st.PID))
-		}
-		return tracer.Usagef("cannot become the audit daemon (%w): another process may have just claimed it; retry, or stop it", err)
-	}
-	b.recv, b.pidc = c, pidc
-	return c.setRecvTimeout(recvTimeout)
-}
-
-// joinMulticast reads records from the READLOG group while another process
-// (auditd, or another tracer) keeps the audit PID. It needs CAP_AUDIT_READ.
+// joinMulticast reads records from the READLOG group. tracer never takes
+// the audit PID: it belongs to the node's audit daemon, which the kernel
+// would refuse (EEXIST, after an AUDIT_REPLACE to the holder) while a
+// tracer held it, and auditd does not retry. It needs CAP_AUDIT_READ.
 func (b *Backend) joinMulticast(holder int) error {
 	c, err := newConn(netlinkGroupReadLog)
 	if err != nil {
-		return tracer.Usagef("pid %d holds the audit PID and joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", holder, err)
+		return tracer.Usagef("joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", err)
 	}
 	b.sizeBuffer(c)
 	b.recv = c
-	b.multicast = true
 	b.socketDrops0, _ = socketDrops(c.port)
 	b.mcastPort.Store(c.port)
-	comm, _ := tracer.ProcComm(uint32(holder))
-	b.notes = append(b.notes, fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
-		comm, holder))
+	if holder != 0 {
+		comm, _ := tracer.ProcComm(uint32(holder))
+		b.note(fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
+			comm, holder))
+	}
 	return c.setRecvTimeout(recvTimeout)
 }
 
@@ -421,9 +450,12 @@ func (b *Backend) sizeBuffer(c *conn) {
 	}
 }
 
-// startPoller reads the kernel's backlog and lost counter on a client of its
-// own, so status requests never interleave with the record stream, and
-// notices when the audit PID becomes free and when EOE records come and go.
+// startPoller reads the kernel's backlog and lost counter on a client of
+// its own, so status requests never interleave with the record stream; it
+// gives up lean records as soon as another reader of the records appears
+// (an audit daemon taking the PID, a program joining the multicast group),
+// follows the exclude list, and puts this tracer's rules back when another
+// program deleted them.
 func (b *Backend) startPoller() {
 	c, err := newConn(0)
 	if err != nil {
@@ -437,40 +469,104 @@ func (b *Backend) startPoller() {
 		defer c.Close()
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
-		// The exclude list is read when Run sees it change, and every
-		// rulesPollTicks in case that record was lost: listing rules
-		// costs the kernel a thread each time.
-		checkRules := func() {
-			if gone, err := eoeExcluded(cl); err == nil {
-				b.eoeGone.Store(gone)
-			}
-		}
 		for tick := 1; ; tick++ {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
-				free := st.PID == 0 || (int(st.PID) != os.Getpid() && !tracer.ProcessAlive(int(st.PID)))
-				b.pidFree.Store(free)
+				if b.lean && !b.leanForced {
+					if other := otherReader(st); other != "" {
+						b.dropLean(other)
+					}
+				}
 			}
+			// The rules are read when Run sees them change, and every
+			// rulesPollTicks in case that record was lost: listing rules
+			// costs the kernel a thread each time.
 			if tick%rulesPollTicks == 0 {
-				checkRules()
+				b.checkRules(cl)
 			}
 			select {
 			case <-b.pollStop:
 				return
 			case <-b.recheck:
-				checkRules()
+				b.checkRules(cl)
 			case <-t.C:
 			}
 		}
 	}()
 }
 
-// pollInterval bounds how long records go unclaimed by a PID holder after
-// the tracer that held it exits.
-const pollInterval = 100 * time.Millisecond
+// checkRules follows the kernel's exclude list (whether events end at
+// EOE) and adds back those of this tracer's rules another program deleted.
+func (b *Backend) checkRules(cl *libaudit.AuditClient) {
+	rules, err := cl.GetRules()
+	if err != nil {
+		return
+	}
+	b.eoeGone.Store(slices.ContainsFunc(rules, func(r []byte) bool { return bytes.Equal(r, eoeExcludeWire) }))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	missing := 0
+	for i, wf := range b.added {
+		if slices.ContainsFunc(rules, func(r []byte) bool { return bytes.Equal(r, wf) }) {
+			continue
+		}
+		missing++
+		if err := b.ctl.AddRule(wf); err != nil && !strings.Contains(err.Error(), "rule exists") {
+			b.note(fmt.Sprintf("audit rule %q was deleted by another program and could not be added back: %v", b.addedText[i], err))
+		}
+	}
+	if missing > 0 {
+		b.rulesGone.Add(1)
+		b.note(fmt.Sprintf("%d of tracer's audit rules were deleted by another program (auditctl -D, or augenrules --load as auditd starts): added them back; events between the two were not recorded by the kernel", missing))
+	}
+}
 
-// rulesPollTicks: the exclude list is read every 2 s besides.
-const rulesPollTicks = 20
+// dropLean removes the lean-records exclude rules tracers added, because
+// a reader other than tracers appeared: its records must be whole.
+func (b *Backend) dropLean(other string) {
+	unlock, err := lockState()
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if _, err := removeExcludes(b.ctl); err != nil {
+		b.note(fmt.Sprintf("%s reads the audit records now, and removing the lean-records exclude rules failed: %v", other, err))
+		return
+	}
+	b.lean = false
+	b.note(fmt.Sprintf("lean records off: %s reads the audit records now; removed the exclude rules", other))
+	select {
+	case b.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// otherReader names a reader of the audit records that is not a tracer:
+// the holder of the audit PID (auditd), or a member of the multicast group
+// (journald's audit socket, auditbeat or go-audit in multicast mode) whose
+// netlink port no tracer recorded; "" when there is none.
+func otherReader(st *libaudit.AuditStatus) string {
+	live, _ := owners()
+	if st != nil && st.PID != 0 && tracer.ProcessAlive(int(st.PID)) &&
+		!slices.ContainsFunc(live, func(o owner) bool { return o.PID == int(st.PID) }) {
+		comm, _ := tracer.ProcComm(st.PID)
+		return fmt.Sprintf("%s (pid %d, the audit PID holder)", comm, st.PID)
+	}
+	for _, port := range multicastPorts() {
+		if !slices.ContainsFunc(live, func(o owner) bool { return o.Port == port }) {
+			return fmt.Sprintf("the program with netlink port %d (a member of the audit multicast group)", port)
+		}
+	}
+	return ""
+}
+
+const (
+	// pollInterval bounds how long lean records outlive the arrival of
+	// another reader of the records.
+	pollInterval = 100 * time.Millisecond
+	// rulesPollTicks: the rules are read every 2 s besides.
+	rulesPollTicks = 20
+)
 
 // Run reads and reassembles records until ctx is done. Then it removes the
 // rules, so no new events come, and drains what the kernel had queued: the
@@ -499,9 +595,15 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			}
 			switch {
 			case typ == syscall.NLMSG_ERROR:
-				b.ack(data)
 			case draining && typ == typeConfigChange && b.isOurRemoval(data):
 				fences--
+			case typ == typeConfigChange && b.isOurRemoval(data):
+				// Another program deleted our rules (auditctl -D): put
+				// them back now rather than at the next poll.
+				select {
+				case b.recheck <- struct{}{}:
+				default:
+				}
 			case typ == typeConfigChange && excludeListChanged(data):
 				// Another tracer added or removed lean records.
 				select {
@@ -516,7 +618,16 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	}
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
-			return b.endDrain() // a busy node never goes quiet: bound the drain by the clock too
+			// A busy node never goes quiet: bound the drain by the clock
+			// too, after what the socket already holds.
+			for {
+				n, err := b.recv.readBatchNow(bt)
+				if err != nil && !errors.Is(err, syscall.ENOBUFS) {
+					break
+				}
+				feed(n)
+			}
+			return b.endDrain()
 		}
 		if !draining && ctx.Err() != nil {
 			draining, drainStart = true, time.Now()
@@ -525,13 +636,6 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				return err
 			}
 		}
-		if !draining && b.multicast && b.mcast == nil && b.pidFree.Load() {
-			b.claim()
-		}
-		if b.mcast != nil {
-			feed(b.readHandover(bt))
-		}
-		b.endHandover()
 		n, err := b.recv.readBatch(bt)
 		if err != nil {
 			switch {
@@ -545,11 +649,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				}
 				continue
 			case errors.Is(err, syscall.ENOBUFS):
-				if b.pidc == nil {
-					b.overflowed()
-				}
-				// The PID socket's overrun loses nothing: kauditd keeps its
-				// reference and queues the record again.
+				b.overflowed()
 				continue
 			default:
 				return fmt.Errorf("reading audit records: %w", err)
@@ -656,8 +756,8 @@ func (b *Backend) multicastDrops() uint64 {
 	return n - b.socketDrops0
 }
 
-// Close removes the rules, gives back the audit PID, and, as the last
-// tracer on the node, restores every setting tracers changed.
+// Close removes the rules and, as the last tracer on the node, restores
+// every setting tracers changed that still holds the value they set.
 func (b *Backend) Close() error {
 	if b.closed {
 		return nil
@@ -677,17 +777,10 @@ func (b *Backend) Close() error {
 	}
 	b.finalDrops.Store(b.multicastDrops())
 	b.mcastPort.Store(0)
-	if b.mcast != nil {
-		errs = append(errs, b.mcast.Close())
-		b.mcast = nil
-	}
-	if b.pidc != nil {
-		// Closing the client that set the PID unsets it (go-libaudit).
-		errs = append(errs, b.pidc.Close())
-	} else if b.recv != nil {
+	if b.recv != nil {
 		errs = append(errs, b.recv.Close())
 	}
-	b.multicast, b.recv, b.pidc = false, nil, nil
+	b.recv = nil
 	if b.registered {
 		errs = append(errs, b.leave())
 	}
@@ -721,11 +814,12 @@ func (b *Backend) ctlStatus() (*libaudit.AuditStatus, error) {
 	return b.ctl.GetStatus()
 }
 
-// HasKey reports whether a rule in auditctl syntax carries one of tracer's
-// keys (Key or a running tracer's InstanceKey).
+// HasKey reports whether a rule in auditctl syntax carries a tracer's
+// instance key (auditrules.InstanceKey): a rule a tracer added and
+// removes. Rules persisted with `tracer rules`' key are the node's.
 func HasKey(text string) bool {
 	key, ok := keyOfText(text)
-	return ok && auditrules.IsTracerKey(key)
+	return ok && auditrules.IsInstanceKey(key)
 }
 
 // keyOfText finds the key of a rule in auditctl syntax (-k K or -F key=K).

@@ -67,6 +67,28 @@ func (c *conn) setRecvBuffer(bytes int) int {
 // socketDrops reads the kernel's drop counter of this process's audit
 // netlink socket with the given port id from /proc/net/netlink (columns
 // sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode).
+// multicastPorts lists the netlink ports of the sockets in the audit
+// multicast group, from /proc/net/netlink (Eth 9, Groups bit 0).
+func multicastPorts() []uint32 {
+	b, err := os.ReadFile("/proc/net/netlink")
+	if err != nil {
+		return nil
+	}
+	var ports []uint32
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[1] != strconv.Itoa(syscall.NETLINK_AUDIT) {
+			continue
+		}
+		groups, err1 := strconv.ParseUint(f[3], 16, 32)
+		port, err2 := strconv.ParseUint(f[2], 10, 32)
+		if err1 == nil && err2 == nil && groups&netlinkGroupReadLog != 0 {
+			ports = append(ports, uint32(port))
+		}
+	}
+	return ports
+}
+
 func socketDrops(port uint32) (uint64, bool) {
 	if port == 0 {
 		return 0, false

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,18 +34,61 @@ type owner struct {
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start_time"` // /proc/PID/stat field 22: tells a reused pid apart
 	Key   string `json:"key"`
+	// Port is the netlink port of its multicast socket: the readers of the
+	// audit multicast group that are tracers (otherReaders).
+	Port uint32 `json:"port,omitempty"`
 }
 
 // nodeSettings are the audit settings as they were before any tracer
-// changed them. A nil field was not changed.
+// changed them, and the value tracers set. A nil field was not changed.
+// Each is written here before the change is made, so that a tracer killed
+// at any point leaves a record of everything it may have changed.
 type nodeSettings struct {
 	Enabled         *uint32 `json:"enabled_before,omitempty"`
 	BacklogLimit    *uint32 `json:"backlog_limit_before,omitempty"`
 	BacklogWaitTime *uint32 `json:"backlog_wait_time_before,omitempty"`
+	// The values tracers set: a setting is put back only while it still
+	// holds the value a tracer set (compare and restore), never over a
+	// value somebody else (auditd starting with -e 1, -b 8192) set since.
+	EnabledSet         *uint32 `json:"enabled_set,omitempty"`
+	BacklogLimitSet    *uint32 `json:"backlog_limit_set,omitempty"`
+	BacklogWaitTimeSet *uint32 `json:"backlog_wait_time_set,omitempty"`
 	// Excludes are the lean-records exclude rules tracers added (record
 	// types); ones that were there before are not listed, and stay.
 	Excludes []string `json:"excludes_added,omitempty"`
 }
+
+// setting names one audit setting in nodeSettings: where its value before
+// and the value set are recorded, how to read it from the kernel's status
+// and how to set it.
+type setting struct {
+	name        string
+	before, set func(*nodeSettings) **uint32
+	get         func(*libaudit.AuditStatus) uint32
+	apply       func(c *libaudit.AuditClient, v uint32) error
+}
+
+var (
+	settingEnabled = setting{"enabled",
+		func(s *nodeSettings) **uint32 { return &s.Enabled },
+		func(s *nodeSettings) **uint32 { return &s.EnabledSet },
+		func(st *libaudit.AuditStatus) uint32 { return st.Enabled },
+		func(c *libaudit.AuditClient, v uint32) error { return c.SetEnabled(v == 1, libaudit.WaitForReply) }}
+	settingBacklogLimit = setting{"backlog_limit",
+		func(s *nodeSettings) **uint32 { return &s.BacklogLimit },
+		func(s *nodeSettings) **uint32 { return &s.BacklogLimitSet },
+		func(st *libaudit.AuditStatus) uint32 { return st.BacklogLimit },
+		func(c *libaudit.AuditClient, v uint32) error { return c.SetBacklogLimit(v, libaudit.WaitForReply) }}
+	settingBacklogWaitTime = setting{"backlog_wait_time",
+		func(s *nodeSettings) **uint32 { return &s.BacklogWaitTime },
+		func(s *nodeSettings) **uint32 { return &s.BacklogWaitTimeSet },
+		func(st *libaudit.AuditStatus) uint32 { return st.BacklogWaitTime },
+		func(c *libaudit.AuditClient, v uint32) error {
+			return c.SetBacklogWaitTime(int32(v), libaudit.WaitForReply)
+		}}
+	// settings, in the order they are put back.
+	settings = []setting{settingBacklogWaitTime, settingBacklogLimit, settingEnabled}
+)
 
 func ownerPath(pid int) string { return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json") }
 func nodePath() string         { return filepath.Join(StateDir, "audit-node.json") }
@@ -146,72 +190,144 @@ func othersAlive() bool {
 	return false
 }
 
-// recordSetting notes a setting's value before the first tracer changes it.
-func recordSetting(set func(*nodeSettings) **uint32, before uint32) error {
+// readSettings reads what tracers recorded; none is an empty record.
+func readSettings() (nodeSettings, error) {
 	var s nodeSettings
 	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", nodePath(), err)
+		return s, fmt.Errorf("reading %s: %w", nodePath(), err)
 	}
-	if p := set(&s); *p == nil {
-		*p = &before
-		return writeJSON(nodePath(), &s)
+	return s, nil
+}
+
+// changeSetting sets one audit setting to v, recording first (before the
+// kernel is asked) the value it had, unless a tracer changed it earlier,
+// and the value set. The state lock is held.
+func changeSetting(c *libaudit.AuditClient, st setting, now, v uint32) error {
+	s, err := readSettings()
+	if err != nil {
+		return err
+	}
+	if p := st.before(&s); *p == nil {
+		*p = &now
+	}
+	*st.set(&s) = &v
+	if err := writeJSON(nodePath(), &s); err != nil {
+		return err
+	}
+	if testHook != nil {
+		testHook("record " + st.name)
+	}
+	if err := st.apply(c, v); err != nil {
+		return err
+	}
+	if testHook != nil {
+		testHook("set " + st.name)
 	}
 	return nil
 }
 
-// recordExclude notes a lean-records exclude rule a tracer added.
+// testHook, when set by a test, is called after each change to the node's
+// audit state and to the state directory's record of it: the fault
+// injection tests kill a tracer there.
+var testHook func(step string)
+
+// recordExclude notes a lean-records exclude rule a tracer is about to
+// add; forgetExclude takes the note back when adding it failed.
 func recordExclude(typ string) error {
-	var s nodeSettings
-	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", nodePath(), err)
+	s, err := readSettings()
+	if err != nil {
+		return err
 	}
 	s.Excludes = append(s.Excludes, typ)
 	return writeJSON(nodePath(), &s)
 }
 
-// restoreSettings puts back what audit-node.json recorded and removes it;
-// call it only as the last tracer. It returns what it did.
-func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
-	var s nodeSettings
-	if err := readJSON(nodePath(), &s); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s: %w", nodePath(), err)
+func forgetExclude(typ string) error {
+	s, err := readSettings()
+	if err != nil {
+		return err
+	}
+	if i := slices.Index(s.Excludes, typ); i >= 0 {
+		s.Excludes = slices.Delete(s.Excludes, i, i+1)
+	}
+	return writeJSON(nodePath(), &s)
+}
+
+// removeExcludes deletes every lean-records exclude rule tracers recorded
+// and forgets them: another reader of the records appeared, or the last
+// tracer leaves. The state lock is held.
+func removeExcludes(c *libaudit.AuditClient) ([]string, error) {
+	s, err := readSettings()
+	if err != nil || len(s.Excludes) == 0 {
+		return nil, err
 	}
 	var done []string
 	var errs []error
+	var kept []string
 	for _, typ := range s.Excludes {
 		r := auditrules.ExcludeRule(typ)
 		wf, err := r.Wire()
 		if err == nil {
 			err = c.DeleteRule(wf)
 		}
-		if err != nil && !strings.Contains(err.Error(), "no such file") {
-			errs = append(errs, fmt.Errorf("removing %q: %w", r.Text(), err))
-		} else {
+		switch {
+		case err == nil:
 			done = append(done, "removed "+r.Text())
+		case strings.Contains(err.Error(), "no such file"):
+			// Recorded before a tracer added it, and it never did.
+		default:
+			errs = append(errs, fmt.Errorf("removing %q: %w", r.Text(), err))
+			kept = append(kept, typ)
 		}
 	}
-	if s.BacklogWaitTime != nil {
-		if err := c.SetBacklogWaitTime(int32(*s.BacklogWaitTime), libaudit.WaitForReply); err != nil {
-			errs = append(errs, fmt.Errorf("restoring backlog_wait_time: %w", err))
-		} else {
-			done = append(done, fmt.Sprintf("restored backlog_wait_time %d", *s.BacklogWaitTime))
-		}
+	s.Excludes = kept
+	if err := writeJSON(nodePath(), &s); err != nil {
+		errs = append(errs, err)
 	}
-	if s.BacklogLimit != nil {
-		if err := c.SetBacklogLimit(*s.BacklogLimit, libaudit.WaitForReply); err != nil {
-			errs = append(errs, fmt.Errorf("restoring backlog_limit: %w", err))
-		} else {
-			done = append(done, fmt.Sprintf("restored backlog_limit %d", *s.BacklogLimit))
-		}
+	return done, errors.Join(errs...)
+}
+
+// restoreSettings puts back what audit-node.json recorded and removes it;
+// call it only as the last tracer, under the state lock. A setting goes
+// back only where it still holds the value a tracer set. It
+// returns what it did, and what it left and why. Audit is never turned
+// off under a running audit daemon; the backlog settings go back to the
+// node's values under one too when it left them as tracers set them.
+func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
+	s, err := readSettings()
+	if err != nil {
+		return nil, err
 	}
-	if s.Enabled != nil {
-		if err := c.SetEnabled(*s.Enabled == 1, libaudit.WaitForReply); err != nil {
-			errs = append(errs, fmt.Errorf("restoring audit enabled flag: %w", err))
-		} else {
-			done = append(done, fmt.Sprintf("restored enabled=%d", *s.Enabled))
+	done, err := removeExcludes(c)
+	errs := []error{err}
+	st, err := c.GetStatus()
+	if err != nil {
+		return done, errors.Join(append(errs, fmt.Errorf("reading audit status: %w", err))...)
+	}
+	daemon := 0
+	if pid := int(st.PID); pid != 0 && tracer.ProcessAlive(pid) && !isTracerOwner(pid) {
+		daemon = pid
+	}
+	for _, set := range settings {
+		before, want := *set.before(&s), *set.set(&s)
+		if before == nil {
+			continue
+		}
+		now := set.get(st)
+		switch {
+		case daemon != 0 && set.name == settingEnabled.name:
+			if now != *before {
+				done = append(done, fmt.Sprintf("left %s %d to the audit daemon (pid %d), which holds the audit PID", set.name, now, daemon))
+			}
+		case want != nil && now != *want:
+			done = append(done, fmt.Sprintf("left %s %d: set by another program since tracer set %d", set.name, now, *want))
+		case now == *before:
+		default:
+			if err := set.apply(c, *before); err != nil {
+				errs = append(errs, fmt.Errorf("restoring %s: %w", set.name, err))
+				continue
+			}
+			done = append(done, fmt.Sprintf("restored %s %d", set.name, *before))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -222,9 +338,11 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 }
 
 // Cleanup removes what tracers that are gone (killed with SIGKILL, say)
-// left behind: their audit rules, their state files, and, when no tracer
-// runs any more, the audit settings they changed. Rules of live tracers and
-// rules without tracer's key are never touched. It returns what it did.
+// left behind: their audit rules, the exclude rules tracers recorded, their
+// state files, and, when no tracer runs any more, the audit settings they
+// changed (compare and restore). Rules of live tracers and rules without a
+// tracer's instance key (the node's own, those persisted from `tracer
+// rules` included) are never touched. It returns what it did.
 func Cleanup() ([]string, error) {
 	c, err := libaudit.NewAuditClient(nil)
 	if err != nil {
@@ -248,7 +366,9 @@ func Cleanup() ([]string, error) {
 	}
 	for _, wf := range rules {
 		key, text, ok := ruleKey(wf)
-		if !ok || !auditrules.IsTracerKey(key) || liveKeys[key] || keyOwnerAlive(key) {
+		// Only a tracer's own key: rules persisted from `tracer rules`
+		// (key tracer, or --key) are the node's.
+		if !ok || !auditrules.IsInstanceKey(key) || liveKeys[key] || keyOwnerAlive(key) {
 			continue
 		}
 		if err := c.DeleteRule(wf); err != nil {

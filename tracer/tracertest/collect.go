@@ -52,37 +52,78 @@ func (c *Collector) Tree(root uint32) []tracer.Event {
 // returns the events of the workload's tree and the root pid.
 func RunWorkload(t *testing.T, b tracer.Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, uint32) {
 	t.Helper()
+	s := StartSession(t, b, cfg)
+	events, root := s.Workload(bin, args...)
+	s.Stop()
+	// The drain may have delivered the tree's last events.
+	if got := s.Tree(root); len(got) >= len(events) {
+		events = got
+	}
+	return events, root
+}
+
+// Session is a backend started and running, whose events a Collector
+// keeps, for tests that run several workloads under one backend (across
+// an auditd restart, say).
+type Session struct {
+	Collector
+	t        *testing.T
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	err      error
+}
+
+// StartSession starts b with cfg and runs it until Stop.
+func StartSession(t *testing.T, b tracer.Backend, cfg tracer.Config) *Session {
+	t.Helper()
 	if err := b.Start(cfg); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	var c Collector
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx, c.Emit) }()
+	s := &Session{t: t, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- b.Run(ctx, s.Emit) }()
+	// A test that failed before Stop still ends Run before Close.
+	t.Cleanup(func() {
+		s.stopOnce.Do(func() { cancel(); s.err = <-s.done })
+		_ = b.Close()
+	})
+	return s
+}
 
+// Workload runs the workload binary with args (it must end with "exit
+// CODE"), waits for the root's exit event, and returns the events of the
+// workload's tree so far and the root pid.
+func (s *Session) Workload(bin string, args ...string) ([]tracer.Event, uint32) {
+	s.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatalf("workload: %v", err)
+			s.t.Fatalf("workload: %v", err)
 		}
 	}
 	root := uint32(cmd.Process.Pid)
 	// Events reach user space asynchronously: wait for the root's exit event.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		got := c.Tree(root)
+		got := s.Tree(root)
 		if n := len(got); n > 0 && got[n-1].Type == tracer.TypeExit && got[n-1].PID == root {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
+	return s.Tree(root), root
+}
+
+// Stop ends Run (which drains what the kernel queued) and fails the test
+// on its error.
+func (s *Session) Stop() {
+	s.t.Helper()
+	s.stopOnce.Do(func() { s.cancel(); s.err = <-s.done })
+	if s.err != nil {
+		s.t.Fatalf("Run: %v", s.err)
 	}
-	return c.Tree(root), root
 }
 
 // Key names an event for exact counting across backends: its type with
