@@ -30,7 +30,7 @@ import (
 // adds. The audit mode's distance to it is what tracer's backend costs.
 
 // floorBacklog and the zero wait time are what the audit backend sets
-// while it holds the audit PID, so that both run against the same queue.
+// while no audit daemon runs, so that both run against the same queue.
 const floorBacklog = 1 << 17
 
 // AuditFloorStats is what the floor consumer read: `tracer __audit-floor
@@ -50,9 +50,8 @@ type AuditFloorStats struct {
 
 // RunAuditFloor is `tracer __audit-floor`: it loads the rules `tracer
 // watch --backend audit` loads (exec, fork, signal; classic records, no
-// exclude rules), takes the audit PID as the audit backend does -- or, when
-// another process (auditd) holds it, reads the multicast group as the
-// backend does then -- and discards every record until ctx ends. ready is
+// exclude rules), reads the multicast group as the audit backend does, and
+// discards every record until ctx ends. ready is
 // called once the rules are in place. Everything it changed is put back
 // before it returns.
 func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloorStats, err error) {
@@ -94,20 +93,15 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 		}
 	}
 
-	var c *floorConn
+	// Like the audit backend, the floor never takes the audit PID (it is
+	// the node's audit daemon's): it reads the multicast group, and sizes
+	// the backlog as the backend does while no daemon holds the PID.
 	holder := int(status.PID)
 	if holder != 0 && tracer.ProcessAlive(holder) {
 		st.Beside, _ = tracer.ProcComm(uint32(holder))
-		if c, err = newFloorConn(1); err != nil { // AUDIT_NLGRP_READLOG
-			return st, fmt.Errorf("joining the audit multicast group: %w", err)
-		}
-		undo = append(undo, c.Close)
 	} else {
 		if status.Failure == 2 {
-			return st, tracer.Usagef("audit failure mode is 2 (panic): the floor will not hold the audit PID, since a full backlog after it died would panic the node")
-		}
-		if c, err = newFloorConn(0); err != nil {
-			return st, err
+			return st, tracer.Usagef("audit failure mode is 2 (panic) and no audit daemon runs: the floor's records would fill the kernel's hold queue and panic the node")
 		}
 		if status.BacklogLimit < floorBacklog {
 			if err := ctl.SetBacklogLimit(floorBacklog, libaudit.WaitForReply); err != nil {
@@ -123,14 +117,12 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 			old := status.BacklogWaitTime
 			undo = append(undo, func() error { return ctl.SetBacklogWaitTime(int32(old), libaudit.WaitForReply) })
 		}
-		pc := &libaudit.AuditClient{Netlink: c}
-		if err := pc.SetPID(libaudit.WaitForReply); err != nil {
-			c.Close()
-			return st, fmt.Errorf("taking the audit PID: %w", err)
-		}
-		// Closing the client that set the PID gives it back (go-libaudit).
-		undo = append(undo, pc.Close)
 	}
+	c, err := newFloorConn(1) // AUDIT_NLGRP_READLOG
+	if err != nil {
+		return st, fmt.Errorf("joining the audit multicast group: %w", err)
+	}
+	undo = append(undo, c.Close)
 	c.setRecvBuffer(64 << 20)
 	if err := c.setRecvTimeout(100 * time.Millisecond); err != nil {
 		return st, err

@@ -192,6 +192,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		b.added = append(b.added, wf)
 		b.addedText = append(b.addedText, r.Text())
 		b.mu.Unlock()
+		changed("add rule " + r.Text())
 	}
 	gone, err := eoeExcluded(b.ctl)
 	if err != nil {
@@ -223,6 +224,7 @@ func (b *Backend) setup() error {
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
 		return err
 	}
+	changed("write " + ownerPath(me.PID))
 	b.key, b.registered = me.Key, true
 	holder := int(st.PID)
 	if holder != 0 && !tracer.ProcessAlive(holder) {
@@ -294,9 +296,7 @@ func (b *Backend) leanRecords() error {
 		if err := recordExclude(typ); err != nil {
 			return err
 		}
-		if testHook != nil {
-			testHook("record exclude " + typ)
-		}
+		changed("record exclude " + typ)
 		if err := b.ctl.AddRule(wf); err != nil {
 			_ = forgetExclude(typ)
 			if strings.Contains(err.Error(), "rule exists") {
@@ -304,9 +304,7 @@ func (b *Backend) leanRecords() error {
 			}
 			return tracer.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
 		}
-		if testHook != nil {
-			testHook("add exclude " + typ)
-		}
+		changed("add exclude " + typ)
 	}
 	b.lean = true
 	b.leanForced = b.cfg.LeanRecords == tracer.LeanOn
@@ -717,7 +715,9 @@ func (b *Backend) removeRules() error {
 	for i, wf := range b.added {
 		if err := b.ctl.DeleteRule(wf); err != nil {
 			errs = append(errs, fmt.Errorf("removing audit rule %q: %w", b.addedText[i], err))
+			continue
 		}
+		changed("remove rule " + b.addedText[i])
 	}
 	b.added, b.addedText = nil, nil
 	return errors.Join(errs...)
@@ -800,6 +800,7 @@ func (b *Backend) leave() error {
 	defer unlock()
 	b.registered = false
 	_ = os.Remove(ownerPath(os.Getpid()))
+	changed("remove " + ownerPath(os.Getpid()))
 	if othersAlive() {
 		return nil
 	}

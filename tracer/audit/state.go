@@ -214,22 +214,29 @@ func changeSetting(c *libaudit.AuditClient, st setting, now, v uint32) error {
 	if err := writeJSON(nodePath(), &s); err != nil {
 		return err
 	}
-	if testHook != nil {
-		testHook("record " + st.name)
-	}
+	changed("record " + st.name)
 	if err := st.apply(c, v); err != nil {
 		return err
 	}
-	if testHook != nil {
-		testHook("set " + st.name)
-	}
+	changed("set " + st.name)
 	return nil
 }
 
-// testHook, when set by a test, is called after each change to the node's
-// audit state and to the state directory's record of it: the fault
-// injection tests kill a tracer there.
-var testHook func(step string)
+// changeHook, when set (SetChangeHook), is called after each change to
+// the node's audit state and to the state directory's record of it.
+var changeHook func(step string)
+
+// SetChangeHook installs f to be called after each change tracer makes to
+// the node's audit state (a rule, an exclude rule, a setting, a state
+// file), with what it did. It is for fault injection: a test kills the
+// tracer at each such step and checks that cleanup restores the node.
+func SetChangeHook(f func(step string)) { changeHook = f }
+
+func changed(step string) {
+	if changeHook != nil {
+		changeHook(step)
+	}
+}
 
 // recordExclude notes a lean-records exclude rule a tracer is about to
 // add; forgetExclude takes the note back when adding it failed.
@@ -272,6 +279,7 @@ func removeExcludes(c *libaudit.AuditClient) ([]string, error) {
 		}
 		switch {
 		case err == nil:
+			changed("remove exclude " + typ)
 			done = append(done, "removed "+r.Text())
 		case strings.Contains(err.Error(), "no such file"):
 			// Recorded before a tracer added it, and it never did.
@@ -315,18 +323,20 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 		}
 		now := set.get(st)
 		switch {
+		case now == *before:
+			// As the node had it (a tracer killed before it set it, say).
 		case daemon != 0 && set.name == settingEnabled.name:
 			if now != *before {
 				done = append(done, fmt.Sprintf("left %s %d to the audit daemon (pid %d), which holds the audit PID", set.name, now, daemon))
 			}
 		case want != nil && now != *want:
 			done = append(done, fmt.Sprintf("left %s %d: set by another program since tracer set %d", set.name, now, *want))
-		case now == *before:
 		default:
 			if err := set.apply(c, *before); err != nil {
 				errs = append(errs, fmt.Errorf("restoring %s: %w", set.name, err))
 				continue
 			}
+			changed("restore " + set.name)
 			done = append(done, fmt.Sprintf("restored %s %d", set.name, *before))
 		}
 	}
@@ -334,6 +344,7 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 		return done, err
 	}
 	_ = os.Remove(nodePath())
+	changed("remove " + nodePath())
 	return done, nil
 }
 
