@@ -43,6 +43,13 @@ var AllTypes = []EventType{TypeExec, TypeFork, TypeSignal, TypeExit}
 // bounded, and the rest is counted as cut (Event.ArgvTruncated).
 const ArgvMax = 20
 
+// ArgvBytesMax is how many bytes of an exec's argument area both backends
+// keep: its arguments, each followed by its NUL, cut after this many bytes
+// (the last argument kept may be cut short). It is ARGV_BYTES in
+// bpf/tracer.bpf.c, what the eBPF side reads of the new image; AppendArgv
+// makes the one cut.
+const ArgvBytesMax = ArgvMax * 128
+
 // UnsetID is the audit login uid and session id of a process that never logged in.
 const UnsetID = 4294967295
 
@@ -60,9 +67,9 @@ type Event struct {
 	// exec
 	PPID     uint32
 	Filename string
-	Argv     []string // at most ArgvMax arguments
-	// ArgvTruncated: argv had more than ArgvMax arguments, or the backend
-	// could not read it whole; Argv is its beginning.
+	Argv     []string // at most ArgvMax arguments, ArgvBytesMax bytes with their NULs
+	// ArgvTruncated: argv had more than ArgvMax arguments or ArgvBytesMax
+	// bytes, or the backend could not read it whole; Argv is its beginning.
 	ArgvTruncated bool
 
 	// exec and signal: the syscall's return value (0 or -errno).

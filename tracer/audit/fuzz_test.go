@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -24,6 +26,9 @@ import (
 // FuzzParseRecord runs every record parser over one record, header included.
 func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`audit(1796011828.799:16): opid=9134 oauid=-1 ouid=0 oses=-1 ocomm="workload"`))
+	// An argument continued from the record before: hex, then quoted.
+	f.Add([]byte(`audit(1796011828.799:17):  a2[1]=20746865207461696C a3="TAIL_MARKER"`))
+	f.Add([]byte(`audit(1796011828.799:17):  a0[3]="abc" a0[4]=`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		_, _, body, err := ParseHeader(msg)
 		if err != nil {
@@ -54,15 +59,11 @@ func FuzzParseRecord(f *testing.F) {
 		if len(sc.commRaw) > len(body) {
 			t.Fatalf("comm %q longer than the record", sc.commRaw)
 		}
-		argv, _ := parseExecve(body, nil, maxArgv)
-		if len(argv) > maxArgv {
-			t.Fatalf("%d arguments, the cap is %d", len(argv), maxArgv)
-		}
-		total := 0
-		for _, a := range argv {
-			total += len(a)
-		}
-		if total > len(body) {
+		var args execveArgs
+		args.parse(body)
+		argv, _ := args.appendArgv(nil)
+		checkArgv(t, argv)
+		if total := argvBytes(argv); total > len(body) {
 			t.Fatalf("argv of %d bytes from a record of %d", total, len(body))
 		}
 		if _, name := parsePath(body); len(name) > len(body) {
@@ -73,6 +74,22 @@ func FuzzParseRecord(f *testing.F) {
 			t.Fatalf("ocomm %q longer than the record", c)
 		}
 	})
+}
+
+// checkArgv fails t when argv is over either cap.
+func checkArgv(t *testing.T, argv []string) {
+	t.Helper()
+	if len(argv) > tracer.ArgvMax || argvBytes(argv)+len(argv) > tracer.ArgvBytesMax+1 {
+		t.Fatalf("argv of %d arguments, %d bytes: the caps are %d and %d with NULs", len(argv), argvBytes(argv), tracer.ArgvMax, tracer.ArgvBytesMax)
+	}
+}
+
+func argvBytes(argv []string) int {
+	n := 0
+	for _, a := range argv {
+		n += len(a)
+	}
+	return n
 }
 
 // maxPending is the reassembler's bound on open events: every serial within
@@ -87,6 +104,22 @@ func FuzzReassemble(f *testing.F) {
 	f.Add([]byte("1300 audit(1796011828.799:16): arch=c000003e syscall=62 success=yes exit=0 a0=23ae a1=a a2=0 a3=0 items=0 ppid=1 pid=9134 auid=4294967295 uid=0 comm=\"workload\"\n" +
 		"1318 audit(1796011828.799:16): opid=9134 oauid=-1 ouid=0 oses=-1 ocomm=\"workload\"\n" +
 		"1320 audit(1796011828.799:16): \n"))
+	// Long arguments across EXECVE records, as the kernel splits them:
+	// hex (longer than a record), quoted pieces, and a record repeated.
+	for i, c := range []struct {
+		argv   []string
+		lenMax int
+	}{
+		{[]string{"/bin/sh", "-c", strings.Repeat(": x; ", 1640) + "echo TAIL_MARKER"}, 7500},
+		{[]string{"/bin/true", strings.Repeat("abcdefghij", 300), "x"}, 1001},
+		{[]string{strings.Repeat("\x01\xff", 200), "", "y"}, 105},
+	} {
+		recs := execRecords(f, 20+i, kernelExecve(c.argv, c.lenMax))
+		if i == 2 {
+			recs = slices.Insert(recs, 3, recs[2])
+		}
+		f.Add([]byte(strings.Join(recs, "\n")))
+	}
 	all, _ := tracer.ParseTypes("all")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A new reassembler per input: a copy of one would share whatever
@@ -100,13 +133,8 @@ func FuzzReassemble(f *testing.F) {
 			if emitted > starts {
 				t.Fatalf("%d events from %d SYSCALL and ANOM_ABEND records", emitted, starts)
 			}
-			if len(e.Argv) > maxArgv {
-				t.Fatalf("%d arguments, the cap is %d", len(e.Argv), maxArgv)
-			}
-			total := len(e.Comm) + len(e.Filename)
-			for _, a := range e.Argv {
-				total += len(a)
-			}
+			checkArgv(t, e.Argv)
+			total := len(e.Comm) + len(e.Filename) + argvBytes(e.Argv)
 			if total > 2*len(data) {
 				t.Fatalf("event of %d bytes from %d bytes of records", total, len(data))
 			}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // Audit record types this backend reads (linux/audit.h).
@@ -112,17 +114,27 @@ func (f *fields) next() (key, val []byte, ok bool) {
 // untrusted decodes a value the kernel logged with audit_log_untrustedstring:
 // quoted when plain, hex when it holds spaces, quotes or control bytes.
 func untrusted(v []byte) string {
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		return string(v[1 : len(v)-1])
+	text, isHex := untrustedForm(v)
+	if !isHex {
+		return string(text)
 	}
-	if string(v) == "(null)" {
-		return ""
-	}
-	out := make([]byte, hex.DecodedLen(len(v)))
-	if _, err := hex.Decode(out, v); err != nil {
+	out := make([]byte, hex.DecodedLen(len(text)))
+	if _, err := hex.Decode(out, text); err != nil {
 		return string(v)
 	}
 	return string(out)
+}
+
+// untrustedForm tells how the kernel logged a value: text is what the
+// quotes hold, or the hex digits.
+func untrustedForm(v []byte) (text []byte, isHex bool) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return v[1 : len(v)-1], false
+	}
+	if string(v) == "(null)" {
+		return nil, false
+	}
+	return v, true
 }
 
 // hexArg parses a syscall argument the kernel prints as unsigned hex (a0=23ae).
@@ -337,49 +349,123 @@ func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
 	return string(t), bytes.TrimRight(rest, "\n"), true
 }
 
-// parseExecve appends the argv of an EXECVE record to argv, at most
-// maxArgs arguments; cut says that it left some out. Long arguments come
-// split as a1_len=N a1[0]=... a1[1]=...; they are joined again.
-func parseExecve(body []byte, argv []string, maxArgs int) (_ []string, cut bool) {
+// execveArgs gathers an exec's arguments from its EXECVE records, into the
+// NUL-joined block that tracer.AppendArgv cuts as it cuts the eBPF side's.
+// The kernel continues an argument too long for what is left of a record
+// in the next record (aN_len=... aN[0]=..., then aN[1]=... and on), each
+// piece quoted or hex on its own, so the argument being read is state kept
+// across records. Bytes past tracer.ArgvBytesMax are parsed but not kept:
+// an argument may be 128 KiB. The zero value is ready for an event.
+type execveArgs struct {
+	block []byte // arguments read, each with its NUL but an open one; at most tracer.ArgvBytesMax bytes
+	cut   bool   // bytes left out: past the cap, or after a lost record
+	open  bool   // the last argument in block has more pieces to come
+	argc  int    // from argc=; 0 when not seen
+	// begun counts the arguments begun, and piece is the last piece read of
+	// the last one. A piece at or before it is a repeat (a handover reads
+	// an event from two sockets) and is skipped.
+	begun, piece int
+}
+
+func (a *execveArgs) reset() { *a = execveArgs{block: a.block[:0]} }
+
+// parse reads one EXECVE record body.
+func (a *execveArgs) parse(body []byte) {
 	f := fields{rest: body}
-	var long []byte
-	inLong := false
-	add := func(a string) {
-		if len(argv) >= maxArgs {
-			cut = true
-			return
-		}
-		argv = append(argv, a)
-	}
 	for {
 		k, v, ok := f.next()
 		if !ok {
-			break
+			return
 		}
-		if len(k) == 0 || k[0] != 'a' || string(k) == "argc" {
+		if string(k) == "argc" {
+			a.argc = int(decInt(v))
 			continue
 		}
-		if bytes.HasSuffix(k, []byte("_len")) {
-			if inLong {
-				add(string(long))
+		n, piece, whole, ok := argKey(k)
+		if !ok || n+1 < a.begun || n+1 == a.begun && piece <= a.piece {
+			continue // aN_len, other fields, repeats
+		}
+		if n+1 != a.begun {
+			a.closeArg()
+			if n != a.begun || piece != 0 {
+				a.cut = true // a record was lost: keep only what came before
 			}
-			inLong, long = true, long[:0]
-			continue
+		} else if piece != a.piece+1 {
+			a.cut = true
 		}
-		if bytes.IndexByte(k, '[') >= 0 {
-			long = append(long, untrusted(v)...)
-			continue
+		a.begun, a.piece = n+1, piece
+		a.add(v)
+		a.open = true
+		if whole {
+			a.closeArg()
 		}
-		if inLong {
-			add(string(long))
-			inLong = false
-		}
-		add(untrusted(v))
 	}
-	if inLong {
-		add(string(long))
+}
+
+// argKey reads "aN" (whole, piece 0) and "aN[K]"; ok is false for any other key.
+func argKey(k []byte) (n, piece int, whole, ok bool) {
+	if len(k) < 2 || k[0] != 'a' {
+		return 0, 0, false, false
 	}
-	return argv, cut
+	num, idx, bracket := bytes.Cut(k[1:], []byte("["))
+	if bracket {
+		idx, ok = bytes.CutSuffix(idx, []byte("]"))
+		p, okP := atou(idx)
+		if !ok || !okP || p > 1<<30 {
+			return 0, 0, false, false
+		}
+		piece = int(p)
+	}
+	v, ok := atou(num)
+	if !ok || v > 1<<30 {
+		return 0, 0, false, false
+	}
+	return int(v), piece, !bracket, true
+}
+
+// add appends a piece of an argument, decoded as untrusted does, while
+// there is room.
+func (a *execveArgs) add(v []byte) {
+	if a.cut {
+		return
+	}
+	text, isHex := untrustedForm(v)
+	room := tracer.ArgvBytesMax - len(a.block)
+	if isHex {
+		n, at := min(len(text)/2, room), len(a.block)
+		a.block = slices.Grow(a.block, n)[:at+n]
+		if _, err := hex.Decode(a.block[at:], text[:2*n]); err == nil && len(text)%2 == 0 {
+			a.cut = n < len(text)/2
+			return
+		}
+		a.block, text = a.block[:at], v // as untrusted: not hex after all, kept as it came
+	}
+	n := min(len(text), room)
+	a.block, a.cut = append(a.block, text[:n]...), n < len(text)
+}
+
+// closeArg ends the open argument with its NUL, which counts towards the
+// cap as it does in the eBPF side's read.
+func (a *execveArgs) closeArg() {
+	if !a.open {
+		return
+	}
+	a.open = false
+	if a.cut || len(a.block) == tracer.ArgvBytesMax {
+		a.cut = true
+		return
+	}
+	a.block = append(a.block, 0)
+}
+
+// appendArgv appends the arguments kept to argv and reports whether any
+// were cut.
+func (a *execveArgs) appendArgv(argv []string) ([]string, bool) {
+	a.closeArg()
+	if a.begun < a.argc {
+		a.cut = true // the last records were lost
+	}
+	return tracer.AppendArgv(argv, a.block, max(a.argc, a.begun), a.cut)
 }
 
 // parsePath returns item number and name of a PATH record.

@@ -11,9 +11,6 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 )
 
-// maxArgv caps the argv kept per exec event; the eBPF backend keeps as many.
-const maxArgv = tracer.ArgvMax
-
 // backendName fills Event.Backend.
 const backendName = "audit"
 
@@ -29,8 +26,7 @@ type pending struct {
 	sc       SyscallRecord
 	filename string
 	havePath bool
-	argv     []string
-	argvCut  bool // argv had more than maxArgv arguments
+	args     execveArgs // from the EXECVE records, which may be several
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
 }
@@ -141,12 +137,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	}
 	switch typ {
 	case typeExecve:
-		if r.dedupe != nil && len(p.argv) > 0 {
-			return // the other socket's copy of this record
-		}
-		var cut bool
-		p.argv, cut = parseExecve(body, p.argv, maxArgv)
-		p.argvCut = p.argvCut || cut
+		p.args.parse(body)
 	case typePath:
 		if item, name := parsePath(body); item == 0 && !p.havePath {
 			p.filename, p.havePath = name, true
@@ -236,8 +227,14 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pendi
 }
 
 func (r *reassembler) release(p *pending) {
-	argv := p.argv[:0]
-	*p = pending{argv: argv}
+	args := p.args
+	args.reset()
+	if cap(args.block) > 256 {
+		// Most argv are short: thousands of events in the free list must
+		// not each hold a block of the cap's size.
+		args.block = nil
+	}
+	*p = pending{args: args}
 	r.free = append(r.free, p)
 }
 
@@ -286,10 +283,10 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	case tracer.TypeExec:
 		e.PPID, e.Ret = sc.PPID, sc.Exit
 		e.Comm = r.commBefore(sc.PID, sc.PPID, comm)
-		e.Argv, e.ArgvTruncated = append(e.Argv, p.argv...), p.argvCut
+		e.Argv, e.ArgvTruncated = p.args.appendArgv(e.Argv)
 		e.Filename = p.filename
-		if !p.havePath && len(p.argv) > 0 {
-			e.Filename = p.argv[0]
+		if !p.havePath && len(e.Argv) > 0 {
+			e.Filename = e.Argv[0]
 		}
 		if sc.Exit == 0 {
 			r.setComm(sc.PID, sc.PPID, comm)

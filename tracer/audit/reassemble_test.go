@@ -126,7 +126,9 @@ func TestParseExecveCap(t *testing.T) {
 		return b
 	}
 	for _, n := range []int{3, tracer.ArgvMax, tracer.ArgvMax + 1, 64} {
-		argv, cut := parseExecve(record(n), nil, maxArgv)
+		var args execveArgs
+		args.parse(record(n))
+		argv, cut := args.appendArgv(nil)
 		if want := min(n, tracer.ArgvMax); len(argv) != want || cut != (n > tracer.ArgvMax) {
 			t.Errorf("%d arguments: kept %d, cut %v; want %d, %v", n, len(argv), cut, want, n > tracer.ArgvMax)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // header builds an event_hdr as the BPF programs write it.
@@ -144,6 +145,24 @@ func TestDecodeExec(t *testing.T) {
 	}
 	if err := d.decode(execRecord("/bin/echo", long[:tracer.ArgvMax], 0), &e); err != nil || e.ArgvTruncated {
 		t.Errorf("%d arguments: argv_truncated %v, %v", tracer.ArgvMax, e.ArgvTruncated, err)
+	}
+
+	// A long argument area, as the kernel side reads it: its first
+	// tracer.ArgvBytesMax bytes, marked cut.
+	for _, a := range tracertest.LongArgs(tracertest.ArgSizes...) {
+		argv := []string{"/bin/sh", "-c", a, "TAIL_MARKER"}
+		block := []byte(strings.Join(argv, "\x00") + "\x00")
+		read := block[:min(len(block), tracer.ArgvBytesMax)]
+		raw := append(execRecord("/bin/sh", nil, 0)[:offData+len("/bin/sh\x00")], read...)
+		binary.LittleEndian.PutUint16(raw[offArgvSize:], uint16(len(read)))
+		raw[offArgc] = uint8(len(argv))
+		if len(read) < len(block) {
+			raw[offFlags] |= flagArgvTrunc
+		}
+		want, cut := tracertest.CutArgv(argv)
+		if err := d.decode(raw, &e); err != nil || !reflect.DeepEqual(e.Argv, want) || e.ArgvTruncated != cut {
+			t.Errorf("argument of %d bytes: kept %d arguments, argv_truncated %v, %v; want %d, %v", len(a), len(e.Argv), e.ArgvTruncated, err, len(want), cut)
+		}
 	}
 }
 
@@ -317,19 +336,30 @@ func TestDeliverBatch(t *testing.T) {
 	}
 }
 
-// The kernel side keeps as many arguments as the audit backend:
-// tracer.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c.
+// The kernel side keeps as many arguments and bytes as the audit backend:
+// tracer.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c, tracer.ArgvBytesMax its
+// ARGV_BYTES (ARGC_MAX * ARG_MAX).
 func TestArgvMaxIsTheCSide(t *testing.T) {
 	src, err := os.ReadFile("../../bpf/tracer.bpf.c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^#define ARGC_MAX (\d+)`).FindSubmatch(src)
-	if m == nil {
-		t.Fatal("no #define ARGC_MAX in bpf/tracer.bpf.c")
+	define := func(name string) int {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("no #define %s in bpf/tracer.bpf.c", name)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
 	}
-	if n, _ := strconv.Atoi(string(m[1])); n != tracer.ArgvMax {
+	if n := define("ARGC_MAX"); n != tracer.ArgvMax {
 		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, tracer.ArgvMax)
+	}
+	if !regexp.MustCompile(`(?m)^#define ARGV_BYTES \(ARGC_MAX \* ARG_MAX\)$`).Match(src) {
+		t.Error("ARGV_BYTES is no longer ARGC_MAX * ARG_MAX")
+	}
+	if n := tracer.ArgvMax * define("ARG_MAX"); n != tracer.ArgvBytesMax {
+		t.Errorf("ARGV_BYTES is %d, tracer.ArgvBytesMax %d: change both (and run make generate)", n, tracer.ArgvBytesMax)
 	}
 }
 

@@ -5,6 +5,7 @@
 //
 //   workload exec N PATH      N times: vfork + execve(PATH) (PATH should exit 0 at once)
 //   workload execfail N       N times: vfork + execve("/nonexistent/tracer-enoent") -> ENOENT
+//   workload execargs PATH ARG  vfork + execve(PATH) with argv {PATH, ARG}: ARG of any length or bytes
 //   workload fork N           N times: syscall(SYS_fork), child _exit(0)
 //   workload vfork N          N times: vfork(), child _exit(0)
 //   workload clone N          N times: syscall(SYS_clone, SIGCHLD, 0), child _exit(0)
@@ -49,6 +50,17 @@ int main(int argc, char **argv) {
 		}
 		if (!strcmp(cmd, "comm")) {
 			if (prctl(PR_SET_NAME, argv[i++])) { perror("prctl"); return 3; }
+			continue;
+		}
+		if (!strcmp(cmd, "execargs")) {
+			char *args[] = {argv[i], argv[i + 1], NULL};
+			i += 2;
+			pid_t p = vfork();
+			if (p == 0) {
+				execve(args[0], args, environ);
+				_exit(127);
+			}
+			reap(p);
 			continue;
 		}
 		long n = atol(argv[i++]);
