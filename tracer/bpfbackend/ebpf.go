@@ -75,6 +75,7 @@ type Backend struct {
 	track     []probe // process-tree probes, attached when tracking is on
 	tracking  bool
 	ring      *ringbuf.Reader
+	running   bool // Run reads the ring
 	perf      *perf.Reader
 	bpfStats  io.Closer
 	cgroups   *cgroupNames // names the cgroup ids of records
@@ -83,6 +84,7 @@ type Backend struct {
 	perfLost atomic.Uint64
 	badRecs  atomic.Uint64
 
+	detachErr   error          // detaching when Run's context ended, reported by Close
 	final       *tracer.Stats  // taken at Close
 	finalCounts *tracer.Counts // taken at Close in counting mode
 
@@ -482,6 +484,10 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	b.mu.Lock()
 	started, countOnly, ring, pr := b.started, b.cfg.CountOnly, b.ring, b.perf
 	b.mu.Unlock()
+	if started && ring != nil && !countOnly {
+		b.setRunning(true)
+		defer b.setRunning(false)
+	}
 	switch {
 	case !started:
 		return errors.New("ebpf backend not started")
@@ -496,10 +502,20 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	return errors.New("ebpf backend closed")
 }
 
+// setRunning marks the ring as Run's to read (see unread).
+func (b *Backend) setRunning(on bool) {
+	b.mu.Lock()
+	b.running = on
+	b.mu.Unlock()
+}
+
 func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
 	flush := b.flushFunc()
 	stop := context.AfterFunc(ctx, func() {
-		flush() // what the CPUs batched goes into the ring first
+		// The probes stop first, so that what the CPUs batched and the
+		// ring holds is all they took: nothing is left for Close to free.
+		b.detach()
+		flush()
 		_ = rd.Flush()
 	})
 	defer stop()
@@ -524,7 +540,10 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 }
 
 func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*tracer.Event)) error {
-	stop := context.AfterFunc(ctx, func() { _ = rd.Flush() })
+	stop := context.AfterFunc(ctx, func() {
+		b.detach()
+		_ = rd.Flush()
+	})
 	defer stop()
 	d := b.newDecoder()
 	ev := new(tracer.Event)
@@ -556,17 +575,11 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
 	var n [tracer.TypeExit + 1]uint64
 	for len(raw) > 0 {
-		rec := raw
-		if len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
-			rec = raw[:eventSize]
-		}
+		rec, repeat, ok := nextRecord(raw)
 		raw = raw[len(rec):]
-		repeat := uint32(0)
-		if len(rec) == eventSize && rec[offType] != uint8(tracer.TypeExec) {
-			if repeat = binary.LittleEndian.Uint32(rec[offRepeat:]); repeat > maxRepeat {
-				b.badRecs.Add(1)
-				continue
-			}
+		if !ok {
+			b.badRecs.Add(1)
+			continue
 		}
 		if !b.decodeEmit(d, rec, ev, emit, &n) {
 			continue
@@ -585,11 +598,54 @@ func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit fu
 	}
 }
 
+// nextRecord is the first record of a ring buffer record: one of a CPU's
+// batch of fork, signal and exit records, or the whole; repeat is its
+// repeat count, and ok is false when that is beyond the kernel's cap.
+func nextRecord(raw []byte) (rec []byte, repeat uint32, ok bool) {
+	rec = raw
+	if len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
+		rec = raw[:eventSize]
+	}
+	if len(rec) == eventSize && rec[offType] != uint8(tracer.TypeExec) {
+		if repeat = binary.LittleEndian.Uint32(rec[offRepeat:]); repeat > maxRepeat {
+			return rec, 0, false
+		}
+	}
+	return rec, repeat, true
+}
+
+// unread empties the ring Run is no longer reading, the CPUs' batches
+// first, and returns how many events it held. b.mu is held.
+func (b *Backend) unread() uint64 {
+	if b.ring == nil || b.running {
+		return 0
+	}
+	b.flushLocked()()
+	var n uint64
+	var rec ringbuf.Record
+	b.ring.SetDeadline(time.Now())
+	for b.ring.ReadInto(&rec) == nil {
+		for raw := rec.RawSample; len(raw) > 0; {
+			r, repeat, ok := nextRecord(raw)
+			raw = raw[len(r):]
+			if ok {
+				n += 1 + uint64(repeat)
+			}
+		}
+	}
+	return n
+}
+
 // flushFunc returns what sends every CPU's batched records to the ring:
 // flush_batch run on each CPU.
 func (b *Backend) flushFunc() func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+// flushLocked is flushFunc with b.mu held.
+func (b *Backend) flushLocked() func() {
 	if !b.batch || b.coll == nil {
 		return func() {}
 	}
@@ -692,20 +748,37 @@ func (b *Backend) Close() error {
 		b.closed = b.closed || b.started
 		return nil
 	}
+	b.detachErr = errors.Join(b.detachErr, b.detachLocked())
 	st := b.kernelStats()
+	// What the probes took and Run did not read (it was not running when
+	// they stopped) goes with the maps: counted, not freed unseen.
+	st.Lost[tracer.LostRingbuf] += b.unread()
 	b.final = &st
 	if b.cfg.CountOnly && b.coll != nil {
 		if c, err := b.readCounts(); err == nil {
 			b.finalCounts = c
 		}
 	}
-	err := b.cleanup()
+	err := errors.Join(b.detachErr, b.cleanup())
 	b.closed = true
 	return err
 }
 
-// cleanup releases what start made, in reverse; b.mu is held.
-func (b *Backend) cleanup() error {
+// detach detaches every program (Run, when its context ends); Close
+// reports what failed.
+func (b *Backend) detach() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detachErr = errors.Join(b.detachErr, b.detachLocked())
+}
+
+// detachLocked detaches every program, in reverse (switch_flush last), and
+// waits until none that started before still runs: one could still batch
+// or write a record. b.mu is held.
+func (b *Backend) detachLocked() error {
+	if len(b.links) == 0 {
+		return nil
+	}
 	var errs []error
 	for i := len(b.links) - 1; i >= 0; i-- {
 		if err := b.links[i].Close(); err != nil {
@@ -713,6 +786,19 @@ func (b *Backend) cleanup() error {
 		}
 	}
 	b.links, b.linked, b.tracking = nil, nil, false
+	// BPF programs on tracepoints run in RCU read-side sections:
+	// membarrier's global command waits for a grace period. Where it is
+	// refused (nohz_full), Close counts what a late program batched.
+	_, _, _ = unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0)
+	return errors.Join(errs...)
+}
+
+// membarrierCmdGlobal is MEMBARRIER_CMD_GLOBAL (linux/membarrier.h).
+const membarrierCmdGlobal = 1
+
+// cleanup releases what start made, in reverse; b.mu is held.
+func (b *Backend) cleanup() error {
+	errs := []error{b.detachLocked()}
 	if b.ring != nil {
 		errs = append(errs, b.ring.Close())
 		b.ring = nil
