@@ -13,6 +13,7 @@ type Filter struct {
 	AuidSet bool
 	// tree holds the --pid root and every descendant seen forking from it.
 	tree *ProcTree
+	hold *treeHold  // events that may join the tree (treehold.go)
 	who  *whoFilter // --cgroup and --target (target.go)
 }
 
@@ -20,18 +21,46 @@ type Filter struct {
 func NewFilter(cfg Config) *Filter {
 	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm, AuidSet: cfg.AuidSet}
 	if cfg.PID != 0 {
-		f.tree = NewProcTree(cfg.PID)
+		f.tree, f.hold = NewProcTree(cfg.PID), newTreeHold()
 	}
 	f.who = newWhoFilter(cfg)
 	return f
 }
 
 // Match reports whether e passes. It must see every fork event the backend
-// delivers, even of classes not asked for, to follow the --pid tree.
+// delivers, even of classes not asked for, to follow the --pid tree. An
+// event of a process not in the tree that may join it (a fork, or one that
+// passes the rest) is held: Release passes it on when it joins.
 func (f *Filter) Match(e *Event) bool {
-	if f.tree != nil && !f.tree.Follow(e.Type, e.PID, e.PPID, e.ChildPID) {
-		return false
+	if f.tree != nil {
+		n := f.tree.Len()
+		if !f.tree.Follow(e.Type, e.PID, e.PPID, e.ChildPID) {
+			if e.Type == TypeFork || f.rest(e) {
+				f.hold.keep(e)
+			}
+			return false
+		}
+		if f.tree.Len() != n && f.hold.n > 0 {
+			f.hold.joined(e.PID, e.Time)
+			f.hold.joined(e.ChildPID, e.Time)
+		}
 	}
+	return f.rest(e)
+}
+
+// Releasing reports whether Release has events to pass on.
+func (f *Filter) Releasing() bool { return f.hold != nil && len(f.hold.admit) > 0 }
+
+// Release passes to fn the held events that the last Match let into the
+// --pid tree, and that match. fn must not keep the *Event.
+func (f *Filter) Release(fn func(*Event)) {
+	if f.hold != nil {
+		f.hold.release(f, fn)
+	}
+}
+
+// rest is Match but for the --pid tree.
+func (f *Filter) rest(e *Event) bool {
 	if !f.Types.Has(e.Type) {
 		return false
 	}

@@ -24,9 +24,16 @@ func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
 
 // Emit is the backend's emit callback.
 func (p *Pipeline) Emit(e *Event) {
-	if !p.Filter.Match(e) {
-		return
+	if p.Filter.Match(e) {
+		p.write(e)
 	}
+	// A fork let held events of the --pid tree in: they follow it.
+	if p.Filter.Releasing() {
+		p.Filter.Release(p.write)
+	}
+}
+
+func (p *Pipeline) write(e *Event) {
 	p.emitted[e.Type].Add(1)
 	for _, s := range p.Sinks {
 		if err := s.Write(e); err != nil {
