@@ -72,9 +72,10 @@ type Backend struct {
 
 	startLost uint32
 	status    atomic.Pointer[libaudit.AuditStatus]
-	// eoeGone is set while the kernel excludes EOE records (eoeExcluded):
-	// Run's reassembler then ends events without them.
-	eoeGone atomic.Bool
+	// excluded is the set of record types the kernel's exclude list drops
+	// (excludedTypes), lean records' or the node's own: Run's reassembler
+	// ends events at the last record that still comes.
+	excluded atomic.Uint32
 	// recheck asks the poller to read the exclude list now: Run saw it
 	// change (a CONFIG_CHANGE record of the exclude list).
 	recheck  chan struct{}
@@ -194,11 +195,14 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		b.mu.Unlock()
 		changed("add rule " + r.Text())
 	}
-	gone, err := eoeExcluded(b.ctl)
+	rules, err := b.ctl.GetRules()
 	if err != nil {
-		return err
+		return fmt.Errorf("listing audit rules: %w", err)
 	}
-	b.eoeGone.Store(gone)
+	b.excluded.Store(uint32(excludedTypes(rules)))
+	if excludedTypes(rules).has(recSyscall) {
+		return tracer.Usagef("the node's audit rules exclude SYSCALL records (-a never,exclude -F msgtype=SYSCALL): the audit backend would see no event; remove that rule, or use --backend ebpf")
+	}
 	b.startPoller()
 	b.started.Store(true)
 	return nil
@@ -282,6 +286,12 @@ func (b *Backend) leanRecords() error {
 	if err != nil {
 		return fmt.Errorf("listing audit rules: %w", err)
 	}
+	if node := excludedTypes(present); node.has(recPath) || node.has(recExecve) {
+		// Without PATH (or EXECVE) records an exec has no last record of
+		// its own: it must end at its EOE.
+		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == "EOE" })
+		b.note("the node's exclude rules drop PATH or EXECVE records: lean records keep EOE, which then ends each exec")
+	}
 	for _, typ := range types {
 		r := auditrules.ExcludeRule(typ)
 		wf, err := r.Wire()
@@ -311,28 +321,33 @@ func (b *Backend) leanRecords() error {
 	return nil
 }
 
-// eoeExcluded reports whether the kernel's exclude list drops EOE records
-// (lean records, ours or another tracer's), which decides how events end.
-func eoeExcluded(c *libaudit.AuditClient) (bool, error) {
-	rules, err := c.GetRules()
-	if err != nil {
-		return false, fmt.Errorf("listing audit rules: %w", err)
-	}
+// excludedTypes reads which of the record types tracer reads the kernel's
+// exclude list drops (exact -F msgtype= rules: lean records', or the
+// node's own).
+func excludedTypes(rules [][]byte) recordSet {
+	var set recordSet
 	for _, r := range rules {
-		if bytes.Equal(r, eoeExcludeWire) {
-			return true, nil
+		for i, wf := range excludeWires {
+			if bytes.Equal(r, wf) {
+				set |= 1 << i
+			}
 		}
 	}
-	return false, nil
+	return set
 }
 
-// eoeExcludeWire is the kernel's form of the EOE exclude rule.
-var eoeExcludeWire = func() []byte {
-	wf, err := auditrules.ExcludeRule("EOE").Wire()
-	if err != nil {
-		panic("tracer: building the EOE exclude rule: " + err.Error())
+// excludeWires are the kernel's forms of the exclude rules of the record
+// types in recordSet, in its bit order.
+var excludeWires = func() [][]byte {
+	var out [][]byte
+	for _, typ := range recordSetTypes {
+		wf, err := auditrules.ExcludeRule(typ).Wire()
+		if err != nil {
+			panic("tracer: building the " + typ + " exclude rule: " + err.Error())
+		}
+		out = append(out, wf)
 	}
-	return wf
+	return out
 }()
 
 // excludeListChanged matches the CONFIG_CHANGE record of a rule added to
@@ -500,7 +515,7 @@ func (b *Backend) checkRules(cl *libaudit.AuditClient) {
 	if err != nil {
 		return
 	}
-	b.eoeGone.Store(slices.ContainsFunc(rules, func(r []byte) bool { return bytes.Equal(r, eoeExcludeWire) }))
+	b.excluded.Store(uint32(excludedTypes(rules)))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	missing := 0
@@ -585,7 +600,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := newBatch(64, 9000)
 	feed := func(n int) {
-		b.r.setEOEless(b.eoeGone.Load(), count)
+		b.r.setExcluded(recordSet(b.excluded.Load()), count)
 		for i := 0; i < n; i++ {
 			typ, data, ok := bt.message(i)
 			if !ok {

@@ -3,6 +3,7 @@
 package audit
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -114,4 +115,37 @@ func (p *startProbe) Start(cfg tracer.Config) error {
 		p.after()
 	}
 	return err
+}
+
+// The node's own rules exclude PATH records (or PATH and EOE): every exec
+// still ends, lean records keep EOE where the node dropped PATH, and the
+// node's exclude rules stay after tracer.
+func TestNodeExcludeRules(t *testing.T) {
+	for _, types := range [][]string{{"PATH"}, {"PATH", "EOE"}} {
+		t.Run(strings.Join(types, "+"), func(t *testing.T) {
+			tracertest.LockAudit(t)
+			tracertest.PauseNodeAuditd(t)
+			for _, typ := range types {
+				r := auditrules.ExcludeRule(typ).Text()
+				if out, err := exec.Command("sh", "-c", "auditctl "+r).CombinedOutput(); err != nil {
+					t.Fatalf("auditctl %s: %v %s", r, err, out)
+				}
+				t.Cleanup(func() { _ = exec.Command("sh", "-c", "auditctl "+strings.Replace(r, "-a ", "-d ", 1)).Run() })
+			}
+			before := loadedRules(t)
+			b, during, got := runLean(t, tracer.LeanAuto)
+			if !mapsEqual(got, knownCounts) {
+				t.Errorf("counts with the node excluding %v:\n got  %v\n want %v", types, got, knownCounts)
+			}
+			if lost := b.Stats().TotalLost(); lost != 0 {
+				t.Errorf("lost %d (%v)", lost, b.Stats().Lost)
+			}
+			if len(types) == 1 && strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
+				t.Errorf("lean records excluded EOE although the node drops PATH: %v", during)
+			}
+			if after := loadedRules(t); !slices.Equal(before, after) {
+				t.Errorf("rules after tracer:\n %v\n want the node's\n %v", after, before)
+			}
+		})
+	}
 }

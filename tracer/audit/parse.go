@@ -361,10 +361,16 @@ type execveArgs struct {
 	cut   bool   // bytes left out: past the cap, or after a lost record
 	open  bool   // the last argument in block has more pieces to come
 	argc  int    // from argc=; 0 when not seen
+	// argcSeen: argc= was read (an exec may have no arguments at all).
+	argcSeen bool
 	// begun counts the arguments begun, and piece is the last piece read of
 	// the last one. A piece at or before it is a repeat (a handover reads
 	// an event from two sockets) and is skipped.
 	begun, piece int
+	// want is the length the kernel gave (aN_len) of the argument it
+	// splits into pieces, got what its pieces held so far; nextLen is an
+	// aN_len read before its first piece.
+	want, got, nextLen int
 }
 
 func (a *execveArgs) reset() { *a = execveArgs{block: a.block[:0]} }
@@ -378,7 +384,11 @@ func (a *execveArgs) parse(body []byte) {
 			return
 		}
 		if string(k) == "argc" {
-			a.argc = int(decInt(v))
+			a.argc, a.argcSeen = int(decInt(v)), true
+			continue
+		}
+		if bytes.HasSuffix(k, []byte("_len")) {
+			a.nextLen = int(decInt(v))
 			continue
 		}
 		n, piece, whole, ok := argKey(k)
@@ -393,7 +403,11 @@ func (a *execveArgs) parse(body []byte) {
 		} else if piece != a.piece+1 {
 			a.cut = true
 		}
+		if n+1 != a.begun {
+			a.want, a.got, a.nextLen = a.nextLen, 0, 0
+		}
 		a.begun, a.piece = n+1, piece
+		a.got += pieceLen(v)
 		a.add(v)
 		a.open = true
 		if whole {
@@ -421,6 +435,22 @@ func argKey(k []byte) (n, piece int, whole, ok bool) {
 		return 0, 0, false, false
 	}
 	return int(v), piece, !bracket, true
+}
+
+// pieceLen is how many bytes of its argument a piece holds, decoded.
+func pieceLen(v []byte) int {
+	text, isHex := untrustedForm(v)
+	if isHex && len(text)%2 == 0 {
+		return len(text) / 2
+	}
+	return len(text)
+}
+
+// complete reports whether the EXECVE records read so far held every
+// argument whole: where the kernel builds neither PATH nor EOE records,
+// an exec ends there.
+func (a *execveArgs) complete() bool {
+	return a.argcSeen && a.begun == a.argc && (!a.open || a.want > 0 && a.got >= a.want)
 }
 
 // add appends a piece of an argument, decoded as untrusted does, while

@@ -52,8 +52,9 @@ type reassembler struct {
 	maxSerial uint64
 	// syscalls counts SYSCALL records, which pace eviction.
 	syscalls uint64
-	// eoeless: the kernel excludes EOE records (setEOEless).
-	eoeless bool
+	// eoeless: the kernel excludes EOE records; pathless: PATH records
+	// (setExcluded).
+	eoeless, pathless bool
 
 	comms  map[uint32]commEntry // pid -> comm, to name the caller of an exec as it was before the exec
 	intern map[string]string
@@ -120,7 +121,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	}
 	if typ == typeSyscall {
 		p := r.startEvent(t, serial, body)
-		if p != nil && r.eoeless && p.whole() {
+		if p != nil && r.eoeless && p.whole(r.pathless) {
 			r.complete(p, emit)
 		}
 		// Paced by SYSCALL records, not all records: when no SYSCALL
@@ -138,6 +139,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	switch typ {
 	case typeExecve:
 		p.args.parse(body)
+		if r.eoeless && r.pathless && p.args.complete() {
+			r.complete(p, emit)
+		}
 	case typePath:
 		if item, name := parsePath(body); item == 0 && !p.havePath {
 			p.filename, p.havePath = name, true
@@ -156,9 +160,12 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 }
 
 // whole reports whether an event has every record tracer reads, for when
-// no EOE will say so.
-func (p *pending) whole() bool {
-	return p.info.class != tracer.TypeExec || p.havePath || p.sc.Items == 0
+// no EOE will say so: an exec ends at PATH item 0, or, where the kernel
+// builds no PATH records either, once its EXECVE records held every
+// argument (a failed exec has none: it ends at SYSCALL).
+func (p *pending) whole(pathless bool) bool {
+	return p.info.class != tracer.TypeExec || p.havePath || p.sc.Items == 0 ||
+		pathless && (p.sc.Exit != 0 || p.args.complete())
 }
 
 func (r *reassembler) complete(p *pending, emit func(*tracer.Event)) {
@@ -167,12 +174,29 @@ func (r *reassembler) complete(p *pending, emit func(*tracer.Event)) {
 	r.release(p)
 }
 
-// setEOEless switches between ending events at their EOE and ending them
-// at their last record tracer reads, as the kernel's exclude rules change
-// under a running tracer (another tracer added or removed lean records).
-// Events already whole that were waiting for an EOE that will not come
-// end now, in serial order.
-func (r *reassembler) setEOEless(on bool, emit func(*tracer.Event)) {
+// recordSet is a set of the record types an event's end depends on.
+type recordSet uint32
+
+const (
+	recEOE recordSet = 1 << iota
+	recPath
+	recExecve
+	recSyscall
+)
+
+// recordSetTypes names recordSet's bits, in order.
+var recordSetTypes = []string{"EOE", "PATH", "EXECVE", "SYSCALL"}
+
+func (s recordSet) has(t recordSet) bool { return s&t != 0 }
+
+// setExcluded follows the kernel's exclude list as it changes under a
+// running tracer (another tracer added or removed lean records, the node
+// changed its own): without EOE, events end at their last record tracer
+// reads. Events already whole that were waiting for an EOE that will not
+// come end now, in serial order.
+func (r *reassembler) setExcluded(ex recordSet, emit func(*tracer.Event)) {
+	on := ex.has(recEOE)
+	r.pathless = ex.has(recPath)
 	if on == r.eoeless {
 		return
 	}
@@ -182,7 +206,7 @@ func (r *reassembler) setEOEless(on bool, emit func(*tracer.Event)) {
 	}
 	var whole []*pending
 	for _, p := range r.pending {
-		if p.whole() {
+		if p.whole(r.pathless) {
 			whole = append(whole, p)
 		}
 	}

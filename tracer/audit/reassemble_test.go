@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,13 @@ func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
 // the record types in drop excluded, and switches the reassembler to end
 // events without EOE before the eoelessAt'th record fed (-1: never).
 func replayLean(t *testing.T, path string, types tracer.TypeSet, drop []uint16, eoelessAt int) []tracer.Event {
+	t.Helper()
+	return replayExcluded(t, path, types, drop, recEOE, eoelessAt)
+}
+
+// replayExcluded is replayLean with the reassembler told, before the at'th
+// record fed, that the kernel excludes the record types in ex.
+func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint16, ex recordSet, at int) []tracer.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,8 +63,8 @@ func replayLean(t *testing.T, path string, types tracer.TypeSet, drop []uint16, 
 		if slices.Contains(drop, uint16(typ)) {
 			continue
 		}
-		if fed == eoelessAt {
-			r.setEOEless(true, emit)
+		if fed == at {
+			r.setExcluded(ex, emit)
 		}
 		fed++
 		r.feed(uint16(typ), append([]byte(nil), line[sp+1:]...), emit)
@@ -170,5 +178,52 @@ func TestReassembleWithoutEOE(t *testing.T) {
 	// follows finds no open event.
 	if got := lines(replayLean(t, raw, all, lean, 0)); !slices.Equal(got, want) {
 		t.Errorf("eoeless with EOE records:\n got  %q\n want %q", got, want)
+	}
+}
+
+// The node's own rules exclude PATH records, and EOE is excluded too: an
+// exec then ends once its EXECVE records held every argument, and every
+// event still ends, with the same argv as when its EOE ends it.
+func TestReassembleWithoutPathAndEOE(t *testing.T) {
+	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	const raw = "testdata/workload.raw"
+	key := func(evs []tracer.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, fmt.Sprintf("%s %d %s %q %v", e.Type, e.PID, e.Syscall, e.Argv, e.ArgvTruncated))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := key(replay(t, raw, all))
+	drop := []uint16{typeProctitle, typeCwd, typeObjPID, typePath, typeEOE}
+	if got := key(replayExcluded(t, raw, all, drop, recEOE|recPath, 0)); !slices.Equal(got, want) {
+		t.Errorf("without PATH and EOE:\n got  %q\n want %q", got, want)
+	}
+}
+
+// An exec whose one argument the kernel split across EXECVE records ends
+// only with its last piece when neither PATH nor EOE records come.
+func TestExecveCompleteAtLastPiece(t *testing.T) {
+	var a execveArgs
+	a.parse([]byte(`argc=2 a0="sh"`))
+	if a.complete() {
+		t.Fatal("complete before a1")
+	}
+	a.parse([]byte(`a1_len=6 a1[0]="abc"`))
+	if a.complete() {
+		t.Fatal("complete after 3 of a1's 6 bytes")
+	}
+	a.parse([]byte(`a1[1]=646566`))
+	if !a.complete() {
+		t.Fatal("not complete after a1's last piece")
+	}
+	if argv, cut := a.appendArgv(nil); !slices.Equal(argv, []string{"sh", "abcdef"}) || cut {
+		t.Errorf("argv %q cut %v", argv, cut)
+	}
+	var none execveArgs
+	none.parse([]byte(`argc=0`))
+	if !none.complete() {
+		t.Error("an exec without arguments is not complete at its EXECVE record")
 	}
 }
