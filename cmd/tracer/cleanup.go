@@ -17,7 +17,15 @@ import (
 func newCleanupCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:          "cleanup",
-		Short:        "Remove what killed tracers left behind: their audit rules and settings; never a running tracer's",
+		Short:        "Remove what killed tracers left behind: their audit rules and settings; never a running tracer's, never the node's",
+		Long: `Remove what tracers that are gone (killed with SIGKILL, OOM-killed, a pod
+deleted with --force) left on the node: audit rules with their instance key
+(tracer-PID-START), the lean-records exclude rules they recorded, their state
+files in /run/tracer, and, when no tracer runs any more, the audit settings
+they changed, each only while it still holds the value a tracer set. Rules
+of running tracers, the node's own rules and rules persisted from
+'tracer rules' are never touched. The audit DaemonSet runs it at every pod
+start.`,
 		Example:      `  tracer cleanup`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -36,8 +44,8 @@ func newCleanupCmd() *cobra.Command {
 			if err = errors.Join(err, benchErr); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with key %q or %q of a tracer that is gone are removed)\n",
-				len(removed), auditrules.Key, auditrules.Key+"-PID-START")
+			fmt.Fprintf(os.Stderr, "tracer: cleanup done (%d changes; only rules with the key %q of a tracer that is gone, and the exclude rules tracers recorded, are removed; rules persisted from tracer rules are the node's)\n",
+				len(removed), auditrules.Key+"-PID-START")
 			return nil
 		},
 	}
