@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/trace"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -51,7 +52,7 @@ func TestTraceAuditTrailLink(t *testing.T) {
 		inner[k] = v
 	}
 	sender, _ := strconv.Atoi(f["pid"]) // the kernel's field: tracer's pid
-	if want := strconv.Itoa(2_000_000_000 + sender%100_000_000); inner["auid_synthetic"] != want {
+	if want := strconv.FormatUint(uint64(trace.LoginUIDBase)+uint64(sender), 10); inner["auid_synthetic"] != want {
 		t.Errorf("auid_synthetic %q, want %s (from tracer's pid %d)", inner["auid_synthetic"], want, sender)
 	}
 	if inner["auid_real"] != loginUID || f["auid"] != loginUID {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -29,14 +30,22 @@ const (
 	godebugEnv      = "GODEBUG"
 )
 
-// scopeAUID is the login uid a command gets under a LoginUIDScoper: the
-// kernel filters audit rules on it, and every descendant inherits it. It
-// is derived from tracer's pid so concurrent traces differ, and sits far
-// above real user ids.
-func scopeAUID() uint32 { return 2_000_000_000 + uint32(os.Getpid()%100_000_000) }
+// LoginUIDBase is where the login uids a command gets under a
+// LoginUIDScoper start: LoginUIDBase + tracer's pid, so concurrent traces
+// differ. The kernel filters audit rules on it, and every descendant
+// inherits it, so it must be nobody's real uid. Above 2^31 no allocator
+// hands out ids by default (SSSD's ID mapping ends at 2000200000, FreeIPA's
+// random ranges below it, systemd's container ranges at 1879048191 and its
+// own documentation keeps the upper half unused); pids stop at 2^22, so the
+// range ends far below 4294967294 (often nobody's) and 4294967295 (unset).
+const LoginUIDBase = 4_000_000_000
+
+// scopeAUID is the login uid of a command traced by the process pid.
+func scopeAUID(pid int) uint32 { return LoginUIDBase + uint32(pid) }
 
 // heldCmd is the command started through the held step, which waits on a
-// pipe before it execs the command.
+// gate (one end of a socket pair) before it execs the command, and reports
+// through it the CPU time it used itself.
 type heldCmd struct {
 	cmd  *exec.Cmd
 	gate *os.File
@@ -54,14 +63,23 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 	if _, err := exec.LookPath(o.Args[0]); err != nil {
 		return nil, tracer.Usagef("cannot run %q: %w", o.Args[0], err)
 	}
-	r, w, err := os.Pipe()
+	// A socket pair, not a pipe: the release goes one way, the held step's
+	// own rusage the other. Our end is non-blocking so that its read can
+	// time out.
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("making the held step's gate: %w", err)
 	}
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		return nil, fmt.Errorf("making the held step's gate: %w", err)
+	}
+	w, r := os.NewFile(uintptr(fds[0]), "gate"), os.NewFile(uintptr(fds[1]), "gate")
 	h := &heldCmd{gate: w, auid: tracer.UnsetID}
 	shim := []string{HeldCommand}
 	if withLoginUID {
-		h.auid = scopeAUID()
+		h.auid = scopeAUID(os.Getpid())
 		shim = append(shim, "--loginuid", strconv.FormatUint(uint64(h.auid), 10))
 	}
 	if c := o.Cred; c != nil {
@@ -103,18 +121,21 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 
 // release lets the command exec and waits for it: its exit status and the
 // rusage of its tree (the command and the descendants it waited for, as
-// /usr/bin/time counts).
+// /usr/bin/time counts), less what the held step used before the exec.
 func (h *heldCmd) release() (tracer.Rusage, int, error) {
 	start := time.Now()
 	_, _ = h.gate.Write([]byte{1})
-	h.gate.Close()
 	err := h.cmd.Wait()
 	ru := tracer.Rusage{Elapsed: time.Since(start)}
+	heldUser, heldSys := h.heldUsage()
+	h.gate.Close()
 	st := h.cmd.ProcessState
 	if st == nil {
 		return ru, 0, fmt.Errorf("waiting for the command: %w", err)
 	}
-	ru.User, ru.Sys = st.UserTime(), st.SystemTime()
+	// The held step is a whole Go runtime started from tracer's binary:
+	// tens of milliseconds that /usr/bin/time would not count.
+	ru.User, ru.Sys = max(0, st.UserTime()-heldUser), max(0, st.SystemTime()-heldSys)
 	code := st.ExitCode()
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		code = 128 + int(ws.Signal())
@@ -123,6 +144,20 @@ func (h *heldCmd) release() (tracer.Rusage, int, error) {
 		return ru, code, tracer.Usagef("could not prepare the command for tracing (see the message above)")
 	}
 	return ru, code, nil
+}
+
+// heldUsage reads what the held step reported before its exec: its own
+// user and system time. Its end of the gate closed at the exec or at its
+// exit, so the read ends at once; nothing reported (it never reached the
+// exec) is zero.
+func (h *heldCmd) heldUsage() (user, sys time.Duration) {
+	_ = h.gate.SetReadDeadline(time.Now().Add(time.Second))
+	b, _ := io.ReadAll(h.gate)
+	var u, s int64
+	if _, err := fmt.Sscanf(string(b), "%d %d", &u, &s); err != nil {
+		return 0, 0
+	}
+	return time.Duration(u) * time.Microsecond, time.Duration(s) * time.Microsecond
 }
 
 // abort kills a held command that never ran.
@@ -135,7 +170,7 @@ func (h *heldCmd) abort() {
 // RunHeld is the held step, run as HeldCommand with args "[--loginuid N]
 // [--uid N --gid N --groups N,...] [--godebug V] -- CMD [ARGS...]": wait for
 // the gate on fd 3, set the login uid if asked, drop to the user if asked,
-// exec CMD. It does not return.
+// report its own CPU time through the gate, exec CMD. It does not return.
 func RunHeld(args []string) {
 	fs := flag.NewFlagSet(HeldCommand, flag.ContinueOnError)
 	loginuid := fs.Int64("loginuid", -1, "login uid to set before exec")
@@ -151,12 +186,14 @@ func RunHeld(args []string) {
 	fs.Visit(func(f *flag.Flag) { haveGodebug = haveGodebug || f.Name == "godebug" })
 	cmd := fs.Args()
 
+	// CMD must not inherit the gate: the exec closes it, which ends
+	// tracer's read of the report.
+	syscall.CloseOnExec(3)
 	gate := os.NewFile(3, "gate")
 	var one [1]byte
 	if n, _ := gate.Read(one[:]); n != 1 {
 		os.Exit(heldSetupFailed) // tracer gave up before releasing us
 	}
-	gate.Close()
 	// loginuid is per thread and exec keeps the exec'ing thread's: write
 	// it and exec from one locked thread.
 	runtime.LockOSThread()
@@ -181,6 +218,12 @@ func RunHeld(args []string) {
 	env := envWithout(os.Environ(), godebugEnv)
 	if haveGodebug {
 		env = append(env, godebugEnv+"="+*godebug)
+	}
+	// Last before the exec: what this step used is not CMD's (tracer
+	// subtracts it from the tree's rusage).
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		fmt.Fprintf(gate, "%d %d", ru.Utime.Nano()/1000, ru.Stime.Nano()/1000)
 	}
 	err = syscall.Exec(path, cmd, env)
 	fmt.Fprintf(os.Stderr, "tracer: exec %s: %v\n", cmd[0], err)
