@@ -72,11 +72,23 @@ type LoginUIDScoper interface {
 type Config struct {
 	Types   TypeSet
 	Signals SignalSet
-	// Comm, when set, keeps only events whose comm equals it.
-	Comm string
+	// Comms, when set, keeps only events whose comm is one of them (an
+	// exec's comm is the one before the exec).
+	Comms []string
+	// Exe, when set, keeps only execs of that program (Filename; a name
+	// without a slash matches the last element of the path).
+	Exe string
+	// UIDs, when set, keeps only events of processes with one of these
+	// real uids.
+	UIDs []uint32
 	// PID, when non-zero, keeps only events of that process and its
-	// descendants (followed at fork).
-	PID uint32
+	// descendants (followed at fork); PIDs are further such roots
+	// (watch --pid A,B).
+	PID  uint32
+	PIDs []uint32
+	// MaxArgs, when positive, keeps at most that many of an exec's
+	// arguments in the output (at most ArgvMax; argv_truncated marks a cut).
+	MaxArgs int
 	// Cgroup, when set, keeps only events of processes in that cgroup v2
 	// path (relative to the hierarchy's root) and below it: a pod, a
 	// service, a container. eBPF filters in the kernel by cgroup id.

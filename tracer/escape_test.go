@@ -157,7 +157,7 @@ func TestAppendTextHostile(t *testing.T) {
 		}
 	}
 	e := hostileEvents()[0]
-	want := `03:04:05.006 ebpf    exec   42      x\nFAKE\x1b[31m\xff 0     ppid=1 ret=0 /tmp/a\nb\x1b]0;t\a\xfe\u009b ` +
+	want := `03:04:05.006 ebpf    exec   42      x\nFAKE\x1b[31m\xff 0          ppid=1 ret=0 /tmp/a\nb\x1b]0;t\a\xfe\u009b ` +
 		`"/tmp/a\nb\x1b]0;t\a\xfe\u009b" "\r\t" "ok \"q\"" "\u0085\u2028"`
 	if got := string(AppendText(nil, e)); got != want {
 		t.Errorf("AppendText =\n%s\nwant\n%s", got, want)
@@ -168,10 +168,10 @@ func TestAppendTextHostile(t *testing.T) {
 // plain strings the columns must not move.
 func oldAppendText(b []byte, e *Event) []byte {
 	b = e.Time.Local().AppendFormat(b, "15:04:05.000")
-	b = fmt.Appendf(b, " %-7s %-6s %-7d %-16s %-5d ", e.Backend, e.Type, e.PID, e.Comm, e.UID)
+	b = fmt.Appendf(b, " %-7s %-6s %-7d %-16s %-10d ", e.Backend, e.Type, e.PID, e.Comm, e.UID)
 	switch e.Type {
 	case TypeExec:
-		b = fmt.Appendf(b, "ppid=%d ret=%d %s", e.PPID, e.Ret, e.Filename)
+		b = fmt.Appendf(b, "ppid=%d ret=%s %s", e.PPID, appendRet(nil, e.Ret), e.Filename)
 		for _, a := range e.Argv {
 			b = append(b, ' ')
 			b = strconv.AppendQuote(b, a)

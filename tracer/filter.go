@@ -1,13 +1,17 @@
 package tracer
 
+import "slices"
+
 // Filter keeps the events a user asked for. Backends filter in the kernel
 // where they can; the Filter is the single place where the user-space
-// meaning of --events, --signal, --comm and --pid is defined, so both
+// meaning of --events, --signal, --comm, --exe, --uid and --pid is defined, so both
 // backends print exactly the same set.
 type Filter struct {
 	Types   TypeSet
 	Signals SignalSet
-	Comm    string
+	Comms   []string
+	Exe     string
+	UIDs    []uint32
 	// AuidSet keeps only processes with a login uid. The kernel filters
 	// on it too, but another tracer's rules may bring records it did not ask for.
 	AuidSet bool
@@ -19,9 +23,9 @@ type Filter struct {
 
 // NewFilter builds the user-space filter for cfg.
 func NewFilter(cfg Config) *Filter {
-	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comm: cfg.Comm, AuidSet: cfg.AuidSet}
-	if cfg.PID != 0 {
-		f.tree, f.hold = NewProcTree(cfg.PID), newTreeHold()
+	f := &Filter{Types: cfg.Types, Signals: cfg.Signals, Comms: cfg.Comms, Exe: cfg.Exe, UIDs: cfg.UIDs, AuidSet: cfg.AuidSet}
+	if roots := cfg.TreeRoots(); len(roots) > 0 {
+		f.tree, f.hold = NewProcTree(roots...), newTreeHold()
 	}
 	f.who = newWhoFilter(cfg)
 	return f
@@ -67,7 +71,13 @@ func (f *Filter) rest(e *Event) bool {
 	if e.Type == TypeSignal && !f.Signals.Has(e.Signal) {
 		return false
 	}
-	if f.Comm != "" && e.Comm != f.Comm {
+	if f.Comms != nil && !slices.Contains(f.Comms, e.Comm) {
+		return false
+	}
+	if f.Exe != "" && (e.Type != TypeExec || !MatchExe(e.Filename, f.Exe)) {
+		return false
+	}
+	if f.UIDs != nil && !slices.Contains(f.UIDs, e.UID) {
 		return false
 	}
 	if f.AuidSet && e.AUID == UnsetID {
@@ -83,7 +93,7 @@ func (f *Filter) rest(e *Event) bool {
 // asked-for ones, plus fork when a --pid tree has to be followed.
 func BackendTypes(cfg Config) TypeSet {
 	t := cfg.Types
-	if cfg.PID != 0 {
+	if len(cfg.TreeRoots()) > 0 {
 		t = t.With(TypeFork)
 	}
 	return t

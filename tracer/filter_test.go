@@ -35,7 +35,7 @@ func TestFilterPIDTree(t *testing.T) {
 func TestFilterClassesSignalsComm(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Signals, _ = ParseSignals("USR1,TERM")
-	cfg.Comm = "sh"
+	cfg.Comms = []string{"sh"}
 	f := NewFilter(cfg)
 	cases := []struct {
 		e    Event

@@ -182,31 +182,87 @@ func ParseProcCgroup(data []byte) (string, bool) {
 // directory is the bare id (/docker/ID, /kubepods/.../podUID/ID).
 var containerPrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "nerdctl-", "containerd-"}
 
-// ContainerID finds the container id in a cgroup path: the innermost path
-// component that is a 64-hex-digit id, bare or as PREFIX-ID[.scope]. A
-// runtime's monitor (crio-conmon-ID, libpod-conmon-ID) runs outside the
-// container and gets none.
+// The unit and the container id are read only where root made the
+// cgroup: the slices at the top of the hierarchy, which systemd alone
+// creates, the first unit in them, and the directories a runtime's
+// cgroupfs driver makes at fixed depths. Whatever lies below a unit may
+// be delegated (Delegate=yes, every user@UID.service): its owner names
+// those cgroups as it likes (sshd.service, docker-ID.scope), so they name
+// nothing, and the innermost match would let any user pass for another
+// service or a container.
+
+// anchorUnit splits path after its leading slices: unit is the first
+// component that is not a slice ("" for a path of slices), rest what
+// follows it; top reports whether unit is at the root (no slice above).
+func anchorUnit(path string) (unit, rest string, top bool) {
+	rest, top = strings.TrimPrefix(path, "/"), true
+	for rest != "" {
+		comp, after, _ := strings.Cut(rest, "/")
+		if !strings.HasSuffix(comp, ".slice") || len(comp) == len(".slice") {
+			return comp, after, top
+		}
+		rest, top = after, false
+	}
+	return "", "", top
+}
+
+// isUnitName reports whether comp names a systemd service or scope.
+func isUnitName(comp string) bool {
+	return len(comp) > len(".scope") && (strings.HasSuffix(comp, ".service") || strings.HasSuffix(comp, ".scope"))
+}
+
+// ContainerID finds the container id in a cgroup path where a runtime
+// makes it: a runtime's scope as the first unit below the slices
+// (/system.slice/docker-ID.scope, /machine.slice/libpod-ID.scope,
+// /kubepods.slice/.../cri-containerd-ID.scope), or a cgroupfs driver's
+// directory (/docker/ID, /kubepods/[QOS/]podUID/ID, /libpod_parent/libpod-ID).
+// Cgroups deeper than those are the container's own (docker in docker
+// counts as the outer container), and rootless containers, in their
+// user's delegated subtree, have none. A runtime's monitor
+// (crio-conmon-ID, libpod-conmon-ID) runs outside the container.
 func ContainerID(path string) string {
-	for path != "" {
-		i := strings.LastIndexByte(path, '/')
-		comp := path[i+1:]
-		path = path[:max(i, 0)]
-		comp = strings.TrimSuffix(comp, ".scope")
-		if strings.Contains(comp, "conmon") {
-			continue
+	unit, rest, top := anchorUnit(path)
+	if strings.HasSuffix(unit, ".scope") {
+		return containerComp(strings.TrimSuffix(unit, ".scope"))
+	}
+	if !top {
+		return ""
+	}
+	next := func() string {
+		comp, after, _ := strings.Cut(rest, "/")
+		rest = after
+		return comp
+	}
+	switch unit {
+	case "docker", "libpod_parent":
+		return containerComp(next())
+	case "kubepods":
+		comp := next()
+		if comp == "besteffort" || comp == "burstable" {
+			comp = next()
 		}
-		for _, p := range containerPrefixes {
-			if strings.HasPrefix(comp, p) {
-				comp = comp[len(p):]
-				break
-			}
+		if !strings.HasPrefix(comp, "pod") {
+			return ""
 		}
-		if isHexID(comp) {
-			return comp
-		}
-		if i < 0 {
+		return containerComp(next())
+	}
+	return ""
+}
+
+// containerComp returns the id a container's cgroup directory or scope
+// (without ".scope") names: ID or PREFIX-ID.
+func containerComp(comp string) string {
+	if strings.Contains(comp, "conmon") {
+		return ""
+	}
+	for _, p := range containerPrefixes {
+		if strings.HasPrefix(comp, p) {
+			comp = comp[len(p):]
 			break
 		}
+	}
+	if isHexID(comp) {
+		return comp
 	}
 	return ""
 }
@@ -223,21 +279,14 @@ func isHexID(s string) bool {
 	return true
 }
 
-// Unit finds the systemd unit in a cgroup path: the innermost component
-// that is a service or a scope (session-3.scope, nginx.service,
-// docker-ID.scope). Slices only group units; cgroups a service made
-// below its own (a delegated subtree) belong to that service.
+// Unit finds the systemd unit in a cgroup path: the first service or
+// scope below the slices (nginx.service, session-3.scope,
+// docker-ID.scope, user@1000.service). Slices only group units; the
+// cgroups below a unit are its own (a delegated subtree) and belong to
+// it, so everything a user's manager runs is user@UID.service.
 func Unit(path string) string {
-	for path != "" {
-		i := strings.LastIndexByte(path, '/')
-		comp := path[i+1:]
-		if len(comp) > len(".scope") && (strings.HasSuffix(comp, ".service") || strings.HasSuffix(comp, ".scope")) {
-			return comp
-		}
-		if i < 0 {
-			break
-		}
-		path = path[:i]
+	if unit, _, _ := anchorUnit(path); isUnitName(unit) {
+		return unit
 	}
 	return ""
 }

@@ -57,6 +57,8 @@ type OutputOptions struct {
 	// Abort, when closed, makes Flush and Close stop waiting for a stalled
 	// writer; what was still queued is counted lost at stage output.
 	Abort <-chan struct{}
+	// Time is how a text line shows its event's time (--time).
+	Time TimeMode
 }
 
 const (

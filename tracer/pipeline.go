@@ -13,13 +13,14 @@ type Pipeline struct {
 	Filter *Filter
 	Sinks  []Sink
 
+	maxArgs    int // Config.MaxArgs
 	emitted    [numTypes]atomic.Uint64
 	lostOutput atomic.Uint64
 }
 
 // NewPipeline filters by cfg and writes to sinks.
 func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
-	return &Pipeline{Filter: NewFilter(cfg), Sinks: sinks}
+	return &Pipeline{Filter: NewFilter(cfg), Sinks: sinks, maxArgs: cfg.MaxArgs}
 }
 
 // Emit is the backend's emit callback.
@@ -34,6 +35,12 @@ func (p *Pipeline) Emit(e *Event) {
 }
 
 func (p *Pipeline) write(e *Event) {
+	if p.maxArgs > 0 && len(e.Argv) > p.maxArgs {
+		// A copy: the backend may build its next event from this one.
+		cut := *e
+		cut.Argv, cut.ArgvTruncated = e.Argv[:p.maxArgs:p.maxArgs], true
+		e = &cut
+	}
 	p.emitted[e.Type].Add(1)
 	for _, s := range p.Sinks {
 		if err := s.Write(e); err != nil {

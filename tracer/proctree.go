@@ -11,9 +11,13 @@ type ProcTree struct {
 	members map[uint32]struct{}
 }
 
-// NewProcTree is the tree of root, before any event.
-func NewProcTree(root uint32) *ProcTree {
-	return &ProcTree{members: map[uint32]struct{}{root: {}}}
+// NewProcTree is the tree of roots (one or more), before any event.
+func NewProcTree(roots ...uint32) *ProcTree {
+	t := &ProcTree{members: make(map[uint32]struct{}, len(roots))}
+	for _, r := range roots {
+		t.members[r] = struct{}{}
+	}
+	return t
 }
 
 // Has reports whether pid is in the tree.

@@ -24,6 +24,9 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 	case "text", "":
 		return NewTextSink(w, opts), nil
 	case "json":
+		if opts.Time != TimeClock {
+			return nil, Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
+		}
 		return NewJSONSink(w, opts), nil
 	}
 	return nil, Usagef("unknown format %q: use text or json", format)
@@ -651,27 +654,37 @@ func plainWord(x uint64) bool {
 type TextSink struct {
 	bufSink
 	header bool
+	time   TimeMode
+	start  time.Time // TimeRelative counts from here
 }
 
 // NewTextSink writes text lines to w through an output queue (opts as
-// for NewJSONSink).
+// for NewJSONSink; their Time says how the time column reads).
 func NewTextSink(w io.Writer, opts ...OutputOptions) *TextSink {
-	s := &TextSink{}
+	s := &TextSink{start: time.Now()}
+	if len(opts) > 0 {
+		s.time = opts[0].Time
+	}
 	s.init(w, opts)
 	return s
 }
 
-// TextHeader is the column header TextSink prints first.
-const TextHeader = "TIME         BACKEND TYPE   PID     COMM             UID   DETAILS\n"
+// TextHeader is the column header TextSink prints first (--time clock).
+// The UID column holds any uid (10 digits), so the columns never move.
+const TextHeader = "TIME         " + textColumns
+
+const textColumns = "BACKEND TYPE   PID     COMM             UID        DETAILS\n"
 
 // Write prints e.
 func (s *TextSink) Write(e *Event) error {
 	b := s.buf[:0]
 	if !s.header {
 		s.header = true
-		b = append(b, TextHeader...)
+		b = append(b, s.time.header()...)
+		b = append(b, textColumns...)
 	}
-	b = AppendText(b, e)
+	b = s.time.appendTime(b, e.Time, s.start)
+	b = appendTextBody(b, e)
 	b = append(b, '\n')
 	s.buf = b
 	return s.write(b)
@@ -681,8 +694,11 @@ func (s *TextSink) Write(e *Event) error {
 // is escaped (see Escape): comm, file names and argv come from whoever runs
 // a process, and one event must stay one line that drives no terminal.
 func AppendText(b []byte, e *Event) []byte {
-	b = e.Time.Local().AppendFormat(b, "15:04:05.000")
-	b = append(b, ' ')
+	return appendTextBody(TimeClock.appendTime(b, e.Time, time.Time{}), e)
+}
+
+// appendTextBody is a text line after its time column.
+func appendTextBody(b []byte, e *Event) []byte {
 	b = appendColumn(b, e.Backend, 7)
 	b = append(b, ' ')
 	b = appendColumn(b, e.Type.String(), 6)
@@ -691,14 +707,13 @@ func AppendText(b []byte, e *Event) []byte {
 	b = append(b, ' ')
 	b = appendColumn(b, e.Comm, 16)
 	b = append(b, ' ')
-	b = appendUintColumn(b, uint64(e.UID), 5)
+	b = appendUintColumn(b, uint64(e.UID), 10)
 	b = append(b, ' ')
 	switch e.Type {
 	case TypeExec:
 		b = append(b, "ppid="...)
 		b = strconv.AppendUint(b, uint64(e.PPID), 10)
-		b = append(b, " ret="...)
-		b = strconv.AppendInt(b, e.Ret, 10)
+		b = appendRet(append(b, " ret="...), e.Ret)
 		b = append(b, ' ')
 		b = AppendEscaped(b, e.Filename)
 		for _, a := range e.Argv {

@@ -146,7 +146,7 @@ func appendSignalText(b []byte, e *Event) []byte {
 	}
 	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, SignalName(e.Signal))
 	if e.Syscall != "" {
-		b = fmt.Appendf(b, " ret=%d", e.Ret)
+		b = appendRet(append(b, " ret="...), e.Ret)
 	}
 	sep := " ("
 	part := func(s string) {

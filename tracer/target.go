@@ -45,10 +45,7 @@ func ParseTarget(s string) (pid uint32, comm string, err error) {
 		}
 		return uint32(n), "", nil
 	}
-	if len(s) > 15 {
-		return 0, "", Usagef("--target %q is longer than the kernel's 15-character comm: give its first 15 characters", s)
-	}
-	return 0, s, nil
+	return 0, s, CheckComm("--target", s)
 }
 
 // TargetTypes are the event classes --target keeps.

@@ -1,9 +1,80 @@
 package tracer
 
 import (
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
+
+// TimeMode is how text output shows an event's time (--time).
+type TimeMode uint8
+
+// Time modes.
+const (
+	TimeClock    TimeMode = iota // local time of day, ms: 15:04:05.000
+	TimeISO                      // local date and time, ms, with the offset: RFC 3339
+	TimeRelative                 // seconds since the watch started
+	TimeNone                     // no time column
+)
+
+// TimeModes are the --time values, in TimeMode order.
+var TimeModes = []string{"clock", "iso", "relative", "none"}
+
+// ParseTimeMode reads a --time value.
+func ParseTimeMode(s string) (TimeMode, error) {
+	for i, m := range TimeModes {
+		if strings.EqualFold(s, m) {
+			return TimeMode(i), nil
+		}
+	}
+	return 0, Usagef("unknown --time %q: use %s", s, strings.Join(TimeModes, ", "))
+}
+
+// isoMilli is --time iso: RFC 3339 with milliseconds and a numeric
+// offset, so that every line has the same width.
+const isoMilli = "2006-01-02T15:04:05.000-07:00"
+
+// width is the time column's width, without the space after it.
+func (m TimeMode) width() int {
+	switch m {
+	case TimeISO:
+		return len(isoMilli)
+	case TimeNone:
+		return 0
+	}
+	return len("15:04:05.000")
+}
+
+// header is the time column's header and the space after it.
+func (m TimeMode) header() string {
+	name := "TIME"
+	switch m {
+	case TimeNone:
+		return ""
+	case TimeRelative:
+		name = "TIME(s)"
+	}
+	return string(appendPad([]byte(name), m.width()+1-len(name)))
+}
+
+// appendTime appends t's time column and the space after it.
+func (m TimeMode) appendTime(b []byte, t, start time.Time) []byte {
+	switch m {
+	case TimeISO:
+		b = t.Local().AppendFormat(b, isoMilli)
+	case TimeRelative:
+		// Right-aligned, so that the seconds line up.
+		var d [24]byte
+		num := strconv.AppendFloat(d[:0], max(t.Sub(start).Seconds(), 0), 'f', 3, 64)
+		b = append(appendPad(b, m.width()-len(num)), num...)
+	case TimeNone:
+		return b
+	default:
+		b = t.Local().AppendFormat(b, "15:04:05.000")
+	}
+	return append(b, ' ')
+}
 
 // secondPrefix caches "2006-01-02T15:04:05" of the last second formatted:
 // events come in bursts within one second, and formatting the date is most

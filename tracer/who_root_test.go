@@ -21,6 +21,36 @@ import (
 // events of processes who reported, and who's report.
 func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]tracer.Event, tracertest.WhoOutput) {
 	t.Helper()
+	var who tracertest.WhoOutput
+	var main tracertest.WhoProc
+	events := watchWhile(t, b, func() {
+		cmd := exec.Command(bin, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir()
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("who: %v", err)
+		}
+		who = tracertest.ParseWho(out.Bytes())
+		main, _ = who.Proc("main", 0)
+	}, func(evs []tracer.Event) bool { return hasExit(evs, main.ExecID.PID) })
+	pids := map[uint32]bool{}
+	for _, p := range who.Procs {
+		pids[p.ExecID.PID] = true
+	}
+	var mine []tracer.Event
+	for _, e := range events {
+		if pids[e.PID] {
+			mine = append(mine, e)
+		}
+	}
+	return mine, who
+}
+
+// watchWhile runs b (everything, unscoped) while run runs, then until
+// seen holds for the events so far (records reach user space
+// asynchronously) or 10 s pass, and returns every event.
+func watchWhile(t *testing.T, b tracer.Backend, run func(), seen func([]tracer.Event) bool) []tracer.Event {
+	t.Helper()
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	if err := b.Start(cfg); err != nil {
@@ -31,17 +61,9 @@ func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, c.Emit) }()
-	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("who: %v", err)
-	}
-	who := tracertest.ParseWho(out.Bytes())
-	main, _ := who.Proc("main", 0)
-	// Records reach user space asynchronously: wait for who's own exit.
+	run()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if evs := c.Events(); len(evs) > 0 && hasExit(evs, main.ExecID.PID) {
+		if seen(c.Events()) {
 			break
 		}
 	}
@@ -50,17 +72,7 @@ func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]
 	if err := <-done; err != nil {
 		t.Fatalf("%s Run: %v", b.Name(), err)
 	}
-	pids := map[uint32]bool{}
-	for _, p := range who.Procs {
-		pids[p.ExecID.PID] = true
-	}
-	var mine []tracer.Event
-	for _, e := range c.Events() {
-		if pids[e.PID] {
-			mine = append(mine, e)
-		}
-	}
-	return mine, who
+	return c.Events()
 }
 
 func hasExit(events []tracer.Event, pid uint32) bool {
@@ -169,5 +181,87 @@ func TestWhoBothBackends(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s: %d kill events of who to its child", name, n)
 		}
+	}
+}
+
+// Cgroups a user names in a delegated subtree (a user manager's, a
+// Delegate=yes unit's) pass for no service and no container on either
+// backend: a process in .../user@UID.service/app.slice/sshd.service is
+// the user's manager's, one in a scope's own docker-ID.scope is that
+// scope's. A runtime's scope where runtimes make them still names its
+// container.
+func TestAttributionIgnoresDelegatedNames(t *testing.T) {
+	tracertest.LockAudit(t)
+	mount := tracertest.Cgroup2(t)
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	pid := strconv.Itoa(os.Getpid())
+	base := "/tracer-test-" + pid + ".slice"
+	own := base + "/tracer-test-" + pid + ".scope"
+	want := map[string]tracer.CgroupInfo{
+		// A user's manager's subtree, as systemd lays it out.
+		base + "/user-60000.slice/user@60000.service/app.slice/sshd.service": {Unit: "user@60000.service"},
+		// A delegated scope of the test's own, holding what a runtime would make.
+		own + "/system.slice/docker-" + id + ".scope": {Unit: "tracer-test-" + pid + ".scope"},
+		own + "/docker/" + id:                         {Unit: "tracer-test-" + pid + ".scope"},
+		// Where a runtime makes its scope.
+		base + "/docker-" + id + ".scope": {ContainerID: id, Unit: "docker-" + id + ".scope"},
+	}
+	procs := map[string]string{}
+	for cg := range want {
+		procs[cg] = tracertest.MakeCgroup(t, mount, cg) + "/cgroup.procs"
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, b := range []tracer.Backend{audit.New(), bpfbackend.New()} {
+		t.Run(b.Name(), func(t *testing.T) {
+			// Each shell moves itself into its cgroup, then execs sleep:
+			// the exec is read while sleep runs (audit reads /proc then).
+			pids := map[uint32]string{}
+			events := watchWhile(t, b, func() {
+				var cmds []*exec.Cmd
+				for cg, p := range procs {
+					cmd := exec.Command("sh", "-c", `echo $$ > "$1" && exec "$2" 1`, "sh", p, sleep)
+					cmd.Stderr = os.Stderr
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					pids[uint32(cmd.Process.Pid)] = cg
+					cmds = append(cmds, cmd)
+				}
+				for _, cmd := range cmds {
+					if err := cmd.Wait(); err != nil {
+						t.Fatalf("moving into %s: %v", pids[uint32(cmd.Process.Pid)], err)
+					}
+				}
+			}, func(evs []tracer.Event) bool {
+				n := 0
+				for _, e := range evs {
+					if _, ok := pids[e.PID]; ok && e.Type == tracer.TypeExit {
+						n++
+					}
+				}
+				return n == len(pids)
+			})
+			seen := map[string]int{}
+			for _, e := range events {
+				cg, ok := pids[e.PID]
+				if !ok || !(e.Type == tracer.TypeExec && e.Filename == sleep || e.Type == tracer.TypeExit) {
+					continue
+				}
+				seen[cg]++
+				w := want[cg]
+				w.Path = cg
+				if got := (tracer.CgroupInfo{Path: e.Cgroup, ContainerID: e.ContainerID, Unit: e.Unit}); got != w {
+					t.Errorf("%s event in %s: %+v, want %+v", e.Type, cg, got, w)
+				}
+			}
+			for cg := range want {
+				if seen[cg] != 2 {
+					t.Errorf("%d exec and exit events of sleep in %s, want 2", seen[cg], cg)
+				}
+			}
+		})
 	}
 }

@@ -58,7 +58,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg.Comm = o.comm
+	if cfg.Comms, err = tracer.ParseComms(o.comm); err != nil {
+		return err
+	}
 	if cfg.PID, err = parsePID(o.pid); err != nil {
 		return err
 	}

@@ -186,8 +186,10 @@ func normalize(cfg *tracer.Config) error {
 	if page := os.Getpagesize(); cfg.RingBytes < page || cfg.RingBytes&(cfg.RingBytes-1) != 0 {
 		return tracer.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
 	}
-	if len(cfg.Comm) > commLen-1 {
-		return tracer.Usagef("--comm %q is longer than the kernel's %d-byte comm: give its first %d characters", cfg.Comm, commLen-1, commLen-1)
+	for _, c := range cfg.Comms {
+		if err := tracer.CheckComm("--comm", c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -283,8 +285,8 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	}
 	// The tracked set is filled, and its probes attached, before any event
 	// probe: nothing outside the tree slips through at start.
-	if cfg.PID != 0 {
-		if err := b.startTracking(cfg.PID); err != nil {
+	for _, pid := range cfg.TreeRoots() {
+		if err := b.startTracking(pid); err != nil {
 			return err
 		}
 	}
@@ -348,8 +350,13 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 			sigHi |= 1 << (n - 64)
 		}
 	}
-	var comm [16]byte
-	copy(comm[:], cfg.Comm)
+	// One comm is filtered in the kernel; several in user space only
+	// (tracer.Filter), which every event passes anyway.
+	var comm [commLen]byte
+	kernelComm := len(cfg.Comms) == 1
+	if kernelComm {
+		copy(comm[:], cfg.Comms[0])
+	}
 	consts := map[string]any{
 		"cfg_count_only": boolByte(cfg.CountOnly),
 		"cfg_types":      uint8(cfg.Types),
@@ -358,7 +365,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_sig_all":    boolByte(cfg.Signals.All()),
 		"cfg_sig_lo":     sigLo,
 		"cfg_sig_hi":     sigHi,
-		"cfg_comm_on":    boolByte(cfg.Comm != ""),
+		"cfg_comm_on":    boolByte(kernelComm),
 		"cfg_comm_lo":    binary.LittleEndian.Uint64(comm[:8]),
 		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
 		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),

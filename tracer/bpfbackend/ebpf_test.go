@@ -319,7 +319,7 @@ func TestKernelFilters(t *testing.T) {
 	t.Run("signals of one comm", func(t *testing.T) {
 		cfg := tracer.DefaultConfig()
 		cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
-		cfg.Comm = "workload"
+		cfg.Comms = []string{"workload"}
 		evs, _ := runScoped(t, New(), cfg, bin, workloadArgs()...)
 		diffKeys(t, keys(evs), map[string]int{
 			"signal workload kill SIGUSR1":   n,
@@ -330,7 +330,7 @@ func TestKernelFilters(t *testing.T) {
 	})
 	t.Run("no such comm", func(t *testing.T) {
 		cfg := tracer.DefaultConfig()
-		cfg.Types, cfg.Comm = allTypes(), "nosuchcomm"
+		cfg.Types, cfg.Comms = allTypes(), []string{"nosuchcomm"}
 		if evs, _ := runScoped(t, New(), cfg, bin, workloadArgs()...); len(evs) != 0 {
 			t.Errorf("%d events of comm %q", len(evs), evs[0].Comm)
 		}

@@ -27,6 +27,8 @@ type Options struct {
 	// Output where the events go.
 	Format string
 	Output io.Writer
+	// Time is how text lines show the time (--time).
+	Time tracer.TimeMode
 	// Duration, when positive, ends the watch after that long.
 	Duration time.Duration
 	// Ancestry, when positive, adds up to that many ancestors to each
@@ -88,7 +90,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		stop(err)
 	}
 	sink, err := tracer.NewSink(o.Format, o.Output, tracer.OutputOptions{
-		Backpressure: cfg.Backpressure, OnError: onError, Abort: o.Abort,
+		Backpressure: cfg.Backpressure, OnError: onError, Abort: o.Abort, Time: o.Time,
 	})
 	if err != nil {
 		return nil, err

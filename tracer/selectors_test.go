@@ -1,0 +1,106 @@
+package tracer
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFilterSelectors(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Comms, cfg.UIDs = []string{"bash", "sleep"}, []uint32{0, 1000}
+	f := NewFilter(cfg)
+	for _, c := range []struct {
+		e    Event
+		want bool
+	}{
+		{Event{Type: TypeFork, Comm: "bash", UID: 1000}, true},
+		{Event{Type: TypeFork, Comm: "sleep"}, true},
+		{Event{Type: TypeFork, Comm: "bash,sleep"}, false},
+		{Event{Type: TypeFork, Comm: "bash", UID: 1001}, false},
+	} {
+		if got := f.Match(&c.e); got != c.want {
+			t.Errorf("--comm bash,sleep --uid 0,1000: Match(%+v) = %v", c.e, got)
+		}
+	}
+	cfg = DefaultConfig()
+	cfg.Exe = "true"
+	f = NewFilter(cfg)
+	for _, c := range []struct {
+		e    Event
+		want bool
+	}{
+		{Event{Type: TypeExec, Comm: "bash", Filename: "/usr/bin/true"}, true},
+		{Event{Type: TypeExec, Comm: "true", Filename: "/usr/bin/false"}, false},
+		{Event{Type: TypeFork, Comm: "true"}, false},
+	} {
+		if got := f.Match(&c.e); got != c.want {
+			t.Errorf("--exe true: Match(%+v) = %v", c.e, got)
+		}
+	}
+	if !MatchExe("/usr/bin/../bin/true", "/usr/bin/true") || MatchExe("/bin/true", "/usr/bin/true") {
+		t.Error("MatchExe with a path compares cleaned paths")
+	}
+	cfg = DefaultConfig()
+	cfg.PID, cfg.PIDs = 100, []uint32{200}
+	f = NewFilter(cfg)
+	for _, pid := range []uint32{100, 200} {
+		if !f.Match(&Event{Type: TypeExec, PID: pid}) {
+			t.Errorf("--pid 100,200: an exec of %d does not pass", pid)
+		}
+	}
+}
+
+func TestTimeModesKeepColumns(t *testing.T) {
+	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
+	e := &Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: "sh", UID: 1234567, Filename: "/bin/true", Ret: -2}
+	for i, m := range TimeModes {
+		mode, err := ParseTimeMode(m)
+		if err != nil || mode != TimeMode(i) {
+			t.Fatalf("ParseTimeMode(%q) = %v, %v", m, mode, err)
+		}
+		var out bytes.Buffer
+		s := NewTextSink(&out, OutputOptions{Time: mode})
+		s.start = when.Add(-90 * time.Second)
+		if err := s.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(out.String(), "\n")
+		h, l := lines[0], lines[1]
+		if strings.Index(h, "BACKEND") != strings.Index(l, "ebpf") || strings.Index(h, "DETAILS") != strings.Index(l, "ppid=") {
+			t.Errorf("--time %s: columns do not line up:\n%s\n%s", m, h, l)
+		}
+		if !strings.Contains(l, " ret=ENOENT ") {
+			t.Errorf("--time %s: %q has no ret=ENOENT", m, l)
+		}
+	}
+	if _, err := ParseTimeMode("epoch"); err == nil {
+		t.Error("ParseTimeMode(epoch) is no error")
+	}
+}
+
+type memSink struct{ got []Event }
+
+func (s *memSink) Write(e *Event) error { s.got = append(s.got, *e); return nil }
+func (s *memSink) Flush() error         { return nil }
+func (s *memSink) Close() error         { return nil }
+
+func TestPipelineMaxArgs(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxArgs = 2
+	var s memSink
+	p := NewPipeline(cfg, &s)
+	e := &Event{Type: TypeExec, Argv: []string{"a", "b", "c"}}
+	p.Emit(e)
+	p.Emit(&Event{Type: TypeExec, Argv: []string{"a", "b"}})
+	if len(s.got) != 2 || len(s.got[0].Argv) != 2 || !s.got[0].ArgvTruncated || s.got[1].ArgvTruncated {
+		t.Errorf("--max-args 2: got %+v", s.got)
+	}
+	if len(e.Argv) != 3 || e.ArgvTruncated {
+		t.Errorf("the backend's event was changed: %+v", e)
+	}
+}
