@@ -509,7 +509,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		"ring size not a power of two":  {RingBytes: 10000},
 		"ring size below a page":        {RingBytes: 64},
 		"unknown probe set":             {Probes: "kprobes"},
-		"comm longer than the kernel's": {Comm: "a-very-long-command-name"},
+		"comm longer than the kernel's": {Comms: []string{"a-very-long-command-name"}},
 	} {
 		err := New().Start(cfg)
 		if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") {
