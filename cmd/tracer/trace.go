@@ -17,7 +17,8 @@ import (
 
 type traceOptions struct {
 	streamFlags
-	user string
+	user    string
+	keepEnv bool
 }
 
 func newTraceCmd() *cobra.Command {
@@ -40,7 +41,8 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	o.register(cmd, "table", "report format: table or json")
-	cmd.Flags().StringVarP(&o.user, "user", "u", "", "run CMD as this user: its uid, primary gid and supplementary groups (as strace -u does; the environment is kept)")
+	cmd.Flags().StringVarP(&o.user, "user", "u", "", "run CMD as this user: its uid, primary gid and supplementary groups, in a session of its own, on a pty of its own when on a terminal, with a reset environment")
+	cmd.Flags().BoolVar(&o.keepEnv, "keep-env", false, "with --user: give CMD tracer's environment instead of a reset one (TERM, LANG, LC_*, TZ; PATH, HOME, USER, LOGNAME, SHELL for the user)")
 	return cmd
 }
 
@@ -74,7 +76,7 @@ func runTrace(ctx context.Context, o *traceOptions, args []string) error {
 		report = f
 	}
 	res, err := trace.Run(ctx, trace.Options{
-		Backend: b, Config: cfg, Args: args, Cred: cred,
+		Backend: b, Config: cfg, Args: args, Cred: cred, KeepEnv: o.keepEnv,
 		// Metrics count events as the pipeline sees them.
 		StreamEvents: o.metricsAddr != "",
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {

@@ -50,6 +50,7 @@ type heldCmd struct {
 	cmd  *exec.Cmd
 	gate *os.File
 	auid uint32
+	pty  *ptyRelay // the command's terminal, when it runs as another user on one
 }
 
 func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
@@ -92,30 +93,62 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 	// (SIGURG, asynchronous preemption) once it is traced: trace would
 	// count those signals as the command's. The step gives the command the
 	// GODEBUG it had.
+	env := os.Environ()
 	godebug, had := os.LookupEnv(godebugEnv)
+	if o.Cred != nil && !o.KeepEnv {
+		// Another user's command gets none of root's environment but
+		// what sudo's env_reset would keep.
+		if env, err = userEnv(o.Cred.Uid); err != nil {
+			r.Close()
+			w.Close()
+			return nil, err
+		}
+		had = false
+	}
 	if had {
 		shim = append(shim, "--godebug", godebug)
 	}
 	shim = append(append(shim, "--"), o.Args...)
 	h.cmd = exec.Command(self, shim...)
-	h.cmd.Env = append(envWithout(os.Environ(), godebugEnv), godebugEnv+"="+strings.TrimPrefix(godebug+",asyncpreemptoff=1", ","))
-	h.cmd.Stdin, h.cmd.Stdout, h.cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if o.Stdin != nil {
-		h.cmd.Stdin = o.Stdin
+	h.cmd.Env = append(envWithout(env, godebugEnv), godebugEnv+"="+strings.TrimPrefix(godebug+",asyncpreemptoff=1", ","))
+	std := []any{os.Stdin, os.Stdout, os.Stderr}
+	for i, f := range []any{o.Stdin, o.Stdout, o.Stderr} {
+		if f != nil {
+			std[i] = f
+		}
 	}
-	if o.Stdout != nil {
-		h.cmd.Stdout = o.Stdout
+	if o.Cred != nil {
+		// Another user's command gets a session of its own: no way to
+		// root's terminal (TIOCSTI, /dev/tty) or to signal root's jobs.
+		// On a terminal it gets a pty of its own instead, relayed.
+		h.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		var ctty int
+		if h.pty, ctty, err = newPTYRelay(std); err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("making a terminal for %s: %w", o.Args[0], err)
+		}
+		if h.pty != nil {
+			h.cmd.SysProcAttr.Setctty, h.cmd.SysProcAttr.Ctty = true, ctty
+		}
 	}
-	if o.Stderr != nil {
-		h.cmd.Stderr = o.Stderr
-	}
+	h.cmd.Stdin, _ = std[0].(io.Reader)
+	h.cmd.Stdout, _ = std[1].(io.Writer)
+	h.cmd.Stderr, _ = std[2].(io.Writer)
 	h.cmd.ExtraFiles = []*os.File{r}
-	if err := h.cmd.Start(); err != nil {
-		r.Close()
+	err = h.cmd.Start()
+	r.Close()
+	if err == nil && h.pty != nil {
+		if err = h.pty.start(); err != nil {
+			_ = h.cmd.Process.Kill()
+			_ = h.cmd.Wait()
+		}
+	}
+	if err != nil {
+		h.pty.abort()
 		w.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Args[0], err)
 	}
-	r.Close()
 	return h, nil
 }
 
@@ -127,6 +160,7 @@ func (h *heldCmd) release() (tracer.Rusage, int, error) {
 	_, _ = h.gate.Write([]byte{1})
 	err := h.cmd.Wait()
 	ru := tracer.Rusage{Elapsed: time.Since(start)}
+	h.pty.close()
 	heldUser, heldSys := h.heldUsage()
 	h.gate.Close()
 	st := h.cmd.ProcessState
@@ -165,6 +199,7 @@ func (h *heldCmd) abort() {
 	h.gate.Close()
 	_ = h.cmd.Process.Kill()
 	_ = h.cmd.Wait()
+	h.pty.close()
 }
 
 // RunHeld is the held step, run as HeldCommand with args "[--loginuid N]
@@ -218,6 +253,12 @@ func RunHeld(args []string) {
 	env := envWithout(os.Environ(), godebugEnv)
 	if haveGodebug {
 		env = append(env, godebugEnv+"="+*godebug)
+	}
+	// Only 0-2 pass to the command: not what tracer inherited (its
+	// caller's descriptors), which another user must not get.
+	if err := tracer.CloseOnExecFrom(3); err != nil {
+		fmt.Fprintf(os.Stderr, "tracer: %v\n", err)
+		os.Exit(heldSetupFailed)
 	}
 	// Last before the exec: what this step used is not CMD's (tracer
 	// subtracts it from the tree's rusage).
@@ -304,6 +345,27 @@ func LookupUser(name string) (*syscall.Credential, error) {
 		cred.Groups = append(cred.Groups, uint32(n))
 	}
 	return cred, nil
+}
+
+// userEnv is the reset environment of the command run as uid
+// (tracer.ResetEnv): its home, name and login shell from the user
+// database.
+func userEnv(uid uint32) ([]string, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil, fmt.Errorf("looking up uid %d: %w", uid, err)
+	}
+	return tracer.ResetEnv(os.Environ(), u.Username, u.HomeDir, loginShell(u.Username)), nil
+}
+
+// loginShell is the user's shell as the name service has it (os/user does
+// not give it), /bin/sh when it cannot tell.
+func loginShell(name string) string {
+	out, err := exec.Command("getent", "passwd", name).Output()
+	if f := strings.Split(strings.TrimSpace(string(out)), ":"); err == nil && len(f) == 7 && f[6] != "" {
+		return f[6]
+	}
+	return "/bin/sh"
 }
 
 // envWithout returns env without the variable name.

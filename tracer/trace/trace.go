@@ -23,8 +23,11 @@ type Options struct {
 	Config tracer.Config
 	// Args is the command and its arguments.
 	Args []string
-	// Cred, when set, runs the command as that user (see LookupUser).
-	Cred *syscall.Credential
+	// Cred, when set, runs the command as that user (see LookupUser), in
+	// a session of its own, on a pty of its own when it would be on a
+	// terminal, with a reset environment (tracer.ResetEnv) unless KeepEnv.
+	Cred    *syscall.Credential
+	KeepEnv bool
 	// StreamEvents has a tracer.KernelCounter deliver every event anyway,
 	// for observers that count events as the pipeline sees them (metrics).
 	StreamEvents bool
