@@ -38,13 +38,13 @@ func NewFilter(cfg Config) *Filter {
 func (f *Filter) Match(e *Event) bool {
 	if f.tree != nil {
 		n := f.tree.Len()
-		if !f.tree.Follow(e.Type, e.PID, e.PPID, e.ChildPID) {
+		if !f.tree.FollowEvent(e) {
 			if e.Type == TypeFork || f.rest(e) {
 				f.hold.keep(e)
 			}
 			return false
 		}
-		if f.tree.Len() != n && f.hold.n > 0 {
+		if f.tree.Len() > n && f.hold.n > 0 {
 			f.hold.joined(e.PID, e.Time)
 			f.hold.joined(e.ChildPID, e.Time)
 		}
@@ -95,6 +95,11 @@ func BackendTypes(cfg Config) TypeSet {
 	t := cfg.Types
 	if len(cfg.TreeRoots()) > 0 {
 		t = t.With(TypeFork)
+		if !cfg.CountOnly {
+			// The tree forgets a process at its exit (a reused pid is
+			// another process); counting in the kernel needs no tree here.
+			t = t.With(TypeExit)
+		}
 	}
 	return t
 }

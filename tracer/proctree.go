@@ -7,15 +7,28 @@ package tracer
 // exec can come before the fork event). It is the one definition of tree
 // membership: the --pid filter, bench's counting of a workload's events
 // in a node-wide log, and the backend tests use it.
+//
+// Live (FollowEvent), a member is a pid and, once an event carried it, its
+// start time: a process that reused the pid is not the member. Its exit
+// event takes it out, so the tree holds what lives.
 type ProcTree struct {
-	members map[uint32]struct{}
+	members map[uint32]uint64 // pid -> start time in clock ticks, 0 while unknown
+	// gone remembers the start times of the last goneMax exits: the exit
+	// of a thread that called exit(2) names its process, which lives on,
+	// and comes back at its next event.
+	gone     map[uint32]uint64
+	goneRing []uint32
+	goneNext int
 }
+
+// goneMax is how many exits the tree remembers.
+const goneMax = 4096
 
 // NewProcTree is the tree of roots (one or more), before any event.
 func NewProcTree(roots ...uint32) *ProcTree {
-	t := &ProcTree{members: make(map[uint32]struct{}, len(roots))}
+	t := &ProcTree{members: make(map[uint32]uint64, len(roots)), gone: map[uint32]uint64{}}
 	for _, r := range roots {
-		t.members[r] = struct{}{}
+		t.members[r] = 0
 	}
 	return t
 }
@@ -39,12 +52,71 @@ func (t *ProcTree) Follow(typ EventType, pid, ppid, child uint32) bool {
 		if typ != TypeExec || !t.Has(ppid) {
 			return false
 		}
-		t.members[pid] = struct{}{}
+		t.members[pid] = 0
 	}
 	if typ == TypeFork && child != 0 {
-		t.members[child] = struct{}{}
+		t.members[child] = 0
 	}
 	return true
+}
+
+// FollowEvent is Follow for events as they arrive, with what they say of
+// identity: the start times of the process and of an exec's parent (a pid
+// with another start time than the member's is another process, and the
+// member is gone), and exits, which take the process out of the tree.
+func (t *ProcTree) FollowEvent(e *Event) bool {
+	if !t.member(e.PID, e.ExecID.Start) {
+		if e.Type != TypeExec || !t.member(e.PPID, e.ParentExecID.Start) {
+			return false
+		}
+		t.members[e.PID] = e.ExecID.Start
+	}
+	switch {
+	case e.Type == TypeFork && e.ChildPID != 0:
+		t.members[e.ChildPID] = 0 // its start time comes with its first event
+	case e.Type == TypeExit:
+		t.exit(e.PID)
+	}
+	return true
+}
+
+// member reports whether pid, started at start (0: unknown), is in the
+// tree, learning the member's start time from the first event with one.
+func (t *ProcTree) member(pid uint32, start uint64) bool {
+	if s, ok := t.members[pid]; ok {
+		switch {
+		case start == 0 || s == start:
+			return true
+		case s == 0:
+			t.members[pid] = start
+			return true
+		}
+		delete(t.members, pid) // its exit was not seen; the pid is another's now
+		return false
+	}
+	if s, ok := t.gone[pid]; ok && start != 0 && s == start {
+		t.members[pid] = start // only a thread of it exited
+		delete(t.gone, pid)
+		return true
+	}
+	return false
+}
+
+func (t *ProcTree) exit(pid uint32) {
+	start := t.members[pid]
+	delete(t.members, pid)
+	if start == 0 {
+		return // nothing to know it again by
+	}
+	if len(t.goneRing) < goneMax {
+		t.goneRing = append(t.goneRing, pid)
+	} else {
+		old := t.goneRing[t.goneNext]
+		delete(t.gone, old)
+		t.goneRing[t.goneNext] = pid
+		t.goneNext = (t.goneNext + 1) % goneMax
+	}
+	t.gone[pid] = start
 }
 
 // Grow follows events 0..n-1 (ev returns event i's Follow arguments)
