@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,5 +204,61 @@ func TestTraceRusageMatchesTime(t *testing.T) {
 					r.Rusage.ElapsedS, r.Rusage.UserS, r.Rusage.SysS, e, u, s)
 			}
 		})
+	}
+}
+
+// trace counts the command's own CPU time, from its release, as
+// /usr/bin/time does: not the held step's, which is a whole Go runtime
+// started from tracer's binary. A command that does nothing uses almost
+// nothing; a command that computes for a second shows what /usr/bin/time
+// shows, run for run (interleaved, medians: the machine may be shared).
+func TestTraceRusageIsTheCommands(t *testing.T) {
+	tracertest.NeedRoot(t)
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Fatal("/usr/bin/time is not installed: apt-get install -y time (the CI script installs it)")
+	}
+	median := func(xs []float64) float64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	var idle []float64
+	for range 5 {
+		r, _ := traceRun(t, "ebpf", nil, "/bin/true")
+		idle = append(idle, r.Rusage.UserS+r.Rusage.SysS)
+	}
+	if m := median(idle); m > 0.01 {
+		t.Errorf("trace -- /bin/true: user+sys %.3fs (median of %v), want at most 0.01s", m, idle)
+	}
+
+	wl := tracertest.BuildWorkload(t)
+	tf := filepath.Join(t.TempDir(), "time.out")
+	var traceCPU, timeCPU, tracePct, timePct []float64
+	for range 5 {
+		r, code := traceRun(t, "ebpf", nil, wl, "spin", "1000")
+		if code != 0 || r.Rusage.ElapsedS <= 0 {
+			t.Fatalf("trace: exit status %d, rusage %+v", code, r.Rusage)
+		}
+		traceCPU = append(traceCPU, r.Rusage.UserS+r.Rusage.SysS)
+		tracePct = append(tracePct, 100*(r.Rusage.UserS+r.Rusage.SysS)/r.Rusage.ElapsedS)
+		if b, err := exec.Command("/usr/bin/time", "-o", tf, "-f", "%e %U %S", wl, "spin", "1000").CombinedOutput(); err != nil {
+			t.Fatalf("/usr/bin/time: %v %s", err, b)
+		}
+		b, _ := os.ReadFile(tf)
+		var e, u, s float64
+		if _, err := fmt.Sscanf(string(b), "%f %f %f", &e, &u, &s); err != nil || e <= 0 {
+			t.Fatalf("parsing %q: %v", b, err)
+		}
+		timeCPU = append(timeCPU, u+s)
+		timePct = append(timePct, 100*(u+s)/e)
+	}
+	tc, mc := median(traceCPU), median(timeCPU)
+	t.Logf("/bin/true: user+sys %v; spin 1000: trace user+sys %v cpu%% %v, /usr/bin/time user+sys %v cpu%% %v",
+		idle, traceCPU, tracePct, timeCPU, timePct)
+	if math.Abs(tc-mc) > 0.05*mc {
+		t.Errorf("a 1 s computation: trace user+sys %.3fs (%v), /usr/bin/time %.3fs (%v): more than 5%% apart", tc, traceCPU, mc, timeCPU)
+	}
+	if tp, mp := median(tracePct), median(timePct); math.Abs(tp-mp) > 5 {
+		t.Errorf("a 1 s computation: trace cpu %.0f%% (%v), /usr/bin/time %.0f%% (%v): more than 5 points apart", tp, tracePct, mp, timePct)
 	}
 }
