@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -134,6 +135,14 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 	argv := w.Args(tidsFile)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), w.Env...)
+	if c := w.Credential; c != nil {
+		// Another user's workload gets none of root's environment.
+		name, home := strconv.FormatUint(uint64(c.Uid), 10), w.Dir
+		if u, err := user.LookupId(name); err == nil {
+			name, home = u.Username, u.HomeDir
+		}
+		cmd.Env = append(tracer.ResetEnv(os.Environ(), name, home, "/bin/sh"), w.Env...)
+	}
 	cmd.Stdin = nil
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -150,7 +159,12 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	cmd.Dir = w.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: w.Credential}
+	// A session of its own (so no terminal of root's) and a process group
+	// the kill below ends; no descriptor but 0-2 of what bench inherited.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: w.Credential}
+	if err := tracer.CloseOnExecFrom(3); err != nil {
+		return Sample{}, err
+	}
 	if cg != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = cg.fd

@@ -304,7 +304,7 @@ func (a *nodeAuditd) start() (int, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+	cmd.Env = []string{"PATH=" + tracer.SafePath, "LANG=C"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if a.Cgroup != "" {
