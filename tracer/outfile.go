@@ -2,51 +2,275 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // CreateOutput creates or truncates a file the user named for tracer to
-// write: --output, bench result files, reports, profiles. tracer runs as
-// root and these often sit in shared directories (/tmp), so a new file gets
-// mode 0600 (its content shows what runs on the node), and the last path
-// component is never followed if it is a symbolic link: someone who can
-// write the directory could otherwise point the name at /etc/shadow and
-// have root truncate it. An existing regular file is truncated and keeps
-// its owner and mode, as the shell's > does. A symlink is a UsageError.
+// write: --output, --stats-file, bench result files, reports, profiles.
+// tracer runs as root on nodes other users share, and these files often
+// sit in directories they can write (/tmp), so it is the one place every
+// such file is opened, and it trusts nothing another user could have put
+// in the way:
+//
+//   - a new file is created with mode 0600 (its content shows what runs on
+//     the node), whatever the umask;
+//   - an existing name must be a regular file of tracer's own user with one
+//     link (else another user could read what is written there: a file
+//     they made, another name of a hard link), or a character device of
+//     its user (/dev/null); a symbolic link, a FIFO (opening one would hang)
+//     or anything else is a UsageError, and so is a file swapped in between
+//     the look and the open;
+//   - the directories on the way are resolved without following a symbolic
+//     link another user owns or could replace (one in /tmp, say).
+//
+// An existing file of its own is truncated and keeps its mode, as the
+// shell's > does.
 func CreateOutput(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err == nil {
-		return f, nil
+	dir, name, err := openParent(path)
+	if err != nil {
+		return nil, err
 	}
-	if errors.Is(err, syscall.ELOOP) && isSymlink(path) {
-		return nil, symlinkError(path)
+	defer unix.Close(dir)
+	// Twice at most: a name created or removed between the look and the
+	// open is looked at again, once.
+	for range 2 {
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if errors.Is(err, unix.EEXIST) {
+				continue
+			}
+			if err != nil {
+				return nil, &os.PathError{Op: "create", Path: path, Err: err}
+			}
+			// 0600 whatever the umask: the umask can only remove bits, but
+			// say it rather than rely on it.
+			_ = unix.Fchmod(fd, 0o600)
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if err := usableOutput(path, &st); err != nil {
+			return nil, err
+		}
+		// O_NONBLOCK: a FIFO swapped in after the look cannot hang the open.
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+				return nil, Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
+			}
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		// What was opened must be what was looked at.
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if got.Dev != st.Dev || got.Ino != st.Ino {
+			unix.Close(fd)
+			return nil, Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
+		}
+		if err := usableOutput(path, &got); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+		if got.Mode&unix.S_IFMT == unix.S_IFREG {
+			err = unix.Ftruncate(fd, 0)
+		}
+		if err == nil {
+			err = unix.SetNonblock(fd, false)
+		}
+		if err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "truncate", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
 	}
-	return nil, err // an *os.PathError: it names the path
+	return nil, Usagef("%s keeps changing while tracer opens it: another user may be at work there; remove it or name another file", path)
 }
 
 // CheckOutput reports early, before long work, whether CreateOutput will
-// refuse path: a symbolic link, a directory, or a directory that does not
-// exist. It creates nothing.
+// refuse path, for the same reasons. It creates nothing.
 func CheckOutput(path string) error {
-	if isSymlink(path) {
-		return symlinkError(path)
+	dir, name, err := openParent(path)
+	if err != nil {
+		return err
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return Usagef("%s is a directory: name a file", path)
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case err != nil:
+		return &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
-		return Usagef("cannot create %s: directory %s does not exist", path, filepath.Dir(path))
-	}
-	return nil
+	return usableOutput(path, &st)
 }
 
-func isSymlink(path string) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && fi.Mode()&os.ModeSymlink != 0
+// usableOutput says why an existing name is not one tracer writes to.
+func usableOutput(path string, st *unix.Stat_t) error {
+	me := uint32(os.Geteuid())
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Uid != me {
+			return Usagef("%s exists and belongs to uid %d, not to uid %d that tracer runs as: another user may read what is written there; remove it or name another file", path, st.Uid, me)
+		}
+		if st.Nlink != 1 {
+			return Usagef("%s has %d hard links: another name of it may be readable by another user; remove it or name another file", path, st.Nlink)
+		}
+		return nil
+	case unix.S_IFCHR:
+		// /dev/null: only root makes device nodes.
+		if st.Uid != me && st.Uid != 0 {
+			return Usagef("%s is a device of uid %d: name a file (or - for stdout)", path, st.Uid)
+		}
+		return nil
+	case unix.S_IFLNK:
+		return symlinkError(path)
+	case unix.S_IFDIR:
+		return Usagef("%s is a directory: name a file", path)
+	case unix.S_IFIFO:
+		return Usagef("%s is a FIFO, which tracer does not write to (its reader could be anyone, and opening it can hang): name a file, or - for stdout and a pipe", path)
+	}
+	return Usagef("%s exists and is not a regular file: name a file (or - for stdout)", path)
 }
 
 func symlinkError(path string) error {
 	return Usagef("%s is a symbolic link, which tracer does not write through: name the file itself (or - for stdout)", path)
+}
+
+// openParent opens the directory path names its file in, without
+// following symbolic links another user controls, and returns it with
+// the file's name in it.
+func openParent(path string) (int, string, error) {
+	dir, name := filepath.Split(path)
+	if name == "" || name == "." || name == ".." {
+		return -1, "", Usagef("%s is a directory: name a file", path)
+	}
+	if dir == "" {
+		dir = "."
+	}
+	fd, err := OpenDirNoFollow(dir)
+	switch {
+	case err == nil:
+		return fd, name, nil
+	case errors.Is(err, ErrUsage):
+		return -1, "", err
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		return -1, "", Usagef("cannot create %s: directory %s does not exist", path, filepath.Clean(dir))
+	}
+	return -1, "", fmt.Errorf("opening the directory of %s: %w", path, err)
+}
+
+// maxLinks is how many symbolic links a walk follows, as the kernel's 40.
+const maxLinks = 40
+
+// OpenDirNoFollow opens directory dir (an O_PATH descriptor where the
+// system has it; close it with unix.Close) without following a symbolic
+// link that another user owns, or that sits in a directory another user
+// could replace it in (group- or other-writable without the sticky bit, or
+// not root's nor tracer's own). A path without symbolic links is opened in
+// one openat2(RESOLVE_NO_SYMLINKS) where the kernel has it (5.6 and
+// later); otherwise, and for a path with links, it is walked a component
+// at a time with O_NOFOLLOW, each link checked before it is followed.
+func OpenDirNoFollow(dir string) (int, error) {
+	if fd, err := openat2NoSymlinks(dir); err == nil {
+		return fd, nil
+	}
+	start := "."
+	if filepath.IsAbs(dir) {
+		start = "/"
+	}
+	fd, err := unix.Open(start, oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: start, Err: err}
+	}
+	todo := strings.Split(dir, "/")
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		next, err := unix.Openat(fd, c, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+			fd = next
+			continue
+		}
+		var st unix.Stat_t
+		if serr := unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW); serr != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			unix.Close(fd)
+			return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+		}
+		if links++; links > maxLinks {
+			unix.Close(fd)
+			return -1, &os.PathError{Op: "open", Path: dir, Err: unix.ELOOP}
+		}
+		if why := untrustedLink(fd, &st); why != "" {
+			unix.Close(fd)
+			return -1, Usagef("%s: %s is a symbolic link that %s, so another user could point it elsewhere: tracer does not follow it; name the real directory", filepath.Clean(dir), c, why)
+		}
+		target, err := readlinkat(fd, c)
+		if err != nil {
+			unix.Close(fd)
+			return -1, &os.PathError{Op: "readlink", Path: dir, Err: err}
+		}
+		if filepath.IsAbs(target) {
+			root, err := unix.Open("/", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				unix.Close(fd)
+				return -1, &os.PathError{Op: "open", Path: "/", Err: err}
+			}
+			unix.Close(fd)
+			fd = root
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return fd, nil
+}
+
+// untrustedLink says why a symbolic link (st) in directory dirfd is one
+// another user controls, or "".
+func untrustedLink(dirfd int, st *unix.Stat_t) string {
+	me := uint32(os.Geteuid())
+	if st.Uid != 0 && st.Uid != me {
+		return fmt.Sprintf("belongs to uid %d", st.Uid)
+	}
+	var d unix.Stat_t
+	if err := unix.Fstat(dirfd, &d); err != nil {
+		return "is in a directory tracer cannot look at"
+	}
+	if d.Uid != 0 && d.Uid != me {
+		return fmt.Sprintf("is in a directory of uid %d", d.Uid)
+	}
+	if d.Mode&0o022 != 0 && d.Mode&unix.S_ISVTX == 0 {
+		return "is in a directory others can write"
+	}
+	return ""
+}
+
+func readlinkat(dirfd int, name string) (string, error) {
+	for n := 256; ; n *= 2 {
+		b := make([]byte, n)
+		k, err := unix.Readlinkat(dirfd, name, b)
+		if err != nil {
+			return "", err
+		}
+		if k < n {
+			return string(b[:k]), nil
+		}
+	}
 }

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -79,5 +85,141 @@ func TestOutputFilesMode0600(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", filepath.Base(f), fi.Mode().Perm())
 		}
+	}
+}
+
+// hostileOutputs makes, in a /tmp-like directory (mode 1777), the names
+// another user (nobody, 65534) could leave for root to write to: its own
+// file (0666), a FIFO, a hard link to a file of root's, and a directory
+// reached through its symbolic link. want is what tracer's one line says.
+type hostileOutput struct {
+	name, path, want string
+	// intact reports what changed where the other user can read it.
+	intact func() string
+}
+
+func hostileOutputs(t *testing.T) []hostileOutput {
+	t.Helper()
+	base := t.TempDir()
+	sticky := filepath.Join(base, "tmp")
+	mustDo(t, os.Mkdir(sticky, 0o755), os.Chmod(sticky, 0o1777))
+	nobody := func(p string) { mustDo(t, os.Lchown(p, 65534, 65534)) }
+	empty := func(p string) func() string {
+		return func() string {
+			if b, err := os.ReadFile(p); err != nil || len(b) != 0 {
+				return fmt.Sprintf("%s now holds %q (%v)", p, head(string(b)), err)
+			}
+			return ""
+		}
+	}
+
+	theirs := filepath.Join(sticky, "out.json")
+	mustDo(t, os.WriteFile(theirs, nil, 0o666), os.Chmod(theirs, 0o666))
+	nobody(theirs)
+
+	fifo := filepath.Join(sticky, "fifo")
+	mustDo(t, syscall.Mkfifo(fifo, 0o666), os.Chmod(fifo, 0o666))
+	nobody(fifo)
+
+	secret := filepath.Join(base, "secret")
+	mustDo(t, os.WriteFile(secret, []byte("keep me\n"), 0o600))
+	hard := filepath.Join(sticky, "hard")
+	mustDo(t, os.Link(secret, hard))
+
+	elsewhere := filepath.Join(base, "theirs")
+	mustDo(t, os.Mkdir(elsewhere, 0o777), os.Chmod(elsewhere, 0o777))
+	nobody(elsewhere)
+	link := filepath.Join(sticky, "logs")
+	mustDo(t, os.Symlink(elsewhere, link))
+	nobody(link)
+
+	return []hostileOutput{
+		{"another user's file", theirs, "belongs to uid 65534", empty(theirs)},
+		{"a FIFO", fifo, "FIFO", func() string { return "" }},
+		{"a hard link to root's file", hard, "hard links", func() string {
+			if b, _ := os.ReadFile(secret); string(b) != "keep me\n" {
+				return fmt.Sprintf("the linked file now holds %q", head(string(b)))
+			}
+			return ""
+		}},
+		{"a symlinked directory in a sticky one", filepath.Join(link, "out.json"), "symbolic link", func() string {
+			if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+				return fmt.Sprintf("%d files written in the other user's directory", len(ents))
+			}
+			return ""
+		}},
+	}
+}
+
+func mustDo(t *testing.T, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runTracerFor is runTracer with a limit: a run that outlives it hung.
+func runTracerFor(t *testing.T, limit time.Duration, args ...string) (code int, stderr string, hung bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tracerBin, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return -1, errb.String(), true
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), errb.String(), false
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, errb.String(), false
+}
+
+// Every file tracer writes for the user, named where another user left
+// something for root to write to, is refused in one line (exit 2) before
+// anything runs, without hanging, and nothing is written there.
+func TestOutputFilesRefuseHostilePaths(t *testing.T) {
+	tracertest.NeedRoot(t)
+	for _, h := range hostileOutputs(t) {
+		for _, args := range [][]string{
+			{"watch", "--backend", "ebpf", "--duration", "1s", "--output", h.path},
+			{"watch", "--backend", "ebpf", "--duration", "1s", "--output", "/dev/null", "--stats-file", h.path},
+			{"trace", "--backend", "ebpf", "-o", h.path, "--", "true"},
+			{"bench", "--modes", "none", "--workload", "cis-shell", "--count", "10", "--rounds", "2", "--out", h.path},
+			{"report", "-o", h.path, reportFixtures[0]},
+			{"--cpuprofile", h.path, "rules"},
+		} {
+			code, stderr, hung := runTracerFor(t, 30*time.Second, args...)
+			switch {
+			case hung:
+				t.Errorf("%s: tracer %q hung", h.name, args)
+			case code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, h.want):
+				t.Errorf("%s: tracer %q: exit %d, stderr %q; want exit 2 and one line with %q", h.name, args, code, head(stderr), h.want)
+			}
+			if why := h.intact(); why != "" {
+				t.Errorf("%s: tracer %q: %s", h.name, args, why)
+			}
+		}
+	}
+}
+
+// A symbolic link of root's in a directory only root writes is followed:
+// /var/run -> /run and the like keep working.
+func TestOutputThroughRootsSymlink(t *testing.T) {
+	tracertest.NeedRoot(t)
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	mustDo(t, os.Mkdir(real, 0o700), os.Symlink("real", filepath.Join(dir, "alias")))
+	out := filepath.Join(dir, "alias", "report.md")
+	if code, _, stderr := runTracer(t, nil, "report", "-o", out, reportFixtures[0]); code != 0 {
+		t.Fatalf("report -o %s: exit %d: %s", out, code, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(real, "report.md")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("report through root's link: %v %v", fi, err)
 	}
 }

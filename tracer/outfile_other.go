@@ -1,0 +1,9 @@
+//go:build !linux
+
+package tracer
+
+import "golang.org/x/sys/unix"
+
+const oPath = unix.O_RDONLY
+
+func openat2NoSymlinks(string) (int, error) { return -1, unix.ENOSYS }
