@@ -42,6 +42,25 @@ func (c *Counts) Add(e *Event) {
 	}
 }
 
+// Keep drops the counts of the classes not in types: a backend that follows
+// a tree by its forks counts them, asked for or not.
+func (c *Counts) Keep(types TypeSet) {
+	for _, t := range AllTypes {
+		if !types.Has(t) {
+			c.Totals[t] = 0
+		}
+	}
+	if !types.Has(TypeExec) {
+		clear(c.Exec)
+	}
+	if !types.Has(TypeFork) {
+		clear(c.Fork)
+	}
+	if !types.Has(TypeSignal) {
+		clear(c.Signals)
+	}
+}
+
 // Total returns the count of one type.
 func (c *Counts) Total(t EventType) uint64 { return c.Totals[t] }
 

@@ -262,3 +262,21 @@ func TestTraceRusageIsTheCommands(t *testing.T) {
 		t.Errorf("a 1 s computation: trace cpu %.0f%% (%v), /usr/bin/time %.0f%% (%v): more than 5 points apart", tp, tracePct, mp, timePct)
 	}
 }
+
+// --events decides what trace counts and prints, on both backends: the
+// eBPF backend follows the tree by its forks, and counted them too.
+func TestTraceEventsFilter(t *testing.T) {
+	tracertest.NeedRoot(t)
+	cmd := []string{"/bin/sh", "-c", "/bin/true; sleep 3 & kill $!"}
+	for _, backend := range []string{"audit", "ebpf"} {
+		t.Run(backend, func(t *testing.T) {
+			r, _ := traceRun(t, backend, []string{"--events", "signal"}, cmd...)
+			if len(r.ExecCalls) != 0 || len(r.ForkCalls) != 0 || r.Totals.Exec != 0 || r.Totals.Fork != 0 {
+				t.Errorf("trace --backend %s --events signal: %s; want no exec or fork", backend, shape(r))
+			}
+			if len(r.Signals) != 1 || r.Totals.Signal != 1 {
+				t.Errorf("trace --backend %s --events signal: %s; want the one kill", backend, shape(r))
+			}
+		})
+	}
+}

@@ -140,6 +140,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if counts, err = counter.Counts(); err != nil {
 			return nil, fmt.Errorf("reading counts: %w", err)
 		}
+		counts.Keep(cfg.Types)
 	}
 	closeErr := b.Close()
 	if waitErr != nil {

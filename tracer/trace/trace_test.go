@@ -182,6 +182,33 @@ func TestRunKernelCounter(t *testing.T) {
 	}
 }
 
+// --events decides what is counted and printed, whatever the backend
+// counted to follow the tree: a backend scoped by pid is given forks to
+// follow, and its kernel counts have them, asked for or not.
+func TestRunKernelCountsOnlyAskedEvents(t *testing.T) {
+	kc := tracer.NewCounts()
+	kc.Fork["sh"] = 2
+	kc.SetTotal(tracer.TypeFork, 2)
+	kc.Exec[tracer.ExecKey{Comm: "sh", Filename: "/bin/true"}] = 1
+	kc.SetTotal(tracer.TypeExec, 1)
+	kc.Signals[tracer.SignalKey{Comm: "sh", Target: 7, Signal: 15}] = 1
+	kc.SetTotal(tracer.TypeSignal, 1)
+	cfg := tracer.DefaultConfig()
+	cfg.Types = 1 << tracer.TypeSignal
+	f := &fakeBackend{}
+	res, _ := run(t, counter{f, kc}, Options{Args: []string{"true"}, Config: cfg})
+	if !f.cfg.Types.Has(tracer.TypeFork) {
+		t.Fatalf("backend types %v: the test needs a backend that follows forks", f.cfg.Types)
+	}
+	c := res.Report.Counts
+	if len(c.Fork) != 0 || len(c.Exec) != 0 || c.Total(tracer.TypeFork) != 0 || c.Total(tracer.TypeExec) != 0 {
+		t.Errorf("--events signal: forks %v (total %d), execs %v (total %d); want none", c.Fork, c.Total(tracer.TypeFork), c.Exec, c.Total(tracer.TypeExec))
+	}
+	if len(c.Signals) != 1 || c.Total(tracer.TypeSignal) != 1 {
+		t.Errorf("--events signal: signals %v (total %d), want the one", c.Signals, c.Total(tracer.TypeSignal))
+	}
+}
+
 // A LoginUIDScoper gets a login uid of the command's own instead of a pid,
 // the command runs with it, and the link to the caller is written after
 // Start.
