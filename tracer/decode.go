@@ -1,10 +1,14 @@
 package tracer
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // jsonEvent is a JSON line as AppendJSON writes it (docs/events.md): the
@@ -13,34 +17,34 @@ import (
 // with the tracer's own schema rather than a copy of it.
 type jsonEvent struct {
 	Time         string         `json:"time"`
-	Backend      string         `json:"backend"`
+	Backend      jsonString     `json:"backend"`
 	Type         string         `json:"type"`
 	PID          uint32         `json:"pid"`
-	Comm         string         `json:"comm"`
+	Comm         jsonString     `json:"comm"`
 	UID          uint32         `json:"uid"`
 	AUID         uint32         `json:"auid"`
 	ExecID       string         `json:"exec_id"`
 	ParentExecID string         `json:"parent_exec_id"`
-	Cgroup       string         `json:"cgroup"`
-	ContainerID  string         `json:"container_id"`
-	Unit         string         `json:"unit"`
+	Cgroup       jsonString     `json:"cgroup"`
+	ContainerID  jsonString     `json:"container_id"`
+	Unit         jsonString     `json:"unit"`
 	Ancestors    []jsonAncestor `json:"ancestors"`
 
-	PPID     uint32   `json:"ppid"`
-	Filename string   `json:"filename"`
-	Argv     []string `json:"argv"`
-	ArgvCut  bool     `json:"argv_truncated"`
-	Ret      int64    `json:"ret"`
-	ChildPID uint32   `json:"child_pid"`
-	Syscall  string   `json:"syscall"`
+	PPID     uint32       `json:"ppid"`
+	Filename jsonString   `json:"filename"`
+	Argv     []jsonString `json:"argv"`
+	ArgvCut  bool         `json:"argv_truncated"`
+	Ret      int64        `json:"ret"`
+	ChildPID uint32       `json:"child_pid"`
+	Syscall  jsonString   `json:"syscall"`
 
-	TargetPID    int32  `json:"target_pid"`
-	Signal       int    `json:"signal"`
-	Code         string `json:"code"`
-	Origin       string `json:"origin"`
-	Result       string `json:"result"`
-	TargetComm   string `json:"target_comm"`
-	TargetExecID string `json:"target_exec_id"`
+	TargetPID    int32      `json:"target_pid"`
+	Signal       int        `json:"signal"`
+	Code         string     `json:"code"`
+	Origin       string     `json:"origin"`
+	Result       string     `json:"result"`
+	TargetComm   jsonString `json:"target_comm"`
+	TargetExecID string     `json:"target_exec_id"`
 
 	ExitCode   int           `json:"exit_code"`
 	CoreDumped *bool         `json:"core_dumped"`
@@ -49,18 +53,18 @@ type jsonEvent struct {
 }
 
 type jsonAncestor struct {
-	PID    uint32 `json:"pid"`
-	Comm   string `json:"comm"`
-	ExecID string `json:"exec_id"`
+	PID    uint32     `json:"pid"`
+	Comm   jsonString `json:"comm"`
+	ExecID string     `json:"exec_id"`
 }
 
 type jsonKilledBy struct {
-	PID     uint32 `json:"pid"`
-	Comm    string `json:"comm"`
-	ExecID  string `json:"exec_id"`
-	Code    string `json:"code"`
-	Origin  string `json:"origin"`
-	Syscall string `json:"syscall"`
+	PID     uint32     `json:"pid"`
+	Comm    jsonString `json:"comm"`
+	ExecID  string     `json:"exec_id"`
+	Code    string     `json:"code"`
+	Origin  string     `json:"origin"`
+	Syscall jsonString `json:"syscall"`
 }
 
 // UnmarshalJSON reads an event back from a line AppendJSON wrote: the
@@ -83,8 +87,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if e.Type = typeNamed(j.Type); e.Type == TypeNone {
 		return fmt.Errorf("unknown event type %q", j.Type)
 	}
-	e.Backend, e.PID, e.Comm, e.UID, e.AUID = j.Backend, j.PID, j.Comm, j.UID, j.AUID
-	e.Cgroup, e.ContainerID, e.Unit = j.Cgroup, j.ContainerID, j.Unit
+	e.Backend, e.PID, e.Comm, e.UID, e.AUID = string(j.Backend), j.PID, string(j.Comm), j.UID, j.AUID
+	e.Cgroup, e.ContainerID, e.Unit = string(j.Cgroup), string(j.ContainerID), string(j.Unit)
 	ids := []struct {
 		s  string
 		id *ExecID
@@ -95,7 +99,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		}
 	}
 	for _, a := range j.Ancestors {
-		anc := Ancestor{PID: a.PID, Comm: a.Comm}
+		anc := Ancestor{PID: a.PID, Comm: string(a.Comm)}
 		if err := parseExecIDField(a.ExecID, &anc.ExecID); err != nil {
 			return err
 		}
@@ -103,12 +107,18 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	switch e.Type {
 	case TypeExec:
-		e.PPID, e.Filename, e.Argv, e.Ret = j.PPID, j.Filename, j.Argv, j.Ret
+		e.PPID, e.Filename, e.Ret = j.PPID, string(j.Filename), j.Ret
+		if j.Argv != nil {
+			e.Argv = make([]string, len(j.Argv))
+			for i, a := range j.Argv {
+				e.Argv[i] = string(a)
+			}
+		}
 		e.ArgvTruncated = j.ArgvCut
 	case TypeFork:
-		e.ChildPID, e.Syscall = j.ChildPID, j.Syscall
+		e.ChildPID, e.Syscall = j.ChildPID, string(j.Syscall)
 	case TypeSignal:
-		e.TargetPID, e.Signal, e.Syscall, e.Ret, e.TargetComm = j.TargetPID, j.Signal, j.Syscall, j.Ret, j.TargetComm
+		e.TargetPID, e.Signal, e.Syscall, e.Ret, e.TargetComm = j.TargetPID, j.Signal, string(j.Syscall), j.Ret, string(j.TargetComm)
 		if j.Code != "" {
 			e.HasCode = true
 			if e.Code, err = sigCodeNamed(e.Signal, j.Code); err != nil {
@@ -124,7 +134,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			e.CoreDumped = j.CoreDumped != nil && *j.CoreDumped
 		}
 		if k := j.KilledBy; k != nil {
-			e.KilledBy = KilledBy{PID: k.PID, Comm: k.Comm, Origin: originNamed(k.Origin), Syscall: k.Syscall}
+			e.KilledBy = KilledBy{PID: k.PID, Comm: string(k.Comm), Origin: originNamed(k.Origin), Syscall: string(k.Syscall)}
 			if err := parseExecIDField(k.ExecID, &e.KilledBy.ExecID); err != nil {
 				return err
 			}
@@ -134,6 +144,92 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// jsonString is a string field the encoder wrote with appendString: a
+// \udcXX escape (a lone low surrogate, which encoding/json would read as
+// U+FFFD) is the byte 0xXX that was not UTF-8, so every string reads
+// back byte for byte.
+type jsonString string
+
+// UnmarshalJSON reads a JSON string (or null) with \udcXX as byte XX;
+// other lone surrogates read as U+FFFD, as encoding/json reads them.
+func (s *jsonString) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return fmt.Errorf("not a JSON string: %.40q", b)
+	}
+	b = b[1 : len(b)-1]
+	if bytes.IndexByte(b, '\\') < 0 {
+		*s = jsonString(b)
+		return nil
+	}
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 {
+			out = append(out, b...)
+			break
+		}
+		out, b = append(out, b[:i]...), b[i:]
+		if len(b) < 2 {
+			return errBadEscape
+		}
+		switch c := b[1]; c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(b[2:])
+			if !ok {
+				return errBadEscape
+			}
+			b = b[6:]
+			switch {
+			case 0xdc80 <= r && r <= 0xdcff:
+				out = append(out, byte(r))
+			case utf16.IsSurrogate(r):
+				// A high surrogate and a low one after it are one rune.
+				if r < 0xdc00 && len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
+					if r2, ok := hex4(b[2:]); ok && utf16.DecodeRune(r, r2) != utf8.RuneError {
+						out, b = utf8.AppendRune(out, utf16.DecodeRune(r, r2)), b[6:]
+						break
+					}
+				}
+				out = utf8.AppendRune(out, utf8.RuneError)
+			default:
+				out = utf8.AppendRune(out, r)
+			}
+			continue
+		default:
+			return errBadEscape
+		}
+		b = b[2:]
+	}
+	*s = jsonString(out)
+	return nil
+}
+
+var errBadEscape = errors.New("bad escape in a JSON string")
+
+// hex4 reads the 4 hex digits b starts with.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(v), err == nil
 }
 
 func parseExecIDField(s string, id *ExecID) error {

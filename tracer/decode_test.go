@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -43,10 +44,10 @@ func TestEventJSONRoundTrip(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, got, e)
 		}
 	}
-	// Invalid UTF-8 is written as U+FFFD, and read as that.
-	e := Event{Time: whoTime, Type: TypeFork, Comm: "a\xffb"}
+	// Invalid UTF-8 is written as \udcXX, and read as the same bytes.
+	e := Event{Time: whoTime, Type: TypeFork, Comm: "a\xffb\ufffd"}
 	var got Event
-	if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil || got.Comm != "a\ufffdb" {
+	if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil || got.Comm != e.Comm {
 		t.Errorf("invalid UTF-8 read back as %q, %v", got.Comm, err)
 	}
 	for _, bad := range []string{`{"time":"x","type":"exec"}`, `{"time":"2026-03-01T10:41:07Z","type":"open"}`,
@@ -111,5 +112,90 @@ func TestEventJSONReadsEveryField(t *testing.T) {
 			v.Set(old)
 		}
 		walk("Event", reflect.ValueOf(&e).Elem())
+	}
+}
+
+// Two different byte strings never print the same JSON, and every string
+// reads back byte for byte: invalid UTF-8 (\udcXX) is not taken for
+// U+FFFD or for a rune U+00XX, and the invisible runes are escaped.
+func TestJSONStringsLossless(t *testing.T) {
+	cases := map[string]string{
+		"\xff":           `"\udcff"`,
+		"\ufffd":         "\"\ufffd\"",
+		"\u00ff":         "\"\u00ff\"",
+		`\udcff`:         `"\\udcff"`,
+		"\xed\xb3\xbf":   `"\udced\udcb3\udcbf"`, // U+DCFF in "UTF-8": not UTF-8
+		"\u202egnp.exe":  `"\u202egnp.exe"`,
+		"a\u200bb\ufeff": `"a\u200bb\ufeff"`,
+		"\u061c\u200e\u200f\u202a\u202d\u2060\u2066\u2069": `"\u061c\u200e\u200f\u202a\u202d\u2060\u2066\u2069"`,
+	}
+	for in, want := range cases {
+		if got := string(appendString(nil, in)); got != want {
+			t.Errorf("appendString(%q) = %s, want %s", in, got, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	seen := map[string]string{}
+	check := func(s string) {
+		enc := string(appendString(nil, s))
+		if prev, ok := seen[enc]; ok && prev != s {
+			t.Fatalf("%q and %q both encode as %s", prev, s, enc)
+		}
+		seen[enc] = s
+		e := Event{Time: whoTime, Type: TypeExec, Backend: s, Comm: s, Filename: s, Argv: []string{s, "x" + s},
+			Cgroup: s, ContainerID: s, Unit: s, Ancestors: []Ancestor{{PID: 1, Comm: s, ExecID: ExecID{PID: 1, Start: 1}}}}
+		var got Event
+		if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		got.Time = e.Time
+		if !reflect.DeepEqual(got, e) {
+			t.Fatalf("%q read back as %+v", s, got)
+		}
+		for _, k := range []Event{
+			{Time: whoTime, Type: TypeSignal, Syscall: s, TargetComm: s, Signal: 9},
+			{Time: whoTime, Type: TypeExit, Signal: 9, CoreUnknown: true, KilledBy: KilledBy{PID: 2, Comm: s, Syscall: s, Origin: OriginUser}},
+		} {
+			var got Event
+			if err := json.Unmarshal(AppendJSON(nil, &k), &got); err != nil || got.Syscall != k.Syscall ||
+				got.TargetComm != k.TargetComm || got.KilledBy.Comm != k.KilledBy.Comm || got.KilledBy.Syscall != k.KilledBy.Syscall {
+				t.Fatalf("%q read back as %+v, %v", s, got, err)
+			}
+		}
+	}
+	for in := range cases {
+		check(in)
+	}
+	for range 20000 {
+		check(randomString(r, r.IntN(12)))
+	}
+	// Short strings of any bytes, where collisions would show first.
+	for range 20000 {
+		b := make([]byte, r.IntN(5))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		check(string(b))
+	}
+}
+
+// A JSON reader that is not the tracer's (encoding/json, jq) reads
+// \udcXX as U+FFFD; the tracer's decoder takes what JSON allows besides:
+// \/, \b, \f and surrogate pairs.
+func TestJSONStringDecoder(t *testing.T) {
+	cases := map[string]string{
+		`"a\/b\b\f\n\r\t\"\\"`: "a/b\b\f\n\r\t\"\\",
+		`"\ud83d\ude00"`:       "\U0001f600",
+		`"\ud83d"`:             "\ufffd",
+		`"\ud83dx"`:            "\ufffdx",
+		`"\udc00\udc80"`:       "\ufffd\x80",
+		`"\u00e9\udcc3\udca9"`: "\u00e9\xc3\xa9",
+		`null`:                 "",
+	}
+	for in, want := range cases {
+		var s jsonString
+		if err := json.Unmarshal([]byte(in), &s); err != nil || string(s) != want {
+			t.Errorf("%s read as %q, %v; want %q", in, s, err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -29,6 +30,21 @@ func Escape(s string) string {
 func AppendEscaped(b []byte, s string) []byte {
 	return appendEscaped(b, s, 0, true)
 }
+
+// appendField appends s escaped, and in double quotes when it is empty
+// or holds a space or a quote: a reader that splits a line at spaces
+// (awk, an eye on the columns) sees one field whatever a process named
+// itself, and a field without quotes holds neither. Other whitespace is
+// escaped already (strconv.IsPrint takes only the ASCII space).
+func appendField(b []byte, s string) []byte {
+	if needsQuotes(s) {
+		return appendQuoted(b, s)
+	}
+	return AppendEscaped(b, s)
+}
+
+// needsQuotes reports whether appendField quotes s.
+func needsQuotes(s string) bool { return s == "" || strings.ContainsAny(s, ` "`) }
 
 // appendQuoted appends s in double quotes, escaped as strconv.Quote does.
 func appendQuoted(b []byte, s string) []byte {
@@ -120,11 +136,12 @@ func appendHex(b []byte, v uint32, digits int) []byte {
 	return b
 }
 
-// appendColumn appends s escaped and left-aligned in a column of width
-// runes, as fmt's %-*s did: a longer string widens its column.
+// appendColumn appends s as a field (appendField) left-aligned in a
+// column of width runes, as fmt's %-*s did: a longer string widens its
+// column.
 func appendColumn(b []byte, s string, width int) []byte {
 	start := len(b)
-	b = AppendEscaped(b, s)
+	b = appendField(b, s)
 	return appendPad(b, width-utf8.RuneCount(b[start:]))
 }
 

@@ -164,6 +164,80 @@ func TestAppendTextHostile(t *testing.T) {
 	}
 }
 
+// A process that names itself (or its file) with spaces cannot forge the
+// columns: such a field is quoted, so the line splits at the same places
+// as one with plain names, and a quote in a name cannot open a field.
+func TestAppendTextQuotesSpaces(t *testing.T) {
+	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
+	cases := []struct {
+		e    *Event
+		want string
+	}{
+		{&Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: "x 0 ppid=1", UID: 1000, PPID: 1,
+			Filename: "/tmp/a b", Argv: []string{"a b"}},
+			`03:04:05.006 ebpf    exec   42      "x 0 ppid=1"     1000       ppid=1 ret=0 "/tmp/a b" "a b"`},
+		{&Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: `"q`, PPID: 1, Filename: `/tmp/"x`},
+			`03:04:05.006 ebpf    exec   42      "\"q"            0          ppid=1 ret=0 "/tmp/\"x"`},
+		{&Event{Time: when, Backend: "ebpf", Type: TypeFork, PID: 42, Comm: "", Syscall: "clone 3", ChildPID: 43},
+			`03:04:05.006 ebpf    fork   42      ""               0          "clone 3" -> 43`},
+		{&Event{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 42, Comm: "a b", Syscall: "kill", TargetPID: 43, Signal: 15,
+			TargetComm: "sl eep"},
+			`03:04:05.006 ebpf    signal 42      "a b"            0          kill -> 43 SIGTERM ret=0 (to "sl eep")`},
+		{&Event{Time: when, Backend: "ebpf", Type: TypeExit, PID: 43, Comm: "sleep", Signal: 15,
+			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "sys temd", Syscall: "kill"}},
+			`03:04:05.006 ebpf    exit   43      sleep            0          killed by SIGTERM from "sys temd" (pid 1) via kill`},
+	}
+	for _, c := range cases {
+		if got := string(AppendText(nil, c.e)); got != c.want {
+			t.Errorf("AppendText =\n%s\nwant\n%s", got, c.want)
+		}
+	}
+	// Whatever the comm, the fields before DETAILS are six and the comm
+	// reads back.
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 5000 {
+		comm := randomString(r, r.IntN(16))
+		if r.IntN(2) == 0 {
+			comm = strings.Repeat(" ", r.IntN(3)) + comm + " \"x"
+		}
+		line := string(AppendText(nil, &Event{Time: when, Backend: "ebpf", Type: TypeExit, PID: 7, Comm: comm}))
+		f := splitQuoted(line)
+		if len(f) != 7 || f[6] != "code=0" {
+			t.Fatalf("comm %q: line %q splits into %q", comm, line, f)
+		}
+		if back, err := unescape(strings.Trim(f[4], `"`)); f[4][0] == '"' {
+			if back, err = strconv.Unquote(f[4]); err != nil || back != comm {
+				t.Fatalf("comm %q printed as %s", comm, f[4])
+			}
+		} else if err != nil || back != comm {
+			t.Fatalf("comm %q printed as %s", comm, f[4])
+		}
+	}
+}
+
+// splitQuoted splits a text line at spaces outside double quotes.
+func splitQuoted(line string) []string {
+	var f []string
+	for line = strings.TrimLeft(line, " "); line != ""; line = strings.TrimLeft(line, " ") {
+		end := strings.IndexByte(line, ' ')
+		if line[0] == '"' {
+			end = 1
+			for end < len(line) && line[end] != '"' {
+				if line[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			end++
+		}
+		if end < 0 || end > len(line) {
+			end = len(line)
+		}
+		f, line = append(f, line[:end]), line[end:]
+	}
+	return f
+}
+
 // oldAppendText is AppendText as it was before escaping, with fmt: for
 // plain strings the columns must not move.
 func oldAppendText(b []byte, e *Event) []byte {

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -50,10 +52,16 @@ type OutputOptions struct {
 	Backpressure Backpressure
 	// QueueBytes bounds the encoded events waiting for the writer (0: 16 MiB).
 	QueueBytes int
-	// OnError is called once, from the writer goroutine, when a write
-	// fails (EPIPE when the reader went away): the caller's cue to shut
-	// down. Events not written are counted lost at stage output.
+	// OnError is called once, from the writer goroutine, when the reader
+	// went away (EPIPE): the caller's cue to shut down. Events not written
+	// are counted lost at stage output.
 	OnError func(error)
+	// OnFailing is called from the writer goroutine when writes start
+	// failing with any other error (a full disk, a quota), and with nil
+	// when one succeeds again. Such a failure ends nothing: the events of
+	// each failed write are counted lost at stage output, and the next
+	// write tries again.
+	OnFailing func(error)
 	// Abort, when closed, makes Flush and Close stop waiting for a stalled
 	// writer; what was still queued is counted lost at stage output.
 	Abort <-chan struct{}
@@ -106,6 +114,7 @@ type outQueue struct {
 	written    atomic.Uint64
 	lostQueue  atomic.Uint64
 	lostOutput atomic.Uint64
+	failing    bool // the last write failed without ending the output; cm guards it
 	errMu      sync.Mutex
 	err        error
 }
@@ -331,15 +340,51 @@ func (q *outQueue) count(c *chunk, n int, err error) {
 	}
 	if err == nil {
 		q.written.Add(uint64(len(c.ends)))
+		if q.failing {
+			q.failing = false
+			if q.opts.OnFailing != nil {
+				q.opts.OnFailing(nil)
+			}
+		}
 		return
 	}
 	k := sort.SearchInts(c.ends, n+1)
 	q.written.Add(uint64(k))
 	q.lostOutput.Add(uint64(len(c.ends) - k))
+	if k < len(c.ends) && n > 0 {
+		good := 0
+		if k > 0 {
+			good = c.ends[k-1]
+		}
+		q.untear(n - good)
+	}
+	if !errors.Is(err, syscall.EPIPE) {
+		// A full disk or a quota: counted, and the next write tries again.
+		if !q.failing {
+			q.failing = true
+			if q.opts.OnFailing != nil {
+				q.opts.OnFailing(err)
+			}
+		}
+		return
+	}
 	q.fail.Store(true)
 	q.setErr(err)
 	if q.opts.OnError != nil {
 		q.opts.OnError(err)
+	}
+}
+
+// untear takes back the torn bytes of an event a failed write left half
+// written in a file, so that writing resumes on a whole line. A pipe
+// cannot take them back; its reader sees the torn line end.
+func (q *outQueue) untear(torn int) {
+	f, ok := q.w.(*os.File)
+	if !ok {
+		return
+	}
+	if off, err := f.Seek(-int64(torn), io.SeekCurrent); err == nil {
+		_ = f.Truncate(off)
 	}
 }
 

@@ -556,8 +556,12 @@ var jsonPlain = func() (t [256]bool) {
 	return t
 }()
 
-// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
-// control characters (C0, DEL, C1) and U+2028/U+2029 become \u escapes.
+// appendString appends s as a JSON string. Control characters (C0, DEL,
+// C1), U+2028/U+2029 and the invisible runes that reorder or hide text
+// (jsonInvisible) become \u escapes; each byte that is not UTF-8 becomes
+// \udcXX, the lone low surrogate Python's surrogateescape gives it: no
+// UTF-8 string holds a surrogate, so two strings never encode alike and
+// the decoder (jsonString) gives the bytes back.
 // Runs of bytes that need nothing are appended at once: comms, paths and
 // cgroups are almost always plain ASCII, and a byte-at-a-time append was
 // the largest cost of a JSON line.
@@ -580,16 +584,17 @@ func appendEscapedString(b []byte, s string, i int) []byte {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !(r == utf8.RuneError && size == 1) && r > 0x9f && r != 0x2028 && r != 0x2029 {
+			if !(r == utf8.RuneError && size == 1) && r > 0x9f && !jsonInvisible(r) {
 				i += size // a valid rune that needs no escape: part of the run
 				continue
 			}
 			b = append(b, s[start:i]...)
 			if r == utf8.RuneError && size == 1 {
-				b = append(b, `\ufffd`...)
+				b = append(b, '\\', 'u', 'd', 'c', hexDigits[c>>4], hexDigits[c&0xf])
 			} else {
 				// Valid JSON raw, but C1 controls drive terminals that cat or
-				// tail the file, and JavaScript ends a line at U+2028/U+2029.
+				// tail the file, JavaScript ends a line at U+2028/U+2029, and
+				// the invisible runes make a line read as another.
 				b = append(b, '\\', 'u')
 				b = appendHex(b, uint32(r), 4)
 			}
@@ -615,6 +620,19 @@ func appendEscapedString(b []byte, s string, i int) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonInvisible reports whether r, a rune above the C1 controls, is one
+// that JSON output escapes although it is valid: U+2028/U+2029, the bidi
+// controls (U+061C, U+200E/U+200F, U+202A-U+202E, U+2066-U+2069), which
+// reorder what a terminal or an editor shows (CVE-2021-42574), and the
+// zero-width ones (U+200B-U+200D, U+2060, U+FEFF), which hide text.
+func jsonInvisible(r rune) bool {
+	if r < 0x061c {
+		return false
+	}
+	return r == 0x061c || 0x200b <= r && r <= 0x200f || 0x2028 <= r && r <= 0x202e ||
+		r == 0x2060 || 0x2066 <= r && r <= 0x2069 || r == 0xfeff
 }
 
 // plainLen is the length of the run of plain bytes s starts with, 8 bytes
@@ -691,8 +709,10 @@ func (s *TextSink) Write(e *Event) error {
 }
 
 // AppendText appends the text line for e, without a newline. Every string
-// is escaped (see Escape): comm, file names and argv come from whoever runs
-// a process, and one event must stay one line that drives no terminal.
+// is escaped (see Escape), and quoted where it holds a space or a quote
+// (appendField): comm, file names and argv come from whoever runs a
+// process, and one event must stay one line of its columns that drives
+// no terminal.
 func AppendText(b []byte, e *Event) []byte {
 	return appendTextBody(TimeClock.appendTime(b, e.Time, time.Time{}), e)
 }
@@ -715,7 +735,7 @@ func appendTextBody(b []byte, e *Event) []byte {
 		b = strconv.AppendUint(b, uint64(e.PPID), 10)
 		b = appendRet(append(b, " ret="...), e.Ret)
 		b = append(b, ' ')
-		b = AppendEscaped(b, e.Filename)
+		b = appendField(b, e.Filename)
 		for _, a := range e.Argv {
 			b = append(b, ' ')
 			b = appendQuoted(b, a)
@@ -724,7 +744,7 @@ func appendTextBody(b []byte, e *Event) []byte {
 			b = append(b, " [argv truncated]"...)
 		}
 	case TypeFork:
-		b = AppendEscaped(b, e.Syscall)
+		b = appendField(b, e.Syscall)
 		b = append(b, " -> "...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 	case TypeSignal:

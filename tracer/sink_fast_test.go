@@ -37,8 +37,9 @@ func appendStringByByte(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r <= 0x9f || r == 0x2028 || r == 0x2029:
+			b = append(b, '\\', 'u', 'd', 'c', hexDigits[c>>4], hexDigits[c&0xf])
+		case r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0x061c || r >= 0x200b && r <= 0x200f ||
+			r >= 0x202a && r <= 0x202e || r == 0x2060 || r >= 0x2066 && r <= 0x2069 || r == 0xfeff:
 			b = append(b, '\\', 'u')
 			b = appendHex(b, uint32(r), 4)
 		default:
@@ -53,6 +54,7 @@ var stringCases = []string{
 	"", "storm", "/user.slice/user-0.slice/session-3.scope", `a"b\c`, "x\ny\tz\r", "\x00\x01\x1f\x7f",
 	"caf\u00e9", "\u00e9t\u00e9", "\xff", "a\xffb", "\xc2\x9b", "\xc2\x80\xc2\x9f\xc2\xa0", "\u2028\u2029",
 	"\xe2\x80", "\xf0\x9f\x98\x80 smile", "\xed\xa0\x80", "tail\\", "\"", strings.Repeat("ab\x1b", 40),
+	"\u202egnp.exe", "a\u061cb\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u2060\u2066\u2067\u2068\u2069\ufeff", "\u200a\u2030\u206a\ufffd",
 }
 
 func TestAppendStringMatchesByteAtATime(t *testing.T) {

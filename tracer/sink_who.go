@@ -215,5 +215,11 @@ func viaSyscall(k *KilledBy) string {
 }
 
 // textSafe keeps a process-controlled name (comm) from writing control
-// characters to a terminal: escaped as every string of the text format.
-func textSafe(s string) string { return Escape(s) }
+// characters to a terminal or forging words: escaped, and quoted where it
+// holds a space or a quote, as every string of the text format.
+func textSafe(s string) string {
+	if needsQuotes(s) {
+		return string(appendQuoted(nil, s))
+	}
+	return Escape(s)
+}

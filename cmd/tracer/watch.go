@@ -113,6 +113,13 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			printLateNotes(ctx, b)
 			fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
 		},
+		OutputFailing: func(err error) {
+			if err != nil {
+				slog.Warn("writing --output fails; watching goes on, and the events not written are counted lost at stage output until a write succeeds", "err", err)
+			} else {
+				slog.Warn("writing --output again")
+			}
+		},
 	})
 	if res == nil {
 		return err

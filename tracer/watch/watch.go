@@ -45,6 +45,10 @@ type Options struct {
 	// Started, when set, is called once the backend watches and its
 	// notes are known (watch tells the user there).
 	Started func()
+	// OutputFailing, when set, is told when writes to the output start
+	// failing (a full disk: the watch goes on, the events counted lost at
+	// stage output), and with nil when they succeed again.
+	OutputFailing func(error)
 }
 
 // Result is what the watch saw and lost.
@@ -64,7 +68,7 @@ type Result struct {
 const flushEvery = 200 * time.Millisecond
 
 // Run starts the backend, delivers its events until ctx ends (or
-// Duration passes, or a write to the output fails), closes the backend,
+// Duration passes, or the output's reader goes away), closes the backend,
 // then flushes the output. Once the backend started, the Result is
 // returned even with an error, so that the caller can still say what was
 // seen and lost. A reader that went away (EPIPE: `| head`) is a normal
@@ -80,7 +84,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		mu     sync.Mutex
 		outErr error
 	)
-	// A failed write ends the watch: the writer's error is the cause.
+	// The reader going away (EPIPE) ends the watch; any other failed
+	// write (a full disk) is counted and the watch goes on.
 	onError := func(err error) {
 		mu.Lock()
 		if outErr == nil {
@@ -90,7 +95,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		stop(err)
 	}
 	sink, err := tracer.NewSink(o.Format, o.Output, tracer.OutputOptions{
-		Backpressure: cfg.Backpressure, OnError: onError, Abort: o.Abort, Time: o.Time,
+		Backpressure: cfg.Backpressure, OnError: onError, OnFailing: o.OutputFailing, Abort: o.Abort, Time: o.Time,
 	})
 	if err != nil {
 		return nil, err
