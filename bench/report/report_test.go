@@ -179,21 +179,28 @@ func TestReportHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
+	checkSelfContained(t, page)
+	if n := strings.Count(page, `<svg class="chart"`); n != 4 {
+		t.Errorf("%d charts, want 4", n)
+	}
+}
+
+// checkSelfContained fails t when page would fetch or run anything.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
 	for _, bad := range []string{"<script", "<link", "<img", "@import", "url(", " src="} {
 		if strings.Contains(page, bad) {
 			t.Errorf("the page holds %q", bad)
 		}
 	}
-	urls := regexp.MustCompile(`https?://[^"' <]+`).FindAllString(page, -1)
-	for _, u := range urls {
+	for _, u := range pageURL.FindAllString(page, -1) {
 		if u != "http://www.w3.org/2000/svg" {
 			t.Errorf("the page names %s", u)
 		}
 	}
-	if n := strings.Count(page, `<svg class="chart"`); n != 4 {
-		t.Errorf("%d charts, want 4", n)
-	}
 }
+
+var pageURL = regexp.MustCompile(`https?://[^"' <]+`)
 
 // chromium finds the browser the HTML test runs in.
 func chromium(t *testing.T) string {
