@@ -17,7 +17,7 @@ DEMO_PACKAGES := auditd bpftrace
 APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stress-ng
 TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES)
 
-.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean
+.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean fuzz fuzz-smoke fuzz-list-check
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -61,6 +61,7 @@ test: deps vet lint cross fmt-check check-generated ## all tests, as root: unit 
 	@# which -race would slow several times over for little gain (the
 	@# binary they run is built without it anyway).
 	$(GO) test -race -short -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory fuzz-smoke
 	$(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory test-beside-auditd
 	cd deploy && $(GO) test -count=1 ./...
@@ -71,6 +72,51 @@ AUDIT_TEST_PKGS := ./tracer/ ./tracer/audit/ ./tracer/metrics/ ./tracer/node/ ./
 
 test-beside-auditd: ## the root tests that touch audit state again, with the node's auditd running as the distribution starts it (where it runs already, the pass before was that state)
 	.ci/beside-auditd $(GO) test -count=1 -timeout 30m $(AUDIT_TEST_PKGS)
+
+# Every fuzz target, as package:function: go test -fuzz takes one target
+# per package run. fuzz-list-check fails when a func Fuzz of the tree is
+# missing here. The parsers of what the node's other users control come
+# first (docs: "Safe against the node's other users").
+FUZZ_TARGETS := \
+	./tracer:FuzzParseProcStat \
+	./tracer:FuzzParseProcCgroup \
+	./tracer:FuzzJSONSinkMatchesAppendJSON \
+	./tracer/audit:FuzzLogRecord \
+	./tracer/audit:FuzzParseRecord \
+	./tracer/audit:FuzzReassemble \
+	./tracer/bpfbackend:FuzzDecode \
+	./tracer/bpfbackend:FuzzDecodeAcrossRecords \
+	./bench:FuzzReadAuditLog \
+	./bench/report:FuzzReadResult \
+	./auditrules/cost:FuzzParseRules \
+	./tracer:FuzzEscape \
+	./tracer:FuzzAppendJSON \
+	./tracer:FuzzAppendIntMatchesStrconv \
+	./tracer:FuzzAppendStringMatchesByteAtATime
+FUZZTIME ?= 30s
+# Minimizing each new input the fuzzer finds interesting takes up to 60s
+# by default, which would eat a short run; a crasher is kept either way.
+FUZZMINIMIZETIME ?= 5s
+# One worker: the node's CPUs are shared.
+FUZZPARALLEL ?= 1
+
+fuzz: fuzz-list-check ## run every fuzz target for FUZZTIME (30s) each, one after the other; crashers land in the package's testdata/fuzz
+	@set -e; for pt in $(FUZZ_TARGETS); do \
+		pkg=$${pt%%:*}; fn=$${pt#*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $(FUZZPARALLEL) $$pkg; \
+	done
+
+fuzz-smoke: ## every fuzz target for 3s (make test runs it)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+fuzz-list-check:
+	@want=$$(grep -rHo --include='*_test.go' --exclude-dir=.git --exclude-dir=deploy '^func Fuzz[A-Za-z0-9_]*' . | \
+		sed -E 's|^\./(.*)/[^/]*:func (.*)|./\1:\2|' | sort); \
+	have=$$(printf '%s\n' $(FUZZ_TARGETS) | sort); \
+	if [ "$$want" != "$$have" ]; then \
+		echo "FUZZ_TARGETS in the Makefile and the fuzz targets in the tree differ (< Makefile, > tree):"; \
+		diff <(echo "$$have") <(echo "$$want"); exit 1; \
+	fi
 
 vet: ## go vet
 	$(GO) vet ./...
