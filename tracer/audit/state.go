@@ -93,15 +93,15 @@ var (
 func ownerPath(pid int) string { return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json") }
 func nodePath() string         { return filepath.Join(StateDir, "audit-node.json") }
 
-// lockState takes the state directory's lock; the returned func releases it.
+// lockState takes the state directory's lock; the returned func releases
+// it. The directory and every file in it are checked first
+// (tracer.OpenStateDir): a state another user could have written is
+// refused, in one line, before anything in it is used.
 func lockState() (func(), error) {
-	if err := os.MkdirAll(StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state dir %s (tracer needs it writable, e.g. a hostPath volume in a pod): %w", StateDir, err)
-	}
 	// The directory itself is the lock: nothing is left behind for it.
-	f, err := os.OpenFile(StateDir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := tracer.OpenStateDir(StateDir)
 	if err != nil {
-		return nil, fmt.Errorf("opening state lock: %w", err)
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
@@ -110,33 +110,18 @@ func lockState() (func(), error) {
 	return func() { _ = f.Close() }, nil
 }
 
+// writeJSON replaces a state file atomically (tracer.WriteStateFile).
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return tracer.WriteStateFile(filepath.Dir(path), filepath.Base(path), b)
 }
 
+// readJSON reads a state file, checked as the directory's lock checks it.
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := tracer.ReadStateFile(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,15 @@
 package audit
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // TestReturnSettings: a program that changed audit settings and puts them
@@ -50,5 +56,52 @@ func TestReturnSettings(t *testing.T) {
 	}
 	if _, err := os.Stat(nodePath()); err != nil {
 		t.Error(err)
+	}
+}
+
+// A state directory, or a file in it, that another user could have made
+// or written is refused in one line before anything in it is used.
+func TestStateDirOthersCouldWriteRefused(t *testing.T) {
+	tracertest.NeedRoot(t)
+	t.Cleanup(func() { StateDir = "/run/tracer" })
+	base := t.TempDir()
+	u := func(v uint32) *uint32 { return &v }
+	cases := map[string]func(dir string){
+		"owned by nobody": func(dir string) {
+			must(t, os.Mkdir(dir, 0o700), os.Chown(dir, 65534, 65534))
+		},
+		"group-writable file": func(dir string) {
+			must(t, os.Mkdir(dir, 0o700))
+			f := filepath.Join(dir, "audit-node.json")
+			must(t, os.WriteFile(f, []byte(`{"enabled_before":0}`), 0o600), os.Chmod(f, 0o620))
+		},
+		"symlinked file": func(dir string) {
+			must(t, os.Mkdir(dir, 0o700), os.Symlink("/etc/hostname", filepath.Join(dir, "audit-node.json")))
+		},
+		"symlink": func(dir string) {
+			real := dir + ".real"
+			must(t, os.Mkdir(real, 0o700), os.Symlink(real, dir))
+		},
+	}
+	for name, make := range cases {
+		StateDir = filepath.Join(base, strings.ReplaceAll(name, " ", "-"))
+		make(StateDir)
+		applied := false
+		_, err := ReturnSettings(Originals{Enabled: u(1)}, func() error { applied = true; return nil })
+		if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") || applied {
+			t.Errorf("%s: ReturnSettings = %v, settings applied %v; want one usage line and nothing applied", name, err, applied)
+		}
+		if o := TracerOriginals(); o.Enabled != nil {
+			t.Errorf("%s: read %+v from it", name, o)
+		}
+	}
+}
+
+func must(t *testing.T, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
