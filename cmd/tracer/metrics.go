@@ -5,11 +5,17 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -63,9 +69,9 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenMetrics(addr)
 	if err != nil {
-		return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464)", addr, err)
+		return nil, err
 	}
 	// Handshake errors (a scanner, a client speaking plain HTTP to TLS) are
 	// the client's business: logged at debug level only.
@@ -85,6 +91,90 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	}()
 	slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
 	return srv.SetReady, nil
+}
+
+// listenMetrics binds --metrics-addr: HOST:PORT, or unix:PATH, a socket
+// only root and the socket directory's group may connect to (0660; a pod
+// shares it with kube-rbac-proxy alone, where a port on a hostNetwork
+// pod's loopback is open to every user of the node).
+func listenMetrics(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464, or unix:PATH)", addr, err)
+		}
+		return ln, nil
+	}
+	ln, err := listenUnix(path)
+	if err != nil {
+		return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
+// listenUnix listens on a Unix socket at path, made 0660, through no
+// symbolic link another user controls (tracer.OpenDirNoFollow): the
+// socket is bound by its name in the directory opened so, and bind itself
+// never follows a link. A socket a previous tracer left there (a
+// restarted container keeps its emptyDir) is replaced; anything else is
+// not.
+func listenUnix(path string) (net.Listener, error) {
+	dir, name := filepath.Split(path)
+	if name == "" || name == "." || name == ".." {
+		return nil, errors.New("name a socket file")
+	}
+	if dir == "" {
+		dir = "."
+	}
+	dfd, err := tracer.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			unix.Close(dfd)
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if err := unix.Unlinkat(dfd, name, 0); err != nil {
+			unix.Close(dfd)
+			return nil, fmt.Errorf("removing the old socket: %w", err)
+		}
+	}
+	// Bound through the descriptor's /proc link, so the path is not
+	// looked up again; the umask makes the socket 0660 from the start
+	// (a chmod after bind would leave a window). Nothing else creates
+	// files while metrics start.
+	old := unix.Umask(0o117)
+	ln, err := net.Listen("unix", "/proc/self/fd/"+strconv.Itoa(dfd)+"/"+name)
+	unix.Umask(old)
+	if err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	// The /proc name is dfd's: the listener removes the socket by its
+	// name in the directory it was bound in instead.
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	return &unixListener{UnixListener: ul, dir: dfd, name: name}, nil
+}
+
+// unixListener removes its socket from its directory when closed.
+type unixListener struct {
+	*net.UnixListener
+	dir  int
+	name string
+	once sync.Once
+}
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		_ = unix.Unlinkat(l.dir, l.name, 0)
+		unix.Close(l.dir)
+	})
+	return err
 }
 
 // webLogger is the exporter toolkit's logger: it says "Listening on" and

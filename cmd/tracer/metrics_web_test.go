@@ -185,3 +185,83 @@ func freeLoopback(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// --metrics-addr unix:PATH: a socket made 0660 from the start, serving
+// /metrics and /healthz; an old socket is replaced, anything else is not,
+// a directory reached through another user's symbolic link is refused,
+// and the socket is gone once the server stops.
+func TestMetricsUnixSocket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a symbolic link of another user")
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "metrics.sock")
+	old, err := net.Listen("unix", sock) // what a killed tracer left
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	old.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := tracer.NewPipeline(tracer.DefaultConfig())
+	ready, err := startMetrics(ctx, "unix:"+sock, p, idleBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready()
+	st, err := os.Lstat(sock)
+	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o660 {
+		t.Fatalf("socket %v, %v: want a socket 0660", st.Mode(), err)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		resp, err := c.Get("http://tracer" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || path == "/metrics" && !strings.Contains(string(body), "tracer_events_total") {
+			t.Errorf("GET %s: %d %.80s", path, resp.StatusCode, body)
+		}
+	}
+	cancel()
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(sock); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("socket left after the server stopped")
+		}
+	}
+	// Not a socket: left alone. Another user's link: not followed.
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "real")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"unix:" + file, "unix:" + link + "/m.sock"} {
+		if _, err := startMetrics(context.Background(), addr, p, idleBackend{}); !errors.Is(err, tracer.ErrUsage) {
+			t.Errorf("startMetrics(%s) = %v, want a usage error", addr, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(target, "m.sock")); err == nil {
+		t.Error("a socket made through another user's link")
+	}
+	if st, err := os.Stat(file); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the file in the socket's place: %v, %v", st, err)
+	}
+}
