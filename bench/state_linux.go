@@ -17,6 +17,8 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+	"github.com/elastic/go-libaudit/v2/rule"
+	"github.com/elastic/go-libaudit/v2/rule/flags"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
@@ -187,8 +189,14 @@ func auditHolder() (int, string) {
 // nodeAuditd is the node's running auditd: what it takes to start it again
 // as it was.
 type nodeAuditd struct {
-	PID  int      `json:"pid"`
-	Argv []string `json:"argv"`
+	PID int `json:"pid"`
+	// Argv is its command line as /proc had it, to tell and to compare;
+	// never written to the state file: what starts it again is Start.
+	Argv []string `json:"-"`
+	// Start names the way to start it again (auditdStarts), with the
+	// options it had (-c, -n, -f, -l, -s), checked when they are read.
+	Start   string        `json:"start"`
+	Options auditdOptions `json:"options"`
 	// Conf is its auditd.conf (-c DIR, or the default).
 	Conf string `json:"conf"`
 	// Cgroup is its cgroup v2 path, to start it again there.
@@ -210,13 +218,10 @@ func findNodeAuditd() (*nodeAuditd, error) {
 	if a.Argv == nil {
 		return nil, fmt.Errorf("reading the command line of auditd (pid %d)", pid)
 	}
-	for i, f := range a.Argv {
-		switch {
-		case f == "-n" || f == "-f":
-			a.Foreground = true
-		case f == "-c" && i+1 < len(a.Argv):
-			a.Conf = filepath.Join(a.Argv[i+1], "auditd.conf")
-		}
+	a.Start, a.Options = "auditd", parseAuditdOptions(a.Argv[1:])
+	a.Foreground = a.Options.NoFork || a.Options.Stderr
+	if a.Options.ConfDir != "" {
+		a.Conf = filepath.Join(a.Options.ConfDir, "auditd.conf")
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		if st, ok := tracer.ParseProcStat(b); ok {
@@ -249,8 +254,115 @@ func cmdline(pid int) []string {
 	return argv
 }
 
+// auditdOptions are auditd's command-line options (auditd(8)).
+type auditdOptions struct {
+	ConfDir string `json:"conf_dir,omitempty"`     // -c
+	NoFork  bool   `json:"no_fork,omitempty"`      // -n
+	Stderr  bool   `json:"stderr,omitempty"`       // -f
+	Links   bool   `json:"follow_links,omitempty"` // -l
+	State   string `json:"state,omitempty"`        // -s enable|disable|nochange
+	// Unknown is the first argument that is none of these: such an auditd
+	// is not started again by bench.
+	Unknown string `json:"-"`
+}
+
+func parseAuditdOptions(args []string) auditdOptions {
+	var o auditdOptions
+	for i := 0; i < len(args); i++ {
+		switch f := args[i]; {
+		case f == "-n":
+			o.NoFork = true
+		case f == "-f":
+			o.Stderr = true
+		case f == "-l":
+			o.Links = true
+		case (f == "-c" || f == "-s") && i+1 < len(args):
+			i++
+			if f == "-c" {
+				o.ConfDir = args[i]
+			} else {
+				o.State = args[i]
+			}
+		default:
+			if o.Unknown == "" {
+				o.Unknown = f
+			}
+		}
+	}
+	return o
+}
+
+// auditdStarts are the ways bench starts the node's auditd again, by the
+// name the state file gives: what runs comes from this table and the
+// checked options, never a command line read from a file.
+var auditdStarts = map[string]func(o auditdOptions) ([]string, error){
+	"auditd": func(o auditdOptions) ([]string, error) {
+		bin, err := lookSbin("auditd")
+		if err != nil {
+			return nil, err
+		}
+		argv := []string{bin}
+		if o.ConfDir != "" {
+			if err := rootsDir(o.ConfDir); err != nil {
+				return nil, err
+			}
+			argv = append(argv, "-c", o.ConfDir)
+		}
+		for _, f := range []struct {
+			on   bool
+			flag string
+		}{{o.NoFork, "-n"}, {o.Stderr, "-f"}, {o.Links, "-l"}} {
+			if f.on {
+				argv = append(argv, f.flag)
+			}
+		}
+		switch o.State {
+		case "":
+		case "enable", "disable", "nochange":
+			argv = append(argv, "-s", o.State)
+		default:
+			return nil, fmt.Errorf("auditd -s %q is not a state auditd knows", o.State)
+		}
+		return argv, nil
+	},
+}
+
+// rootsDir checks that dir (auditd's -c) is an absolute path to a
+// directory of root's that no one else can write, reached through no
+// symbolic link another user controls.
+func rootsDir(dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("auditd -c %q is not a clean absolute path", dir)
+	}
+	fd, err := tracer.OpenDirNoFollow(dir)
+	if err != nil {
+		return fmt.Errorf("auditd -c %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("auditd -c %s: %w", dir, err)
+	}
+	if st.Uid != 0 || st.Mode&0o022 != 0 {
+		return fmt.Errorf("auditd -c %s: the directory is not root's alone (uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// argv is the command line that starts a again, from auditdStarts.
+func (a *nodeAuditd) argv() ([]string, error) {
+	start, ok := auditdStarts[a.Start]
+	if !ok {
+		return nil, fmt.Errorf("the state names %q, not a way tracer knows to start auditd", a.Start)
+	}
+	return start(a.Options)
+}
+
 // restartable says why bench cannot start this auditd again as it was, or "".
 func (a *nodeAuditd) restartable() string {
+	if a.Options.Unknown != "" {
+		return fmt.Sprintf("auditd (pid %d) runs with %q, an option bench does not know how to start it again with", a.PID, a.Options.Unknown)
+	}
 	if a.Foreground && a.PPID != 1 {
 		comm, _ := tracer.ProcComm(uint32(a.PPID))
 		return fmt.Sprintf("auditd (pid %d) runs in the foreground under %s (pid %d), which would not see it come back",
@@ -289,13 +401,20 @@ func (a *nodeAuditd) stop() error {
 func (a *nodeAuditd) start() (int, error) {
 	// An auditd bench started for a run may still be on its way out (it
 	// was told by PDEATHSIG when bench was killed): wait for the PID.
+	argv, err := a.argv()
+	if err != nil {
+		return 0, fmt.Errorf("cannot start the node's auditd again: %w", err)
+	}
+	if c := strings.TrimPrefix(a.Cgroup, "/"); c != "" && !filepath.IsLocal(c) {
+		return 0, fmt.Errorf("cannot start the node's auditd again: cgroup %q is not a cgroup path", a.Cgroup)
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		pid, comm := auditHolder()
 		if pid == 0 {
 			break
 		}
-		if comm == "auditd" && slices.Equal(cmdline(pid), a.Argv) {
+		if comm == "auditd" && slices.Equal(cmdline(pid), argv) {
 			return pid, nil // someone started it already
 		}
 		if time.Now().After(deadline) {
@@ -303,7 +422,7 @@ func (a *nodeAuditd) start() (int, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + tracer.SafePath, "LANG=C"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -316,7 +435,7 @@ func (a *nodeAuditd) start() (int, error) {
 		}
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(a.Argv, " "), err)
+		return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(argv, " "), err)
 	}
 	if a.Foreground {
 		go func() { _ = cmd.Wait() }()
@@ -327,10 +446,10 @@ func (a *nodeAuditd) start() (int, error) {
 		select {
 		case err := <-done:
 			if err != nil {
-				return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(a.Argv, " "), err)
+				return 0, fmt.Errorf("starting auditd again (%s): %w", strings.Join(argv, " "), err)
 			}
 		case <-time.After(30 * time.Second):
-			return 0, fmt.Errorf("starting auditd again (%s): it did not daemonise within 30s", strings.Join(a.Argv, " "))
+			return 0, fmt.Errorf("starting auditd again (%s): it did not daemonise within 30s", strings.Join(argv, " "))
 		}
 	}
 	deadline = time.Now().Add(30 * time.Second)
@@ -339,7 +458,7 @@ func (a *nodeAuditd) start() (int, error) {
 			return pid, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("auditd (%s) did not take the audit PID within 30s", strings.Join(a.Argv, " "))
+			return 0, fmt.Errorf("auditd (%s) did not take the audit PID within 30s", strings.Join(argv, " "))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -372,14 +491,23 @@ func reloadRules(want []string) ([]string, error) {
 	if err != nil || len(want) == 0 {
 		return nil, err
 	}
-	var missing []string
+	// Only audit rules, each alone on its line: auditctl -R also takes
+	// -e 2 (locked until reboot), -f 2 (panic) and -D.
+	var missing, refused []string
 	for _, r := range notTracers(want) {
+		if !isAuditRule(r) {
+			refused = append(refused, r)
+			continue
+		}
 		if !slices.Contains(have, r) {
 			missing = append(missing, r)
 		}
 	}
+	if len(refused) > 0 {
+		err = fmt.Errorf("not reloading %q: not an audit rule", refused)
+	}
 	if len(missing) == 0 {
-		return nil, nil
+		return nil, err
 	}
 	f, err := os.CreateTemp("", "tracer-bench-rules-")
 	if err != nil {
@@ -395,7 +523,28 @@ func reloadRules(want []string) ([]string, error) {
 	if out, err := exec.Command(auditctl, "-R", f.Name()).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("reloading %d audit rules: %v: %s", len(missing), err, strings.TrimSpace(string(out)))
 	}
-	return []string{fmt.Sprintf("reloaded %d audit rules", len(missing))}, nil
+	done := []string{fmt.Sprintf("reloaded %d audit rules", len(missing))}
+	if len(refused) > 0 {
+		return done, fmt.Errorf("not reloading %q: not an audit rule", refused)
+	}
+	return done, nil
+}
+
+// isAuditRule reports whether line is one audit rule (-a, -w) as
+// go-libaudit reads them, and nothing else.
+func isAuditRule(line string) bool {
+	if strings.ContainsAny(line, "\n\r") {
+		return false
+	}
+	r, err := flags.Parse(line)
+	if err != nil {
+		return false
+	}
+	switch r.(type) {
+	case *rule.SyscallRule, *rule.FileWatchRule:
+		return true
+	}
+	return false
 }
 
 // benchState is what a running bench changed on the node, on disk so that
@@ -413,12 +562,16 @@ type benchState struct {
 
 func statePath(pid int) string { return filepath.Join(StateDir, "bench-"+strconv.Itoa(pid)+".json") }
 
+// write replaces the state file atomically, in a state directory only
+// root can write (tracer.OpenStateDir).
 func (s *benchState) write() error {
-	if err := os.MkdirAll(StateDir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", StateDir, err)
+	d, err := tracer.OpenStateDir(StateDir)
+	if err != nil {
+		return err
 	}
+	d.Close()
 	b, _ := json.Marshal(s)
-	if err := os.WriteFile(statePath(s.PID), b, 0o600); err != nil {
+	if err := tracer.WriteStateFile(StateDir, filepath.Base(statePath(s.PID)), b); err != nil {
 		return fmt.Errorf("writing bench state file: %w", err)
 	}
 	return nil
@@ -435,7 +588,7 @@ func (s *benchState) undo() ([]string, error) {
 		if err != nil {
 			errs = append(errs, err)
 		} else if pid != a.PID {
-			done = append(done, fmt.Sprintf("started the node's auditd again (%s, pid %d)", strings.Join(a.Argv, " "), pid))
+			done = append(done, fmt.Sprintf("started the node's auditd again (%s, pid %d)", strings.Join(cmdline(pid), " "), pid))
 		}
 		d, err := reloadRules(a.Rules)
 		done, errs = append(done, d...), append(errs, err)
@@ -457,18 +610,37 @@ func (s *benchState) undo() ([]string, error) {
 // Cleanup undoes what benches killed with SIGKILL left on the node: audit
 // settings, a stopped auditd, a simulated disk, cgroups. It returns what it
 // did. Benches still running are left alone.
+//
+// What only the host can undo (starting its auditd, its root cgroup's
+// controllers) is left, with the state file, when cleanup runs in a
+// container: there it would start auditd from the container's files, or
+// change the container's cgroup.
 func Cleanup() ([]string, error) {
+	d, err := tracer.OpenStateDir(StateDir)
+	if err != nil {
+		return nil, err
+	}
+	d.Close()
 	files, _ := filepath.Glob(filepath.Join(StateDir, "bench-*.json"))
 	var done []string
 	var errs []error
+	host, container := hostNamespaces()
 	for _, f := range files {
 		var s benchState
-		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &s) != nil || s.PID == 0 {
+		b, err := tracer.ReadStateFile(StateDir, filepath.Base(f))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if json.Unmarshal(b, &s) != nil || s.PID == 0 {
 			continue
 		}
 		if s.PID != os.Getpid() && tracer.ProcessAlive(s.PID) && isTracer(s.PID) {
 			continue // still running: it puts back its own
+		}
+		if !host && (s.StoppedAuditd != nil || len(s.IOEnabled) > 0) {
+			done = append(done, fmt.Sprintf("left what killed bench pid %d changed on the host (the node's auditd, cgroup controllers) to tracer cleanup on the host: this runs in a container (%s)", s.PID, container))
+			continue
 		}
 		d, err := s.undo()
 		for _, x := range d {
@@ -485,6 +657,31 @@ func Cleanup() ([]string, error) {
 		removeStaleCgroups(root)
 	}
 	return done, errors.Join(errs...)
+}
+
+// hostNamespaces reports whether this process runs in the host's pid,
+// mount and cgroup namespaces, and if not, which differs.
+func hostNamespaces() (bool, string) {
+	// The initial pid and cgroup namespaces have fixed inode numbers
+	// (PROC_PID_INIT_INO, PROC_CGROUP_INIT_INO); the mount namespace is
+	// the host's when it is pid 1's, in the host's pid namespace (where
+	// pid 1's can be looked at).
+	ino := func(p string) uint64 {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			return 0
+		}
+		return st.Ino
+	}
+	switch {
+	case ino("/proc/self/ns/pid") != 0xEFFFFFFC:
+		return false, "pid namespace"
+	case ino("/proc/self/ns/cgroup") != 0 && ino("/proc/self/ns/cgroup") != 0xEFFFFFFB:
+		return false, "cgroup namespace"
+	case ino("/proc/1/ns/mnt") != 0 && ino("/proc/self/ns/mnt") != ino("/proc/1/ns/mnt"):
+		return false, "mount namespace"
+	}
+	return true, ""
 }
 
 func isTracer(pid int) bool {
