@@ -132,6 +132,13 @@ type Options struct {
 	Has32Bit func() (pid int, comm string, found bool)
 	// Key is the rules' key; empty means Key.
 	Key string
+	// ExcludePID, when not 0, adds -F pid!=N: a tracer never records its
+	// own process.
+	ExcludePID int
+	// ExecFailures keeps failed exec attempts; without it the exec
+	// syscalls get a rule of their own with -F success=1, so that a
+	// shell's PATH search (one failed execve per directory) costs nothing.
+	ExecFailures bool
 }
 
 // Rule is one audit rule.
@@ -270,10 +277,13 @@ func Build(o Options) (*Set, error) {
 	if o.ScopeAUID != tracer.UnsetID {
 		common = append(common, "auid="+strconv.FormatUint(uint64(o.ScopeAUID), 10))
 	}
+	if o.ExcludePID != 0 {
+		common = append(common, "pid!="+strconv.Itoa(o.ExcludePID))
+	}
 	for _, arch := range arches {
 		table := abi.Table(machine, arch == "b32")
 		have := syscallNames(table)
-		var plain []string
+		var plain, execs []string
 		var missing []string
 		byReg := map[int][]string{}
 		for _, t := range tracer.AllTypes {
@@ -289,6 +299,10 @@ func Build(o Options) (*Set, error) {
 					byReg[SignalArg[name]] = append(byReg[SignalArg[name]], name)
 					continue
 				}
+				if t == tracer.TypeExec && !o.ExecFailures {
+					execs = append(execs, name)
+					continue
+				}
 				plain = append(plain, name)
 			}
 		}
@@ -296,6 +310,9 @@ func Build(o Options) (*Set, error) {
 			set.Notes = append(set.Notes, fmt.Sprintf("%s (%s) has no %s: left out", arch, table, strings.Join(missing, ", ")))
 		}
 		filters := append([]string(nil), common...)
+		if len(execs) > 0 {
+			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: execs, Filters: append([]string{"success=1"}, filters...), Key: o.Key})
+		}
 		if len(plain) > 0 {
 			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: plain, Filters: filters, Key: o.Key})
 		}

@@ -142,7 +142,8 @@ func TestArchNotesAndMissingSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.Rules) != 2 || set.Rules[1].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
+	// Per arch: the exec rule (successful execs only) and the rest.
+	if len(set.Rules) != 4 || set.Rules[2].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
 		t.Errorf("auto with a 32-bit process: rules %v notes %v", set.Rules, set.Notes)
 	}
 	set, err = Build(Options{Arch: "b64", Types: types("fork"), Machine: "aarch64", ScopeAUID: tracer.UnsetID})
@@ -180,5 +181,26 @@ func TestBadInput(t *testing.T) {
 		if _, err := Build(o); err == nil {
 			t.Errorf("Build(%+v): no error", o)
 		}
+	}
+}
+
+// Failed exec attempts cost nothing by default: the exec syscalls have a
+// rule of their own with -F success=1; --exec-failures folds them back.
+// A tracer's own pid is excluded in the kernel.
+func TestExecSuccessAndSelf(t *testing.T) {
+	set, err := Build(Options{Arch: "b64", Types: tracer.DefaultTypes, Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExcludePID: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := set.Text()
+	if !strings.Contains(text, "-S execve -S execveat -F success=1 -F pid!=4242") || strings.Count(text, "pid!=4242") != len(set.Rules) {
+		t.Errorf("rules:\n%s", text)
+	}
+	set, err = Build(Options{Arch: "b64", Types: tracer.DefaultTypes, Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExecFailures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := set.Text(); strings.Contains(text, "success") || len(set.Rules) != 1 {
+		t.Errorf("with exec failures:\n%s", text)
 	}
 }

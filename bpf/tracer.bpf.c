@@ -93,6 +93,16 @@ enum lost_index {
 	LOST_MAX = 2,
 };
 
+/* Why an event was filtered as runtime noise, indexes of the filtered map
+ * (tracer.FilterReason, in the same order). */
+enum filter_index {
+	FILTER_PREEMPT = 0,   /* SIGURG a runtime sends to a thread of its own process (Go's preemption) */
+	FILTER_EXISTENCE = 1, /* signal 0: an existence check, no signal is sent */
+	FILTER_MAX = 2,
+};
+
+#define SIGURG 23
+
 #define COMM_LEN 16
 #define FILENAME_MAX 256 /* bytes of the exec filename kept, NUL included */
 #define ARGC_MAX 20	 /* arguments kept per exec */
@@ -201,6 +211,10 @@ const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much
 const volatile __u8 cfg_sig_sched = 1;	    /* signal_generate reports the signal syscalls' signals too (sched set) */
 const volatile __u64 cfg_cgroup_id = 0;	    /* keep only this cgroup v2 and its descendants (0: all) */
 const volatile __u32 cfg_cgroup_level = 0;  /* its depth below the root */
+const volatile __u32 cfg_self_tgid = 0;	    /* tracer itself: never an event */
+const volatile __u8 cfg_keep_preempt = 0;   /* report runtime preemption SIGURGs (--signal URG or all) */
+const volatile __u8 cfg_keep_existence = 0; /* report signal 0 (--signal 0 or all) */
+const volatile __u8 cfg_exec_failures = 0;  /* report failed exec attempts (--exec-failures) */
 
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
@@ -297,6 +311,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FILTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} filtered SEC(".maps");
 
 /* The last fatal signal sent to a process that will die of it, keyed by
  * its tgid, until its exit record takes it (see note_killer). */
@@ -576,6 +597,29 @@ static __always_inline bool pass_comm(const char *comm)
 	return w[0] == cfg_comm_lo && w[1] == cfg_comm_hi;
 }
 
+/*
+ * Runtime noise, not an event unless --signal asks for it: signal 0 (an
+ * existence check; kill(pid, 0) sends nothing), and SIGURG sent by a
+ * thread-directed syscall to a thread of the sender's own process (the Go
+ * runtime preempts its goroutines so, thousands a second in a build).
+ * ttgid is the target's process, sender the sender's. Counted by reason.
+ */
+static __always_inline bool noise(__s32 sig, __u8 sc, __u32 ttgid, __u32 sender)
+{
+	__u32 idx;
+	if (sig == 0 && !cfg_keep_existence)
+		idx = FILTER_EXISTENCE;
+	else if (sig == SIGURG && !cfg_keep_preempt && ttgid == sender &&
+		 (sc == SC_TGKILL || sc == SC_TKILL || sc == SC_RT_TGSIGQUEUEINFO))
+		idx = FILTER_PREEMPT;
+	else
+		return false;
+	__u64 *v = bpf_map_lookup_elem(&filtered, &idx);
+	if (v)
+		*v += 1;
+	return true;
+}
+
 static __always_inline bool pass_signal(__s32 sig)
 {
 	if (cfg_sig_all)
@@ -698,13 +742,13 @@ static __always_inline bool pass_current(struct task_struct___who *task, __u32 *
 {
 	if (task) {
 		*tgid = task->tgid;
-		if (!pass_pid(*tgid))
+		if (*tgid == cfg_self_tgid || !pass_pid(*tgid))
 			return false;
 		task_comm(task, comm);
 		return pass_comm(comm->c) && pass_cgroup(task);
 	}
 	*tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!pass_pid(*tgid))
+	if (*tgid == cfg_self_tgid || !pass_pid(*tgid))
 		return false;
 	bpf_get_current_comm(comm->c, COMM_LEN);
 	/* The task is fetched only when the cgroup filter is on. */
@@ -853,6 +897,8 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	struct exec_start *st = bpf_map_lookup_elem(&execs, &key);
 	if (!st)
 		return 0;
+	if (ret != 0 && !cfg_exec_failures)
+		goto out; /* a failed attempt (a PATH search): only with --exec-failures */
 	struct exec_event *e = bpf_map_lookup_elem(&exec_scratch, &zero);
 	if (!e)
 		goto out;
@@ -977,7 +1023,7 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
-static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat,
+static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 ttgid, __s32 sig, long ret, bool compat,
 					struct task_struct___who *task, const struct sig_info *si,
 					const struct repeat_key *key)
 {
@@ -985,7 +1031,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 
 	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
-	if (!pass_current(task, &tgid, &comm))
+	if (!pass_current(task, &tgid, &comm) || noise(sig, sc, ttgid, tgid))
 		return 0;
 	if (cfg_count_only) {
 		signal_count(comm.c, target, sig);
@@ -1049,9 +1095,18 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __s32 
 	return 0;
 }
 
-static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __s32 sig, long ret, bool compat)
+/* ttgid is the target's process where the syscall names it (tgkill), or
+ * NO_TGID: then a thread-directed signal is the sender's own when it names
+ * the sending thread. */
+#define NO_TGID ((__u32)-1)
+
+static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __u32 ttgid, __s32 sig, long ret, bool compat)
 {
-	return on_signal_si(ctx, sc, target, sig, ret, compat, NULL, NULL, NULL);
+	if (ttgid == NO_TGID) {
+		__u64 id = bpf_get_current_pid_tgid();
+		ttgid = (__u32)target == (__u32)id ? (__u32)(id >> 32) : (__u32)target;
+	}
+	return on_signal_si(ctx, sc, target, ttgid, sig, ret, compat, NULL, NULL, NULL);
 }
 
 static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, struct task_struct___who *task)
@@ -1162,35 +1217,35 @@ SEC("fexit/" SYS(kill))
 int fexit_kill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0(r), NO_TGID, (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(tkill))
 int fexit_tkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0(r), NO_TGID, (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(tgkill))
 int fexit_tgkill(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1(r), (__u32)ARG0(r), (__s32)ARG2(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(rt_sigqueueinfo))
 int fexit_rt_sigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), (__s32)ARG1(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0(r), NO_TGID, (__s32)ARG1(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(rt_tgsigqueueinfo))
 int fexit_rt_tgsigqueueinfo(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__s32)ARG2(r), (long)ctx[1], false);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1(r), (__u32)ARG0(r), (__s32)ARG2(r), (long)ctx[1], false);
 }
 
 SEC("fexit/" SYS(pidfd_send_signal))
@@ -1201,7 +1256,7 @@ int fexit_pidfd_send_signal(__u64 *ctx)
 	__s32 sig = (__s32)ARG1(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, sig, ret, false);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((int)ARG0(r)) : 0, NO_TGID, sig, ret, false);
 }
 
 SEC("fentry/" SYS(exit))
@@ -1239,35 +1294,35 @@ SEC("fexit/__ia32_sys_kill")
 int fexit_kill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_KILL, (__s32)ARG0_32(r), NO_TGID, (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_tkill")
 int fexit_tkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_TKILL, (__s32)ARG0_32(r), NO_TGID, (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_tgkill")
 int fexit_tgkill_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_TGKILL, (__s32)ARG1_32(r), (__u32)ARG0_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_sigqueueinfo")
 int fexit_rt_sigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), (__s32)ARG1_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_RT_SIGQUEUEINFO, (__s32)ARG0_32(r), NO_TGID, (__s32)ARG1_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_compat_sys_rt_tgsigqueueinfo")
 int fexit_rt_tgsigqueueinfo_32(__u64 *ctx)
 {
 	const struct pt_regs *r = REGS(ctx);
-	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
+	return on_signal(ctx, SC_RT_TGSIGQUEUEINFO, (__s32)ARG1_32(r), (__u32)ARG0_32(r), (__s32)ARG2_32(r), (long)ctx[1], true);
 }
 
 SEC("fexit/__ia32_sys_pidfd_send_signal")
@@ -1278,7 +1333,7 @@ int fexit_pidfd_send_signal_32(__u64 *ctx)
 	__s32 sig = (__s32)ARG1_32(r);
 	if (!pass_signal(sig))
 		return 0;
-	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, sig, ret, true);
+	return on_signal(ctx, SC_PIDFD_SEND_SIGNAL, ret == 0 ? pidfd_target((__s32)ARG0_32(r)) : 0, NO_TGID, sig, ret, true);
 }
 
 SEC("fentry/__ia32_sys_exit")
@@ -1340,13 +1395,17 @@ TP_EXIT_FORK(clone, SC_CLONE)
 TP_EXIT_FORK(clone3, SC_CLONE3)
 
 /* At sys_enter: keep the signal record until sys_exit adds the result. */
-static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
+static __always_inline int signal_enter(__u8 sc, __s32 target, __u32 ttgid, __s32 sig)
 {
 	union comm comm;
 	__u32 tgid;
 	if (!pass_signal(sig))
 		return 0;
 	if (!pass_current(NULL, &tgid, &comm))
+		return 0;
+	if (ttgid == NO_TGID)
+		ttgid = (__u32)target == (__u32)bpf_get_current_pid_tgid() ? tgid : (__u32)target;
+	if (noise(sig, sc, ttgid, tgid))
 		return 0;
 	if (cfg_count_only && sc != SC_PIDFD_SEND_SIGNAL) {
 		signal_count(comm.c, target, sig);
@@ -1363,20 +1422,22 @@ static __always_inline int signal_enter(__u8 sc, __s32 target, __s32 sig)
 	return 0;
 }
 
-#define TP_ENTER_SIGNAL(name, sc, ti, si)                                          \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                                \
-	int tp_enter_##name(struct sys_enter_ctx *ctx)                             \
-	{                                                                          \
-		return signal_enter(sc, (__s32)ctx->args[ti], (__s32)ctx->args[si]); \
+/* ti, si: the target's and the signal's arguments; tg: the target's
+ * process as the syscall names it (tgkill), gi its argument. */
+#define TP_ENTER_SIGNAL(name, sc, ti, si, tg)                                            \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                      \
+	int tp_enter_##name(struct sys_enter_ctx *ctx)                                   \
+	{                                                                                \
+		return signal_enter(sc, (__s32)ctx->args[ti], tg, (__s32)ctx->args[si]); \
 	}
 
-TP_ENTER_SIGNAL(kill, SC_KILL, 0, 1)
-TP_ENTER_SIGNAL(tkill, SC_TKILL, 0, 1)
-TP_ENTER_SIGNAL(tgkill, SC_TGKILL, 1, 2)
-TP_ENTER_SIGNAL(rt_sigqueueinfo, SC_RT_SIGQUEUEINFO, 0, 1)
-TP_ENTER_SIGNAL(rt_tgsigqueueinfo, SC_RT_TGSIGQUEUEINFO, 1, 2)
+TP_ENTER_SIGNAL(kill, SC_KILL, 0, 1, NO_TGID)
+TP_ENTER_SIGNAL(tkill, SC_TKILL, 0, 1, NO_TGID)
+TP_ENTER_SIGNAL(tgkill, SC_TGKILL, 1, 2, (__u32)ctx->args[0])
+TP_ENTER_SIGNAL(rt_sigqueueinfo, SC_RT_SIGQUEUEINFO, 0, 1, NO_TGID)
+TP_ENTER_SIGNAL(rt_tgsigqueueinfo, SC_RT_TGSIGQUEUEINFO, 1, 2, (__u32)ctx->args[0])
 /* The pidfd, resolved to a pid at sys_exit once the call succeeded. */
-TP_ENTER_SIGNAL(pidfd_send_signal, SC_PIDFD_SEND_SIGNAL, 0, 1)
+TP_ENTER_SIGNAL(pidfd_send_signal, SC_PIDFD_SEND_SIGNAL, 0, 1, NO_TGID)
 
 /* Attached to the sys_exit of every signal syscall. */
 SEC("tracepoint/syscalls/sys_exit_kill")
@@ -2033,7 +2094,7 @@ int sched_signal(__u64 *ctx)
 		}
 	}
 	sig_target(&si, target);
-	return on_signal_si(ctx, sc, tpid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
+	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -153,6 +153,7 @@ const (
 	TracerMapExecCounts               = "exec_counts"
 	TracerMapExecScratch              = "exec_scratch"
 	TracerMapExecs                    = "execs"
+	TracerMapFiltered                 = "filtered"
 	TracerMapForkCounts               = "fork_counts"
 	TracerMapKeyScratch               = "key_scratch"
 	TracerMapKillers                  = "killers"
@@ -222,7 +223,11 @@ const (
 	TracerVarCfgCommLo                = "cfg_comm_lo"
 	TracerVarCfgCommOn                = "cfg_comm_on"
 	TracerVarCfgCountOnly             = "cfg_count_only"
+	TracerVarCfgExecFailures          = "cfg_exec_failures"
+	TracerVarCfgKeepExistence         = "cfg_keep_existence"
+	TracerVarCfgKeepPreempt           = "cfg_keep_preempt"
 	TracerVarCfgPerfbuf               = "cfg_perfbuf"
+	TracerVarCfgSelfTgid              = "cfg_self_tgid"
 	TracerVarCfgSigAll                = "cfg_sig_all"
 	TracerVarCfgSigHi                 = "cfg_sig_hi"
 	TracerVarCfgSigLo                 = "cfg_sig_lo"
@@ -338,6 +343,7 @@ type TracerMapSpecs struct {
 	ExecCounts   *ebpf.MapSpec `ebpf:"exec_counts"`
 	ExecScratch  *ebpf.MapSpec `ebpf:"exec_scratch"`
 	Execs        *ebpf.MapSpec `ebpf:"execs"`
+	Filtered     *ebpf.MapSpec `ebpf:"filtered"`
 	ForkCounts   *ebpf.MapSpec `ebpf:"fork_counts"`
 	KeyScratch   *ebpf.MapSpec `ebpf:"key_scratch"`
 	Killers      *ebpf.MapSpec `ebpf:"killers"`
@@ -355,23 +361,27 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
-	CfgBatch       *ebpf.VariableSpec `ebpf:"cfg_batch"`
-	CfgCgroupId    *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
-	CfgCgroupLevel *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse      *ebpf.VariableSpec `ebpf:"cfg_coarse"`
-	CfgCommHi      *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
-	CfgCommLo      *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
-	CfgCommOn      *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
-	CfgCountOnly   *ebpf.VariableSpec `ebpf:"cfg_count_only"`
-	CfgPerfbuf     *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
-	CfgSigAll      *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
-	CfgSigHi       *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
-	CfgSigLo       *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
-	CfgSigSched    *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
-	CfgTypes       *ebpf.VariableSpec `ebpf:"cfg_types"`
-	CfgWakeBytes   *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
-	LastFillCheck  *ebpf.VariableSpec `ebpf:"last_fill_check"`
-	LastWake       *ebpf.VariableSpec `ebpf:"last_wake"`
+	CfgBatch         *ebpf.VariableSpec `ebpf:"cfg_batch"`
+	CfgCgroupId      *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel   *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
+	CfgCoarse        *ebpf.VariableSpec `ebpf:"cfg_coarse"`
+	CfgCommHi        *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
+	CfgCommLo        *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
+	CfgCommOn        *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
+	CfgCountOnly     *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgExecFailures  *ebpf.VariableSpec `ebpf:"cfg_exec_failures"`
+	CfgKeepExistence *ebpf.VariableSpec `ebpf:"cfg_keep_existence"`
+	CfgKeepPreempt   *ebpf.VariableSpec `ebpf:"cfg_keep_preempt"`
+	CfgPerfbuf       *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
+	CfgSelfTgid      *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgSigAll        *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
+	CfgSigHi         *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
+	CfgSigLo         *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
+	CfgSigSched      *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
+	CfgTypes         *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgWakeBytes     *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
+	LastFillCheck    *ebpf.VariableSpec `ebpf:"last_fill_check"`
+	LastWake         *ebpf.VariableSpec `ebpf:"last_wake"`
 }
 
 // TracerObjects contains all objects after they have been loaded into the kernel.
@@ -401,6 +411,7 @@ type TracerMaps struct {
 	ExecCounts   *ebpf.Map `ebpf:"exec_counts"`
 	ExecScratch  *ebpf.Map `ebpf:"exec_scratch"`
 	Execs        *ebpf.Map `ebpf:"execs"`
+	Filtered     *ebpf.Map `ebpf:"filtered"`
 	ForkCounts   *ebpf.Map `ebpf:"fork_counts"`
 	KeyScratch   *ebpf.Map `ebpf:"key_scratch"`
 	Killers      *ebpf.Map `ebpf:"killers"`
@@ -423,6 +434,7 @@ func (m *TracerMaps) Close() error {
 		m.ExecCounts,
 		m.ExecScratch,
 		m.Execs,
+		m.Filtered,
 		m.ForkCounts,
 		m.KeyScratch,
 		m.Killers,
@@ -441,23 +453,27 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
-	CfgBatch       *ebpf.Variable `ebpf:"cfg_batch"`
-	CfgCgroupId    *ebpf.Variable `ebpf:"cfg_cgroup_id"`
-	CfgCgroupLevel *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse      *ebpf.Variable `ebpf:"cfg_coarse"`
-	CfgCommHi      *ebpf.Variable `ebpf:"cfg_comm_hi"`
-	CfgCommLo      *ebpf.Variable `ebpf:"cfg_comm_lo"`
-	CfgCommOn      *ebpf.Variable `ebpf:"cfg_comm_on"`
-	CfgCountOnly   *ebpf.Variable `ebpf:"cfg_count_only"`
-	CfgPerfbuf     *ebpf.Variable `ebpf:"cfg_perfbuf"`
-	CfgSigAll      *ebpf.Variable `ebpf:"cfg_sig_all"`
-	CfgSigHi       *ebpf.Variable `ebpf:"cfg_sig_hi"`
-	CfgSigLo       *ebpf.Variable `ebpf:"cfg_sig_lo"`
-	CfgSigSched    *ebpf.Variable `ebpf:"cfg_sig_sched"`
-	CfgTypes       *ebpf.Variable `ebpf:"cfg_types"`
-	CfgWakeBytes   *ebpf.Variable `ebpf:"cfg_wake_bytes"`
-	LastFillCheck  *ebpf.Variable `ebpf:"last_fill_check"`
-	LastWake       *ebpf.Variable `ebpf:"last_wake"`
+	CfgBatch         *ebpf.Variable `ebpf:"cfg_batch"`
+	CfgCgroupId      *ebpf.Variable `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel   *ebpf.Variable `ebpf:"cfg_cgroup_level"`
+	CfgCoarse        *ebpf.Variable `ebpf:"cfg_coarse"`
+	CfgCommHi        *ebpf.Variable `ebpf:"cfg_comm_hi"`
+	CfgCommLo        *ebpf.Variable `ebpf:"cfg_comm_lo"`
+	CfgCommOn        *ebpf.Variable `ebpf:"cfg_comm_on"`
+	CfgCountOnly     *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgExecFailures  *ebpf.Variable `ebpf:"cfg_exec_failures"`
+	CfgKeepExistence *ebpf.Variable `ebpf:"cfg_keep_existence"`
+	CfgKeepPreempt   *ebpf.Variable `ebpf:"cfg_keep_preempt"`
+	CfgPerfbuf       *ebpf.Variable `ebpf:"cfg_perfbuf"`
+	CfgSelfTgid      *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgSigAll        *ebpf.Variable `ebpf:"cfg_sig_all"`
+	CfgSigHi         *ebpf.Variable `ebpf:"cfg_sig_hi"`
+	CfgSigLo         *ebpf.Variable `ebpf:"cfg_sig_lo"`
+	CfgSigSched      *ebpf.Variable `ebpf:"cfg_sig_sched"`
+	CfgTypes         *ebpf.Variable `ebpf:"cfg_types"`
+	CfgWakeBytes     *ebpf.Variable `ebpf:"cfg_wake_bytes"`
+	LastFillCheck    *ebpf.Variable `ebpf:"last_fill_check"`
+	LastWake         *ebpf.Variable `ebpf:"last_wake"`
 }
 
 // TracerPrograms contains all programs after they have been loaded into the kernel.

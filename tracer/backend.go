@@ -118,6 +118,10 @@ type Config struct {
 	// the kernel's failure mode is 2 (panic): if tracer died holding it, a
 	// full backlog would panic the node.
 	AllowPanicFailureMode bool
+	// ExecFailures reports failed exec attempts too (a shell's PATH
+	// search makes one per directory tried); by default both backends
+	// report successful execs only.
+	ExecFailures bool
 
 	// eBPF specific.
 	Probes string // "" or "default": cheapest hooks; "syscalls": sys_enter/sys_exit tracepoints
@@ -182,8 +186,72 @@ type Stats struct {
 	// kernel refused SO_RCVBUFFORCE and bursts overflow sooner.
 	AuditSocketBuffer, AuditSocketBufferAsked int
 
+	// Filtered counts the events left out as runtime noise, by reason
+	// (IsNoise): never loss.
+	Filtered [NumFilterReasons]uint64
+
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats
+}
+
+// TotalFiltered is the sum over reasons.
+func (s Stats) TotalFiltered() uint64 {
+	var n uint64
+	for _, v := range s.Filtered {
+		n += v
+	}
+	return n
+}
+
+// FilterSummary says the filtered events per reason, as watch prints them:
+// "runtime-preemption 6764, existence-check 57".
+func (s Stats) FilterSummary() string {
+	var b []byte
+	for r := FilterReason(0); r < NumFilterReasons; r++ {
+		if r > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, r.String()...)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, s.Filtered[r], 10)
+	}
+	return string(b)
+}
+
+// FilterReason is why an event was left out as runtime noise rather than
+// reported: not a loss, and counted apart from it.
+type FilterReason int
+
+const (
+	// FilteredPreemption: SIGURG a process's runtime sent to one of its
+	// own threads (Go's asynchronous preemption), thousands a second in a
+	// busy Go program.
+	FilteredPreemption FilterReason = iota
+	// FilteredExistence: signal 0, an existence check (kill(pid, 0)): no
+	// signal is sent.
+	FilteredExistence
+	NumFilterReasons
+)
+
+var filterNames = [NumFilterReasons]string{"runtime-preemption", "existence-check"}
+
+func (r FilterReason) String() string { return filterNames[r] }
+
+// IsNoise says whether a signal event is runtime noise the signal set
+// does not ask for, and why: signal 0, or SIGURG sent by a
+// thread-directed syscall (tgkill, tkill, rt_tgsigqueueinfo) to a thread
+// of the sender's own process, tgid being the target's process. Both
+// backends decide with it (the eBPF programs in the kernel, the same
+// rule).
+func IsNoise(set SignalSet, sig int, syscall string, tgid, senderTGID uint32) (FilterReason, bool) {
+	switch {
+	case sig == 0 && !set.keepExistence:
+		return FilteredExistence, true
+	case sig == sigURG && !set.keepPreemption && tgid == senderTGID &&
+		(syscall == "tgkill" || syscall == "tkill" || syscall == "rt_tgsigqueueinfo"):
+		return FilteredPreemption, true
+	}
+	return 0, false
 }
 
 // ProgramStats is the kernel's accounting for one BPF program.

@@ -26,19 +26,24 @@ func TestBackendsSeeTheSame(t *testing.T) {
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
 
-	// ebpf runs twice: on the audit rules' own hook points (syscall
-	// tracepoints), where every event must match, and on its default
-	// scheduler tracepoints, which cannot see a failed exec (no process
-	// image changes) and must match in everything else.
+	// By default both backends report the same stream: successful execs
+	// only, whichever eBPF probe set. With --exec-failures audit and the
+	// eBPF syscall tracepoints (which the flag selects) report the failed
+	// attempts too, and agree again.
 	seen := map[string]map[string]int{}
 	runs := []struct {
-		name   string
-		b      tracer.Backend
-		probes string
-	}{{"audit", audit.New(), ""}, {"ebpf", bpfbackend.New(), "syscalls"}, {"ebpf-sched", bpfbackend.New(), "sched"}}
+		name     string
+		b        tracer.Backend
+		probes   string
+		failures bool
+	}{
+		{"audit", audit.New(), "", false}, {"ebpf", bpfbackend.New(), "", false},
+		{"ebpf-syscalls", bpfbackend.New(), "syscalls", false},
+		{"audit-failures", audit.New(), "", true}, {"ebpf-failures", bpfbackend.New(), "", true},
+	}
 	for _, r := range runs {
 		b := r.b
-		cfg.Probes = r.probes
+		cfg.Probes, cfg.ExecFailures = r.probes, r.failures
 		events, _ := tracertest.RunWorkload(t, b, cfg, bin, args...)
 		if err := b.Close(); err != nil {
 			t.Fatalf("%s Close: %v", b.Name(), err)
@@ -55,16 +60,14 @@ func TestBackendsSeeTheSame(t *testing.T) {
 		}
 		seen[r.name] = m
 	}
-	compare(t, seen["audit"], seen["ebpf"], "ebpf --probes syscalls")
-	sched := seen["ebpf-sched"]
-	for k, n := range seen["audit"] {
-		if strings.HasSuffix(k, " failed") {
-			sched[k] += n // the documented blind spot of the sched probes
-		}
-	}
-	compare(t, seen["audit"], sched, "ebpf --probes sched (failed execs aside)")
-	if a := seen["audit"]; a["exec workload /bin/true"] != 4+3+2 || a["signal workload kill SIGUSR1"] != 5 || a["exec workload /nonexistent/tracer-enoent failed"] != 2 {
+	compare(t, seen["audit"], seen["ebpf"], "ebpf (default probes)")
+	compare(t, seen["audit"], seen["ebpf-syscalls"], "ebpf --probes syscalls")
+	compare(t, seen["audit-failures"], seen["ebpf-failures"], "ebpf --exec-failures")
+	if a := seen["audit"]; a["exec workload /bin/true"] != 4+3+2 || a["signal workload kill SIGUSR1"] != 5 || a["exec workload /nonexistent/tracer-enoent failed"] != 0 {
 		t.Errorf("audit counts off: %v", a)
+	}
+	if a := seen["audit-failures"]; a["exec workload /nonexistent/tracer-enoent failed"] != 2 {
+		t.Errorf("audit --exec-failures counts off: %v", a)
 	}
 }
 

@@ -86,6 +86,7 @@ func TestHostileStringsOutput(t *testing.T) {
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.ExecFailures = true // the workload's execfail is counted
 	runs := []struct {
 		name   string
 		b      tracer.Backend

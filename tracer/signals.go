@@ -75,15 +75,33 @@ func ParseSignal(s string) (int, error) {
 // SignalSet is a set of signal numbers 0..64; the zero value means "all signals".
 type SignalSet struct {
 	bits uint128
+	// keepPreemption and keepExistence: the set asks for the runtime noise
+	// IsNoise leaves out (--signal URG, --signal 0, --signal all).
+	keepPreemption, keepExistence bool
 }
 
 type uint128 struct{ lo, hi uint64 }
 
-// ParseSignals parses a comma-separated list; an empty string means all signals.
+// sigURG is SIGURG, which the Go runtime sends its own threads to preempt.
+const sigURG = 23
+
+// ParseSignals parses a comma-separated list; an empty string means all
+// signals but runtime noise (IsNoise), "all" every signal and signal 0.
+// Naming URG or 0 asks for that noise too.
 func ParseSignals(s string) (SignalSet, error) {
 	var set SignalSet
+	all := false
 	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
+			continue
+		case strings.EqualFold(f, "all"):
+			all = true
+			continue
+		case f == "0":
+			set.Add(0)
+			set.keepExistence = true
 			continue
 		}
 		n, err := ParseSignal(f)
@@ -91,8 +109,22 @@ func ParseSignals(s string) (SignalSet, error) {
 			return SignalSet{}, err
 		}
 		set.Add(n)
+		if n == sigURG {
+			set.keepPreemption = true
+		}
+	}
+	if all {
+		return SignalSet{keepPreemption: true, keepExistence: true}, nil
 	}
 	return set, nil
+}
+
+// KeepsNoise reports whether the set asks for the runtime noise of reason r.
+func (s SignalSet) KeepsNoise(r FilterReason) bool {
+	if r == FilteredPreemption {
+		return s.keepPreemption
+	}
+	return s.keepExistence
 }
 
 // Add puts signal n in the set.

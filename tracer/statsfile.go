@@ -12,6 +12,9 @@ type StatsFile struct {
 	LostTotal      uint64            `json:"lost_total"`
 	Lost           map[string]uint64 `json:"lost"`
 	LostLowerBound []string          `json:"lost_lower_bound,omitempty"`
+	// Filtered is the runtime noise left out, by reason: not loss.
+	FilteredTotal uint64            `json:"filtered_total"`
+	Filtered      map[string]uint64 `json:"filtered"`
 }
 
 // NewStatsFile gathers a pipeline's final figures.
@@ -20,6 +23,10 @@ func NewStatsFile(p *Pipeline, b Backend) StatsFile {
 	f := StatsFile{
 		Backend: b.Name(), EventsSeen: p.TotalEmitted(), LostTotal: st.TotalLost(),
 		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
+		FilteredTotal: st.TotalFiltered(), Filtered: map[string]uint64{},
+	}
+	for r := FilterReason(0); r < NumFilterReasons; r++ {
+		f.Filtered[r.String()] = st.Filtered[r]
 	}
 	for _, t := range AllTypes {
 		f.EventsByType[t.String()] = p.Emitted(t)

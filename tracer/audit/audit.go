@@ -85,6 +85,7 @@ type Backend struct {
 	r          *reassembler
 	delivered  [5]atomic.Uint64
 	lostReasm  atomic.Uint64
+	filtered   [tracer.NumFilterReasons]atomic.Uint64
 	lostSocket atomic.Uint64
 	// socketLowerBound: an overflow was seen but the kernel's drop count
 	// could not be read, so lostSocket counts overflows, not records.
@@ -170,10 +171,12 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		return err
 	}
 	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
+	b.r.signals, b.r.execFailures, b.r.self = cfg.Signals, cfg.ExecFailures, uint32(os.Getpid())
 
 	set, err := auditrules.Build(auditrules.Options{
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
 		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID, Key: b.key,
+		ExcludePID: os.Getpid(), ExecFailures: cfg.ExecFailures,
 	})
 	if err != nil {
 		return err
@@ -628,6 +631,9 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			}
 		}
 		b.lostReasm.Store(b.r.lost + b.r.bad)
+		for i, n := range b.r.filtered {
+			b.filtered[i].Store(n)
+		}
 	}
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
@@ -753,6 +759,9 @@ func (b *Backend) Stats() tracer.Stats {
 	s.Lost[tracer.LostRingbuf] = b.lostSocket.Load() + b.multicastDrops()
 	s.LowerBound[tracer.LostRingbuf] = b.socketLowerBound.Load()
 	s.Lost[tracer.LostReassembly] = b.lostReasm.Load()
+	for i := range b.filtered {
+		s.Filtered[i] = b.filtered[i].Load()
+	}
 	s.AuditSocketBuffer, s.AuditSocketBufferAsked = b.bufGot, b.bufAsked
 	return s
 }

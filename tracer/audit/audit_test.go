@@ -91,6 +91,7 @@ func TestKnownWorkloadExactCounts(t *testing.T) {
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.ExecFailures = true // the workload's execfail is counted
 	b := New()
 	events, root := runWorkload(t, b, cfg, knownWorkload...)
 	if err := b.Close(); err != nil {

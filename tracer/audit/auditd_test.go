@@ -34,6 +34,7 @@ func TestAlongsideAuditd(t *testing.T) {
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.ExecFailures = true // the workload's execfail is counted
 	b := New()
 	events, _ := runWorkload(t, b, cfg, knownWorkload...)
 	if pid := int(auditStatus(t).PID); pid != auditdPID {

@@ -23,6 +23,7 @@ func coexistConfig() tracer.Config {
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.ExecFailures = true // the workload's execfail is counted
 	return cfg
 }
 

@@ -30,6 +30,7 @@ func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = tracer.ParseTypes("all")
 	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.ExecFailures = true // the workload's execfail is counted
 	cfg.LeanRecords = mode
 	b := New()
 	var during []string

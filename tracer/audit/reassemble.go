@@ -61,6 +61,16 @@ type reassembler struct {
 	// procComm reads a live process's comm (replaced in tests on recordings).
 	procComm func(pid uint32) (string, bool)
 
+	// signals says which runtime noise (tracer.IsNoise) to keep; what is
+	// left out is counted in filtered, by reason.
+	signals  tracer.SignalSet
+	filtered [tracer.NumFilterReasons]uint64
+	// execFailures keeps failed exec attempts; self is this process, never
+	// reported. The rules say so in the kernel, but another tracer's rules
+	// make records every tracer reads.
+	execFailures bool
+	self         uint32
+
 	ev        tracer.Event
 	delivered [5]uint64
 	lost      uint64 // events evicted without their EOE
@@ -231,6 +241,11 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pendi
 	if r.scopeAUID != tracer.UnsetID && sc.AUID != r.scopeAUID {
 		return nil
 	}
+	if sc.PID == r.self && r.self != 0 ||
+		info.class == tracer.TypeExec && sc.Exit != 0 && !r.execFailures ||
+		info.class == tracer.TypeSignal && r.noise(info.name, &sc) {
+		return nil
+	}
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
 		return nil // the other socket's copy of a record already read
 	}
@@ -248,6 +263,26 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pendi
 		r.maxSerial = serial
 	}
 	return p
+}
+
+// noise reports, and counts, a signal syscall that is runtime noise
+// (tracer.IsNoise): audit rule fields cannot compare a target with its
+// sender, so this one is decided here, before the event is built.
+func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
+	sig := int(int32(sc.Args[auditrules.SignalArg[name]]))
+	ttgid := uint32(0)
+	switch name {
+	case "tgkill", "rt_tgsigqueueinfo":
+		ttgid = uint32(sc.Args[0])
+	case "tkill":
+		// A thread id: the sender's own process when it names its main thread.
+		ttgid = uint32(sc.Args[0])
+	}
+	why, ok := tracer.IsNoise(r.signals, sig, name, ttgid, sc.PID)
+	if ok {
+		r.filtered[why]++
+	}
+	return ok
 }
 
 func (r *reassembler) release(p *pending) {
@@ -320,7 +355,11 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 			return // a failed fork made no process
 		}
 		e.ChildPID, e.Syscall = uint32(sc.Exit), p.info.name
-		r.setComm(e.ChildPID, sc.PID, comm)
+		// A vfork parent's record comes after its child's exec, which
+		// already named the child: the parent's comm must not undo that.
+		if c, ok := r.comms[e.ChildPID]; !ok || c.ppid != sc.PID {
+			r.setComm(e.ChildPID, sc.PID, comm)
+		}
 	case tracer.TypeSignal:
 		e.Syscall, e.Ret = p.info.name, sc.Exit
 		e.Signal = int(int32(sc.Args[auditrules.SignalArg[p.info.name]]))

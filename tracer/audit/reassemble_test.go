@@ -41,6 +41,7 @@ func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint
 	}
 	defer f.Close()
 	r := newReassembler(types, tracer.UnsetID)
+	r.execFailures = true // the recording's failed exec is part of the golden file
 	// The recording's processes are gone: comm lookups through /proc must not leak in.
 	r.procComm = func(uint32) (string, bool) { return "", false }
 	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }

@@ -134,7 +134,8 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	sets := []string{cfg.Probes}
 	switch {
 	case cfg.Probes != ProbesDefault:
-	case cfg.CountOnly:
+	case cfg.CountOnly, syscallsOnly(cfg) != "":
+		// Failed execs and existence checks happen only at the syscall.
 		sets = []string{ProbesSyscalls, ProbesSched}
 	default:
 		sets = []string{ProbesSched, ProbesSyscalls}
@@ -169,6 +170,18 @@ func unavailable(err error) bool {
 		(errors.As(err, &ve) && strings.Contains(fmt.Sprint(ve.Log), "unknown func"))
 }
 
+// syscallsOnly names what cfg asks for that only the syscalls probe set
+// sees, or "": failed exec attempts, and signal 0 (no signal is generated).
+func syscallsOnly(cfg tracer.Config) string {
+	switch {
+	case cfg.ExecFailures && cfg.Types.Has(tracer.TypeExec):
+		return "failed exec attempts (--exec-failures)"
+	case cfg.Signals.KeepsNoise(tracer.FilteredExistence) && cfg.Types.Has(tracer.TypeSignal):
+		return "existence checks (--signal 0)"
+	}
+	return ""
+}
+
 // normalize fills defaults and checks what the user gave.
 func normalize(cfg *tracer.Config) error {
 	if cfg.Types == 0 {
@@ -185,6 +198,9 @@ func normalize(cfg *tracer.Config) error {
 	}
 	if page := os.Getpagesize(); cfg.RingBytes < page || cfg.RingBytes&(cfg.RingBytes-1) != 0 {
 		return tracer.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
+	}
+	if why := syscallsOnly(*cfg); why != "" && cfg.Probes != ProbesDefault && cfg.Probes != ProbesSyscalls {
+		return tracer.Usagef("%s are seen only at the syscall: use --probes syscalls (or default) with them, not --probes %s", why, cfg.Probes)
 	}
 	for _, c := range cfg.Comms {
 		if err := tracer.CheckComm("--comm", c); err != nil {
@@ -370,6 +386,12 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
 		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),
 		"cfg_sig_sched":  boolByte(set == ProbesSched),
+		// tracer never reports itself: its runtime's signals, its own
+		// liveness checks, the children it starts.
+		"cfg_self_tgid":      uint32(os.Getpid()),
+		"cfg_keep_preempt":   boolByte(cfg.Signals.KeepsNoise(tracer.FilteredPreemption)),
+		"cfg_keep_existence": boolByte(cfg.Signals.KeepsNoise(tracer.FilteredExistence)),
+		"cfg_exec_failures":  boolByte(cfg.ExecFailures),
 	}
 	cg, err := cgroupFilter(cfg.Cgroup)
 	if err != nil {
@@ -714,6 +736,7 @@ func (b *Backend) kernelStats() tracer.Stats {
 	st.Lost[tracer.LostRingbuf] = lost[lostOutput] + b.perfLost.Load()
 	st.Lost[tracer.LostKernel] = lost[lostMap]
 	st.Lost[tracer.LostReassembly] = b.badRecs.Load()
+	copy(st.Filtered[:], sumPerCPU(b.coll.Maps["filtered"], uint32(tracer.NumFilterReasons)))
 	if b.bpfStats != nil {
 		for name, prog := range b.coll.Programs {
 			ps, err := prog.Stats()

@@ -275,6 +275,9 @@ func TestWorkloadEvents(t *testing.T) {
 	}{
 		{"default", "", nil, false},
 		{"syscalls", ProbesSyscalls, nil, true},
+		// By default the syscalls set reports successful execs only, as
+		// the sched set and audit do.
+		{"syscalls without --exec-failures", ProbesSyscalls, nil, false},
 		{"perf buffer", "", func(b *Backend) { b.forcePerf = true }, false},
 		{"syscalls with raw tracepoints", ProbesSyscalls, func(b *Backend) { b.forceRawTrack = true }, true},
 	} {
@@ -285,6 +288,7 @@ func TestWorkloadEvents(t *testing.T) {
 			}
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes = allTypes(), usr1(), c.probes
+			cfg.ExecFailures = c.failedExec
 			start := time.Now()
 			all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
 			probes, transport := b.probes, b.transport

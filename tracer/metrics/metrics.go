@@ -28,6 +28,7 @@ type Collector struct {
 	version string
 
 	events, backendEvents, lost, lostLower     *prometheus.Desc
+	filtered                                   *prometheus.Desc
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
 	auditSocketBuffer                          *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
@@ -52,6 +53,9 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		lostLower: prometheus.NewDesc(fq("events", "lost_lower_bound"),
 			"1 when the stage's tracer_events_lost_total is only a lower bound (the kernel said it dropped records but not how many).",
 			[]string{"backend", "stage"}, nil),
+		filtered: prometheus.NewDesc(fq("events", "filtered_total"),
+			"Events left out as runtime noise, by reason (runtime-preemption: SIGURG a runtime sent its own threads; existence-check: signal 0); not loss.",
+			[]string{"backend", "reason"}, nil),
 		auditBacklog: prometheus.NewDesc(fq("audit", "backlog"),
 			"Audit records queued in the kernel, waiting for the reader (at the backend's last poll).",
 			nil, nil),
@@ -78,7 +82,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower,
+	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered,
 		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.buildInfo} {
 		ch <- d
 	}
@@ -103,6 +107,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			lower = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
+	}
+	for r := tracer.FilterReason(0); r < tracer.NumFilterReasons; r++ {
+		ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue,
+			float64(st.Filtered[r]), c.backend, r.String())
 	}
 	if c.backend == "audit" {
 		ch <- prometheus.MustNewConstMetric(c.auditBacklog, prometheus.GaugeValue, float64(st.AuditBacklog))
