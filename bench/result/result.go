@@ -7,9 +7,13 @@
 package result
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
@@ -181,20 +185,83 @@ func (r Row) Name() string {
 	return r.Mode
 }
 
-// Read reads and checks a result file of schema 1 or 2.
+// Read reads and checks a result file of schema 1 or 2: it must have the
+// node's facts and at least one row, or there is nothing to report on.
+// Errors say what is wrong with the file, not how Go decodes it.
 func Read(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading result file: %w", err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("result file %s is empty: nothing to report", path)
+	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("parsing result file %s: %w", path, err)
+		return nil, fmt.Errorf("parsing result file %s: %s", path, jsonProblem(err))
 	}
-	if f.Schema < 1 || f.Schema > Schema {
+	if f.Schema < 0 || f.Schema > Schema {
 		return nil, fmt.Errorf("result file %s has schema %d, this tracer reads schemas 1 to %d", path, f.Schema, Schema)
 	}
+	var missing []string
+	if f.Schema == 0 {
+		missing = append(missing, `no "schema"`)
+	}
+	if f.Node.Kernel == "" {
+		// Every bench run reads the kernel release: no kernel, no node.
+		missing = append(missing, `no "node" facts`)
+	}
+	if len(f.Results) == 0 {
+		missing = append(missing, `no "results"`)
+	}
+	if len(missing) > 0 {
+		what := missing[len(missing)-1]
+		if len(missing) > 1 {
+			what = strings.Join(missing[:len(missing)-1], ", ") + " and " + what
+		}
+		return nil, fmt.Errorf("result file %s has %s: nothing to report", path, what)
+	}
 	return &f, nil
+}
+
+// jsonProblem says what is wrong with a file json.Unmarshal refused, in
+// the file's terms: where, and what JSON kind was found for what was expected.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tm *time.ParseError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not JSON (at byte %d: %v)", syn.Offset, syn)
+	case errors.As(err, &typ):
+		where := "the file"
+		if typ.Field != "" {
+			where = fmt.Sprintf("%q", typ.Field)
+		}
+		return fmt.Sprintf("%s holds a JSON %s where %s belongs", where, typ.Value, jsonKind(typ.Type))
+	case errors.As(err, &tm):
+		return fmt.Sprintf("the time %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", tm.Value)
+	}
+	return err.Error()
+}
+
+// jsonKind names the JSON a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a whole number"
 }
 
 // Write writes f as indented JSON, to a file made by tracer.CreateOutput

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestReadSchemas(t *testing.T) {
 		return p
 	}
 	// Schema 1 rows have no interval, noise flag, floor or ceiling.
-	f, err := Read(write("v1.json", `{"schema": 1, "node": {"hostname": "old"}, "results": [
+	f, err := Read(write("v1.json", `{"schema": 1, "node": {"hostname": "old", "kernel": "3.10.0"}, "results": [
 		{"workload": "cis-shell", "mode": "audit", "rounds": 5, "elapsed_s": 2.5, "ratio_elapsed": 1.25,
 		 "events_expected": 10, "events_seen": 10, "events_lost": 0}]}`))
 	if err != nil {
@@ -66,13 +67,29 @@ func TestReadSchemas(t *testing.T) {
 	if r := f.Results[0]; f.Schema != 1 || r.RatioElapsed != 1.25 || r.RatioCI95 != nil || r.Noise || r.MaxEventsPerS != nil {
 		t.Errorf("schema 1: %+v", f)
 	}
+	// A file with nothing to report on is refused, and what is wrong is
+	// said in the file's terms, never in Go's.
+	row := `[{"workload": "cis-shell", "mode": "none", "rounds": 1, "ratio_elapsed": 1}]`
 	for _, c := range []struct{ body, want string }{
-		{`{"schema": 0, "node": {}, "results": []}`, "schema 0"},
+		{`{"schema": 0, "node": {"kernel": "6.1"}, "results": ` + row + `}`, `no "schema"`},
 		{`{"schema": 3, "node": {}, "results": []}`, "schemas 1 to 2"},
-		{`elapsed 3.1s`, "parsing result file"},
+		{`elapsed 3.1s`, "not JSON (at byte 1"},
+		{`{"schema": 2}`, `has no "node" facts and no "results": nothing to report`},
+		{`{}`, `has no "schema", no "node" facts and no "results"`},
+		{" \n", "is empty: nothing to report"},
+		{`{"schema": 2, "node": {"hostname": "web-1", "kernel": "6.1"}}`, `has no "results"`},
+		{`{"schema": 2, "node": {"hostname": "web-1", "kernel": "6.1"}, "results": []}`, `has no "results"`},
+		{`{"schema": 2, "node": {"hostname": "web-1"}, "results": ` + row + `}`, `has no "node" facts`},
+		{`[{"schema": 2}]`, "the file holds a JSON array where an object belongs"},
+		{`{"schema": "2"}`, `"schema" holds a JSON string where a whole number belongs`},
+		{`{"schema": 2, "results": {}}`, `"results" holds a JSON object where a list belongs`},
+		{`{"schema": 2, "run": {"started": "yesterday"}}`, `the time "yesterday" is not an RFC 3339 time`},
 	} {
-		if _, err := Read(write("bad.json", c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.body, err, c.want)
+		_, err := Read(write("bad.json", c.body))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bad.json") {
+			t.Errorf("%s: %v, want %q and the file's name", c.body, err, c.want)
+		} else if goish := regexp.MustCompile(`Go value|result\.|\[\]|float64|int\b|2006`); goish.MatchString(err.Error()) {
+			t.Errorf("%s: %v speaks Go", c.body, err)
 		}
 	}
 	if _, err := Read(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
