@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/tracer-dev/tracer/bench/result"
 )
 
 //go:embed report.html.tmpl
@@ -17,6 +19,11 @@ var reportHTML = func() *htmltemplate.Template {
 	for k, v := range reportFuncs(func(s string) string { return s }) {
 		funcs[k] = v
 	}
+	// Ranges take an en dash in HTML, after which a narrow column may
+	// break the line (never after a hyphen before a digit).
+	interval := funcs["interval"].(func(result.Row) string)
+	funcs["interval"] = func(r result.Row) string { return strings.Replace(interval(r), "-", "\u2013", 1) }
+	funcs["floorcell"] = func(r result.Row) string { return strings.ReplaceAll(floorCell(r), "-", "\u2013") }
 	funcs["svgchart"] = svgChart
 	funcs["modeColorCSS"] = func(m string) htmltemplate.CSS { return htmltemplate.CSS(modeColor(m)) }
 	funcs["chartModes"] = func(cs []Chart) []string {

@@ -142,20 +142,12 @@ func factsEBPF(f node.Facts) string {
 		}
 		return "no"
 	}
-	lock, lsm := f.LockdownMode()
-	switch {
-	case lock != "":
-	case lsm:
-		lock = "?"
-	default:
-		lock = "-"
-	}
 	tracefs := e.Tracefs
 	if tracefs == "" {
 		tracefs = "not mounted"
 	}
 	return fmt.Sprintf("BTF %s, ring buffer %s, BTF tracepoints %s, fentry %s, syscall tracepoints %s, kprobes %s, tracefs %s, lockdown %s",
-		yn(e.BTF), yn(e.RingBuf), yn(e.BTFTracepoints), yn(e.Fentry), yn(e.SyscallTracepoints), yn(e.Kprobes), tracefs, lock)
+		yn(e.BTF), yn(e.RingBuf), yn(e.BTFTracepoints), yn(e.Fentry), yn(e.SyscallTracepoints), yn(e.Kprobes), tracefs, f.LockdownText())
 }
 
 func factsBits(f node.Facts) string {

@@ -156,18 +156,26 @@ type Cost struct {
 // Text is the cost as the report states it: "+31% (1.25x-1.37x)", or
 // "within noise" with the ratio it measured.
 func (c Cost) Text() string {
-	iv := ""
-	if c.Hi > 0 {
-		iv = fmt.Sprintf(", 95%% interval %.2fx-%.2fx", c.Lo, c.Hi)
-	}
 	if c.Noise {
-		return fmt.Sprintf("within noise (%.2fx%s)", c.Ratio, iv)
+		return "within noise (" + c.figures() + ")"
 	}
-	pct := fmt.Sprintf("%+.0f%%", c.Pct)
+	return c.pctText() + " (" + c.figures() + ")"
+}
+
+// figures is the ratio and its interval: "1.31x, 95% interval 1.25x-1.37x".
+func (c Cost) figures() string {
+	if c.Hi > 0 {
+		return fmt.Sprintf("%.2fx, 95%% interval %.2fx-%.2fx", c.Ratio, c.Lo, c.Hi)
+	}
+	return fmt.Sprintf("%.2fx", c.Ratio)
+}
+
+// pctText is the extra time in percent, never a sub-percent figure.
+func (c Cost) pctText() string {
 	if c.Pct < 1 {
-		pct = "under 1%"
+		return "under 1%"
 	}
-	return fmt.Sprintf("%s (%.2fx%s)", pct, c.Ratio, iv)
+	return fmt.Sprintf("%+.0f%%", c.Pct)
 }
 
 // Fleet summarises many nodes.
@@ -223,7 +231,8 @@ func reportRank(m map[string]int, s string) int {
 }
 
 // New builds the report of result files; names are the files' paths
-// (only their base names are shown).
+// (only their base names are shown). A file given twice (a shell glob
+// and its name, ./f.json and f.json) is one node.
 func New(names []string, files []*result.File) (*Report, error) {
 	if len(files) == 0 {
 		return nil, tracer.Usagef("no result file given: tracer report RESULT.json")
@@ -232,7 +241,16 @@ func New(names []string, files []*result.File) (*Report, error) {
 		return nil, fmt.Errorf("report: %d names for %d files", len(names), len(files))
 	}
 	r := &Report{}
+	seen := map[string]bool{}
 	for i, f := range files {
+		path, err := filepath.Abs(names[i])
+		if err != nil {
+			path = filepath.Clean(names[i])
+		}
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
 		r.Nodes = append(r.Nodes, newReportNode(filepath.Base(names[i]), f))
 	}
 	distinguish(r.Nodes)
@@ -500,12 +518,7 @@ func recommend(n *Node) Recommendation {
 		if (r.Mode != "audit" && r.Mode != "ebpf") || (r.Storage != "" && r.Storage != "ssd") {
 			continue
 		}
-		c := Cost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
-			Noise: r.Noise || r.RatioElapsed < 1, Floor: r.RatioFloor}
-		if len(r.RatioCI95) == 2 {
-			c.Lo, c.Hi = r.RatioCI95[0], r.RatioCI95[1]
-		}
-		costs[r.Mode] = append(costs[r.Mode], c)
+		costs[r.Mode] = append(costs[r.Mode], rowCost(r))
 		worst[r.Mode] = math.Max(worst[r.Mode], r.RatioElapsed)
 	}
 	var rec Recommendation
@@ -600,13 +613,30 @@ func recommend(n *Node) Recommendation {
 			rec.Rules = append(rec.Rules, msg)
 		}
 	}
-	for _, t := range SyscallTax(n.Source, n.File) {
-		if t.Mode == "auditd" && (t.Storage == "" || t.Storage == "ssd") {
-			rec.Rules = append(rec.Rules, fmt.Sprintf("while audit syscall rules are loaded, every syscall that no rule names took %+.0f%% here (syscall-tax under auditd, %.2fx)", (t.Ratio-1)*100, t.Ratio))
-			break
+	for _, r := range n.Rows {
+		if r.Workload != "syscall-tax" || r.Mode != "auditd" || (r.Storage != "" && r.Storage != "ssd") {
+			continue
 		}
+		// A cost is stated only where the run could tell it from none.
+		c := rowCost(r)
+		if c.Noise {
+			rec.Rules = append(rec.Rules, "while audit syscall rules are loaded, what every syscall that no rule names pays could not be told from noise here (syscall-tax under auditd: "+c.figures()+")")
+		} else {
+			rec.Rules = append(rec.Rules, "while audit syscall rules are loaded, every syscall that no rule names took "+c.pctText()+" here (syscall-tax under auditd: "+c.figures()+")")
+		}
+		break
 	}
 	return rec
+}
+
+// rowCost is what a row says a mode cost its workload.
+func rowCost(r result.Row) Cost {
+	c := Cost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
+		Noise: r.Noise || r.RatioElapsed < 1, Floor: r.RatioFloor}
+	if len(r.RatioCI95) == 2 {
+		c.Lo, c.Hi = r.RatioCI95[0], r.RatioCI95[1]
+	}
+	return c
 }
 
 func firstReason(v node.Verdict) string {
@@ -644,12 +674,6 @@ func costSummary(cs []Cost) string {
 			sig = append(sig, c)
 		}
 	}
-	pct := func(c Cost) string {
-		if c.Pct < 1 {
-			return "under 1%"
-		}
-		return fmt.Sprintf("%+.0f%%", c.Pct)
-	}
 	var parts []string
 	if len(sig) > 0 {
 		lo, hi := sig[0], sig[0]
@@ -662,9 +686,9 @@ func costSummary(cs []Cost) string {
 			}
 		}
 		if lo.Workload == hi.Workload {
-			parts = append(parts, fmt.Sprintf("%s (%s)", pct(hi), hi.Workload))
+			parts = append(parts, fmt.Sprintf("%s (%s)", hi.pctText(), hi.Workload))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (%s) to %s (%s)", pct(lo), lo.Workload, pct(hi), hi.Workload))
+			parts = append(parts, fmt.Sprintf("%s (%s) to %s (%s)", lo.pctText(), lo.Workload, hi.pctText(), hi.Workload))
 		}
 	}
 	switch {

@@ -30,6 +30,11 @@ func TestReportCommand(t *testing.T) {
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.Contains(page, "<h2>Fleet</h2>") || strings.Count(page, `<svg class="chart"`) != 2 {
 		t.Errorf("html report: %q...", head(page))
 	}
+	// The same file twice is one node: no fleet of two.
+	code, stdout, stderr = runTracer(t, nil, "report", reportFixtures[0], "./"+reportFixtures[0])
+	if code != 0 || !strings.HasPrefix(stdout, "# tracer overhead report: web-86-12\n") || strings.Contains(stdout, "## Fleet") {
+		t.Errorf("report of one file twice: exit %d, stderr %q, stdout starts %q", code, stderr, head(stdout))
+	}
 }
 
 func head(s string) string {
@@ -45,7 +50,13 @@ func TestReportDoctorBadInput(t *testing.T) {
 	notJSON := filepath.Join(dir, "notjson.json")
 	oldSchema := filepath.Join(dir, "schema0.json")
 	_ = os.WriteFile(notJSON, []byte("elapsed 3.1s\n"), 0o644)
-	_ = os.WriteFile(oldSchema, []byte(`{"schema": 0, "node": {}, "results": []}`), 0o644)
+	_ = os.WriteFile(oldSchema, []byte(`{"schema": 9, "node": {}, "results": []}`), 0o644)
+	// Files with nothing to report on, and one that is JSON of another shape.
+	bad := map[string]string{"schema-only": `{"schema":2}`, "empty": `{}`, "no-results": `{"schema": 2, "node": {"hostname": "vm", "kernel": "6.1"}}`,
+		"list": `[{"schema": 2}]`}
+	for name, body := range bad {
+		_ = os.WriteFile(filepath.Join(dir, name+".json"), []byte(body), 0o644)
+	}
 	out := filepath.Join(dir, "out.html")
 	cases := []struct {
 		args []string
@@ -53,8 +64,14 @@ func TestReportDoctorBadInput(t *testing.T) {
 	}{
 		{[]string{"report"}, "no result file given"},
 		{[]string{"report", filepath.Join(dir, "missing.json")}, "no such file"},
-		{[]string{"report", "-o", out, notJSON}, "parsing result file"},
-		{[]string{"report", "-o", out, reportFixtures[0], oldSchema}, "schema 0"},
+		{[]string{"report", "-o", out, notJSON}, "not JSON (at byte 1"},
+		{[]string{"report", "-o", out, reportFixtures[0], oldSchema}, "schema 9"},
+		{[]string{"report", "-o", out, filepath.Join(dir, "schema-only.json")}, `has no "node" facts and no "results": nothing to report`},
+		{[]string{"report", "-o", out, filepath.Join(dir, "empty.json")}, `has no "schema", no "node" facts and no "results"`},
+		{[]string{"report", "-o", out, filepath.Join(dir, "no-results.json")}, `has no "results"`},
+		{[]string{"report", filepath.Join(dir, "schema-only.json")}, `nothing to report`},
+		{[]string{"report", "-o", out, filepath.Join(dir, "list.json")}, "the file holds a JSON array where an object belongs"},
+		{[]string{"doctor", "--bench", filepath.Join(dir, "list.json")}, "the file holds a JSON array where an object belongs"},
 		{[]string{"report", "--format", "pdf", "-o", out, reportFixtures[0]}, "unknown --format \"pdf\": use md or html"},
 		{[]string{"report", "-o", filepath.Join(dir, "no/such/dir/r.md"), reportFixtures[0]}, "cannot write --output"},
 		{[]string{"doctor", "--format", "yaml"}, "unknown --format \"yaml\": use text or json"},
@@ -65,6 +82,9 @@ func TestReportDoctorBadInput(t *testing.T) {
 		code, stdout, stderr := runTracer(t, nil, c.args...)
 		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, c.want) || stdout != "" {
 			t.Errorf("tracer %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, head(stdout), stderr, c.want)
+		}
+		if strings.Contains(stderr, "Go value") || strings.Contains(stderr, "result.") {
+			t.Errorf("tracer %q: %q speaks Go", c.args, stderr)
 		}
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -127,14 +127,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			tracefs += " (looked in a private mount)"
 		}
 	}
-	lockdown, lsm := f.LockdownMode()
-	switch {
-	case lockdown != "":
-	case lsm:
-		lockdown = "unknown (securityfs not mounted)"
-	default:
-		lockdown = "no lockdown LSM"
-	}
+	lockdown := f.LockdownText()
 	intp := func(p *int) string {
 		if p == nil {
 			return "unknown"

@@ -227,6 +227,21 @@ func (f *Facts) LockdownMode() (mode string, lsm bool) {
 	return "", f.Config("CONFIG_SECURITY_LOCKDOWN_LSM") == "y"
 }
 
+// LockdownText says the lockdown mode for people: the mode, or why it is
+// not known.
+func (f *Facts) LockdownText() string {
+	mode, lsm := f.LockdownMode()
+	switch {
+	case mode != "":
+		return mode
+	case lsm:
+		return "unknown (securityfs not mounted)"
+	case f.KernelConfig == nil:
+		return "unknown (no kernel config)"
+	}
+	return "no lockdown LSM"
+}
+
 // Config returns a kernel config value ("y", "m", "n") or "" when unknown.
 func (f *Facts) Config(key string) string {
 	if f.KernelConfig == nil {
