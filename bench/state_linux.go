@@ -28,7 +28,7 @@ import (
 // StateDir holds a file per running bench with the node settings it
 // changed, so that `tracer cleanup` can put them back after a bench was
 // killed with SIGKILL.
-var StateDir = "/run/tracer"
+var StateDir = tracer.StateDir
 
 // auditSettings are the kernel's audit settings bench may change (starting
 // auditd, the audit floor taking the PID) and must give back.

@@ -23,7 +23,7 @@ func TestCleanupRunsNothingFromTheStateFile(t *testing.T) {
 	tracertest.NeedRoot(t)
 	// Nothing here may start an auditd beside another test's.
 	tracertest.LockAudit(t)
-	t.Cleanup(func() { StateDir = "/run/tracer" })
+	t.Cleanup(func() { StateDir = tracer.StateDir })
 	base := t.TempDir()
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {

@@ -11,6 +11,9 @@ import (
 // Its counters are what the metrics export, so they agree with the output.
 type Pipeline struct {
 	Filter *Filter
+	// Peers, when set, are the other tracers on the node: their events
+	// are left out.
+	Peers *Peers
 	Sinks  []Sink
 
 	maxArgs    int // Config.MaxArgs
@@ -25,6 +28,9 @@ func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
 
 // Emit is the backend's emit callback.
 func (p *Pipeline) Emit(e *Event) {
+	if p.Peers != nil && p.Peers.Has(e.PID) {
+		return
+	}
 	if p.Filter.Match(e) {
 		p.write(e)
 	}

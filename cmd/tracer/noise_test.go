@@ -182,3 +182,37 @@ func TestRuntimeNoiseSameOnBothBackends(t *testing.T) {
 }
 
 func sleepShort() { time.Sleep(100 * time.Millisecond) }
+
+// Two tracers on the node, one per backend, idle for 10 s: neither
+// reports anything either tracer's processes did (their runtimes'
+// preemption signals, the audit backend's liveness checks).
+func TestTwoTracersIdleReportNoTracer(t *testing.T) {
+	tracertest.LockAudit(t)
+	dir := t.TempDir()
+	a := startWatcher(t, nil, "--backend", "audit", "--events", "all", "--format", "json", "-o", filepath.Join(dir, "audit.json"))
+	e := startWatcher(t, nil, "--backend", "ebpf", "--events", "all", "--format", "json", "-o", filepath.Join(dir, "ebpf.json"))
+	// Idle from when each has seen the other register (once a second).
+	from := time.Now().Add(1500 * time.Millisecond)
+	time.Sleep(10 * time.Second)
+	a.stop(t)
+	e.stop(t)
+	tracers := map[int]bool{a.cmd.Process.Pid: true, e.cmd.Process.Pid: true}
+	for _, name := range []string{"audit.json", "ebpf.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			var ev struct {
+				PID  int
+				Time time.Time
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: bad line %s: %v", name, line, err)
+			}
+			if tracers[ev.PID] && ev.Time.After(from) {
+				t.Errorf("%s reports a tracer's own event: %s", name, line)
+			}
+		}
+	}
+}

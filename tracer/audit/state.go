@@ -26,7 +26,7 @@ import (
 // restored by the last tracer to leave. Every change to the directory and
 // to the node's audit settings is made under an flock of the directory, so
 // tracers that start and stop at once agree on who is last.
-var StateDir = "/run/tracer"
+var StateDir = tracer.StateDir
 
 // owner is one running tracer's claim: rules with Key belong to it while
 // a process with PID and Start runs.

@@ -20,7 +20,7 @@ import (
 // with no tracer running it sets them itself.
 func TestReturnSettings(t *testing.T) {
 	StateDir = t.TempDir()
-	t.Cleanup(func() { StateDir = "/run/tracer" })
+	t.Cleanup(func() { StateDir = tracer.StateDir })
 	u := func(v uint32) *uint32 { return &v }
 	want := Originals{Enabled: u(0), BacklogLimit: u(64), BacklogWaitTime: u(15000)}
 
@@ -63,7 +63,7 @@ func TestReturnSettings(t *testing.T) {
 // or written is refused in one line before anything in it is used.
 func TestStateDirOthersCouldWriteRefused(t *testing.T) {
 	tracertest.NeedRoot(t)
-	t.Cleanup(func() { StateDir = "/run/tracer" })
+	t.Cleanup(func() { StateDir = tracer.StateDir })
 	base := t.TempDir()
 	u := func(v uint32) *uint32 { return &v }
 	cases := map[string]func(dir string){

@@ -45,6 +45,9 @@ type Options struct {
 	// Started, when set, is called once the backend watches and its
 	// notes are known (watch tells the user there).
 	Started func()
+	// StateDir, when set, is the state directory where watching tracers
+	// register, to leave each other out (tracer.StateDir).
+	StateDir string
 	// OutputFailing, when set, is told when writes to the output start
 	// failing (a full disk: the watch goes on, the events counted lost at
 	// stage output), and with nil when they succeed again.
@@ -102,6 +105,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := tracer.NewPipeline(cfg, sink)
 	defer p.Close()
+	// Two tracers never report each other: each registers, and leaves out
+	// the others it finds registered (its own process its backend leaves
+	// out in the kernel).
+	if o.StateDir != "" {
+		unregister, err := tracer.RegisterPeer(o.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		defer unregister()
+		p.Peers = &tracer.Peers{}
+		tracer.RefreshPeers(o.StateDir, p.Peers)
+		peersCtx, stopPeers := context.WithCancel(ctx)
+		defer stopPeers()
+		go refreshPeers(peersCtx, o.StateDir, p.Peers)
+	}
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
@@ -157,4 +175,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, fmt.Errorf("writing events: %w", flushErr)
 	}
 	return res, nil
+}
+
+// peerRefresh is how often the registered tracers are read again: a tracer
+// started beside this one is left out from then on.
+const peerRefresh = time.Second
+
+func refreshPeers(ctx context.Context, dir string, p *tracer.Peers) {
+	t := time.NewTicker(peerRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			tracer.RefreshPeers(dir, p)
+		}
+	}
 }
