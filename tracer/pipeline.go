@@ -14,7 +14,7 @@ type Pipeline struct {
 	// Peers, when set, are the other tracers on the node: their events
 	// are left out.
 	Peers *Peers
-	Sinks  []Sink
+	Sinks []Sink
 
 	maxArgs    int // Config.MaxArgs
 	emitted    [numTypes]atomic.Uint64
