@@ -86,6 +86,17 @@ func (p *Pipeline) Flush() error {
 // quiet stream still reaches a pipe or file promptly. It never waits for a
 // slow reader.
 func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
+	Every(ctx, d, func() {
+		for _, s := range p.Sinks {
+			if k, ok := s.(Kicker); ok {
+				k.Kick()
+			}
+		}
+	})
+}
+
+// Every calls f every d until ctx is done.
+func Every(ctx context.Context, d time.Duration, f func()) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -93,11 +104,7 @@ func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, s := range p.Sinks {
-				if k, ok := s.(Kicker); ok {
-					k.Kick()
-				}
-			}
+			f()
 		}
 	}
 }

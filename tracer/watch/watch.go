@@ -182,14 +182,5 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 const peerRefresh = time.Second
 
 func refreshPeers(ctx context.Context, dir string, p *tracer.Peers) {
-	t := time.NewTicker(peerRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			tracer.RefreshPeers(dir, p)
-		}
-	}
+	tracer.Every(ctx, peerRefresh, func() { tracer.RefreshPeers(dir, p) })
 }
