@@ -234,7 +234,7 @@ func TestTraceRusageIsTheCommands(t *testing.T) {
 	wl := tracertest.BuildWorkload(t)
 	tf := filepath.Join(t.TempDir(), "time.out")
 	var traceCPU, timeCPU, tracePct, timePct []float64
-	for range 5 {
+	for range 7 {
 		r, code := traceRun(t, "ebpf", nil, wl, "spin", "1000")
 		if code != 0 || r.Rusage.ElapsedS <= 0 {
 			t.Fatalf("trace: exit status %d, rusage %+v", code, r.Rusage)

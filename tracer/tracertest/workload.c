@@ -15,7 +15,7 @@
 //   workload tgkill N SIG     N times: tgkill(getpid(), gettid(), SIG)
 //   workload doublefork N     N times: fork a child that forks a grandchild and exits at once;
 //                             the orphaned grandchild execs /bin/true; waits for it through a pipe
-//   workload spin MS          compute until the process has used MS ms of CPU time
+//   workload spin MS          compute for MS ms of CPU time
 //   workload cpu N            move to CPU N (sched_setaffinity), as the scheduler may at any time
 //   workload comm NAME        rename itself (prctl PR_SET_NAME)
 //   workload uid N            set its real, effective and saved uid to N (setresuid)
@@ -72,13 +72,16 @@ int main(int argc, char **argv) {
 		}
 		if (!strcmp(cmd, "spin")) {
 			// The clock is a syscall: read it once per million iterations,
-			// so the time is user time almost all.
-			struct timespec ts;
+			// so the time is user time almost all. It counts from the
+			// start, not from zero: the process's clock keeps what it used
+			// before its exec (a tracer's held step, a shell's fork).
+			struct timespec t0, ts;
 			volatile unsigned long x = 0;
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
 			do {
 				for (int k = 0; k < 1000000; k++) x += k;
 				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-			} while (ts.tv_sec * 1000L + ts.tv_nsec / 1000000 < n);
+			} while ((ts.tv_sec - t0.tv_sec) * 1000L + (ts.tv_nsec - t0.tv_nsec) / 1000000 < n);
 			continue;
 		}
 		if (!strcmp(cmd, "cpu")) {
