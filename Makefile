@@ -17,7 +17,7 @@ DEMO_PACKAGES := auditd bpftrace
 APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stress-ng
 TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES)
 
-.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean fuzz fuzz-smoke fuzz-list-check
+.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -49,8 +49,12 @@ apt-install:
 build: ## build bin/tracer (no clang needed: BPF objects are committed)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tracer
 
+man: build ## generate the man pages from the commands' help: build/man/tracer.8 and tracer-COMMAND.8
+	rm -rf build/man
+	./$(BIN) man build/man
+
 demo: deps-demo build ## the main job: a short side-by-side comparison of the backends on built-in workloads
-	./$(BIN) bench --quick --out bench-quick.json
+	./$(BIN) bench --quick -o bench-quick.json
 	./$(BIN) report --format md bench-quick.json
 
 test: deps vet lint cross fmt-check check-generated ## all tests, as root: unit (with -race), privileged integration, deploy manifests, benchmark smoke
@@ -146,13 +150,13 @@ check-generated: ## fail when the committed BPF objects are stale (skipped witho
 	fi; rm -rf $$tmp
 
 bench: build ## the full overhead comparison with the ceiling sweep (see docs/overhead.md), results in bench.json
-	./$(BIN) bench --sweep --out bench.json
+	./$(BIN) bench --sweep -o bench.json
 	./$(BIN) report --format md bench.json
 
 bench-apps: build ## application workloads (redis, nginx, sysbench, stress-ng) under every mode, 5 rounds of 1s (about 25 min, most of it auditd on signal storms), results in bench-apps.json
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APP_PACKAGES)"
-	./$(BIN) bench --workload apps --modes none,audit,ebpf,auditd,bpftrace --rounds 5 --target 1s --out bench-apps.json
+	./$(BIN) bench --workload apps --modes none,audit,ebpf,auditd,bpftrace --rounds 5 --target 1s -o bench-apps.json
 	./$(BIN) report --format md bench-apps.json
 
 clean: ## remove build outputs
-	rm -rf bin bench-quick.json bench.json bench-apps.json
+	rm -rf bin build bench-quick.json bench.json bench-apps.json

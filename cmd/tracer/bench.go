@@ -62,7 +62,7 @@ func newBenchCmd() *cobra.Command {
 			"A command's own figure is compared the same way with --metric REGEX.\n" +
 			"Modes: " + strings.Join(bench.ModeNames, ", ") + ".",
 		Example: `  tracer bench --quick
-  tracer bench --out bench.json --sweep
+  tracer bench -o bench.json --sweep
   tracer bench --workload signal-storm --modes none,audit,audit-floor,ebpf,ebpf-floor --rounds 9
   tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd --restart-auditd
   tracer bench --modes none,ebpf -- make -j2
@@ -87,7 +87,10 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out ebpf-syscalls)")
 	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default: %d to %d, --quick %d to %d; past the first, only for modes whose cost is still within noise)",
 		bench.DefaultMinRounds, bench.DefaultRounds, bench.QuickMinRounds, bench.QuickRounds))
+	fl.StringVarP(&o.out, "output", "o", "", "write the result file (JSON) to FILE")
+	// --out was bench's name before it took watch's and trace's.
 	fl.StringVar(&o.out, "out", "", "write the result file (JSON) to FILE")
+	_ = fl.MarkDeprecated("out", "use -o/--output")
 	fl.BoolVar(&o.quick, "quick", false, fmt.Sprintf("a short run: %d to %d rounds, workloads sized to %s untraced", bench.QuickMinRounds, bench.QuickRounds, bench.QuickTarget))
 	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
 	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")
@@ -111,7 +114,7 @@ func splitList(s string) []string {
 }
 
 func runBench(parent context.Context, o *benchOptions, command []string) error {
-	// Refuse an --out that cannot be written before the runs, not after.
+	// Refuse an --output that cannot be written before the runs, not after.
 	if o.out != "" {
 		if err := tracer.CheckOutput(o.out); err != nil {
 			return tracer.Usagef("cannot write --out: %v", err)

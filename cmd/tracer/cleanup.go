@@ -16,8 +16,8 @@ import (
 
 func newCleanupCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:          "cleanup",
-		Short:        "Remove what killed tracers left behind: their audit rules and settings; never a running tracer's, never the node's",
+		Use:   "cleanup",
+		Short: "Remove what killed tracers left behind: their audit rules and settings; never a running tracer's, never the node's",
 		Long: `Remove what tracers that are gone (killed with SIGKILL, OOM-killed, a pod
 deleted with --force) left on the node: audit rules with their instance key
 (tracer-PID-START), the lean-records exclude rules they recorded, their state

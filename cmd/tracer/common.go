@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -44,27 +42,35 @@ type streamFlags struct {
 	bpfStats  bool
 }
 
-func (f *streamFlags) register(cmd *cobra.Command, formatDefault, formatHelp string) {
+// register adds the flags to cmd; formats are the --format values, the
+// first the default.
+func (f *streamFlags) register(cmd *cobra.Command, formats []string, formatHelp, outputHelp string) {
 	fl := cmd.Flags()
 	f.flags = fl
 	fl.StringVar(&f.backend, "backend", "", "audit or ebpf (required)")
-	fl.StringVar(&f.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
+	fl.StringVar(&f.events, "events", "exec,fork,signal", eventsHelp)
 	fl.StringVar(&f.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
-	fl.StringVar(&f.format, "format", formatDefault, formatHelp)
-	fl.StringVarP(&f.output, "output", "o", "", "write output to FILE instead of stdout")
+	fl.StringVar(&f.format, "format", formats[0], formatHelp)
+	fl.StringVarP(&f.output, "output", "o", "", outputHelp)
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
 	fl.StringVar(&webConfigFile, "web.config.file", "", webConfigHelp)
 	fl.StringVar(&f.cgroup, "cgroup", "", "only processes in this cgroup v2 and below it (a service, a pod, a container), e.g. /system.slice/nginx.service")
 	fl.StringVar(&f.backpressure, "backpressure", "drop", "when output falls behind: drop events and count them (the node never waits), or block (audited processes may wait)")
 	fl.BoolVar(&f.metricsComm, "metrics-comm", false, "label tracer_events_by_comm_total by comm (capped at 100 comms)")
-	fl.StringVar(&f.arch, "arch", "auto", "audit: rule arches, auto, b64, b32 or both")
+	fl.StringVar(&f.arch, "arch", "auto", "audit: "+archHelp)
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
 	fl.BoolVar(&f.leanRecords, "lean-records", true, "audit: ask the kernel not to build the records tracer does not read (PROCTITLE, CWD, OBJ_PID, EOE; global exclude rules); default: only where no other consumer such as auditd reads the records; --lean-records forces it beside auditd (EOE then stays), --lean-records=false turns it off")
 	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: become the audit daemon even when the failure mode is 2 (panic): if tracer were killed, a full backlog could panic the node")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
-	fl.StringVar(&f.probes, "probes", "default", "ebpf: default, sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints) or fentry")
+	fl.StringVar(&f.probes, "probes", "default", "ebpf: sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints), fentry, or default (sched; syscalls where the kernel lacks sched's tracepoints or what is asked for is seen only at the syscall)")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
 	fl.BoolVar(&f.bpfStats, "bpf-stats", false, "ebpf: turn on the kernel's BPF run-time accounting (costs a little per event)")
+	registerEventCompletions(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("backend", completeOne("audit", "ebpf"))
+	_ = cmd.RegisterFlagCompletionFunc("format", completeOne(formats...))
+	_ = cmd.RegisterFlagCompletionFunc("probes", completeOne("default", "sched", "syscalls", "fentry"))
+	_ = cmd.RegisterFlagCompletionFunc("arch", completeOne("auto", "b64", "b32", "both"))
+	_ = cmd.RegisterFlagCompletionFunc("backpressure", completeOne("drop", "block"))
 }
 
 // config validates the flags into a backend Config.
@@ -76,6 +82,9 @@ func (f *streamFlags) config() (tracer.Config, error) {
 	}
 	if cfg.Signals, err = tracer.ParseSignals(f.signals); err != nil {
 		return cfg, tracer.Usagef("%v", err)
+	}
+	if err := checkSignalsKept(cfg.Types, cfg.Signals, f.signals != ""); err != nil {
+		return cfg, err
 	}
 	// Checked here as well as at Start: before anything is installed.
 	if err := auditrules.CheckArch(f.arch); err != nil {
@@ -123,17 +132,6 @@ func needRoot(what string) error {
 		return tracer.Usagef("%s needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ for audit, CAP_BPF and CAP_PERFMON for ebpf): run it with sudo", what)
 	}
 	return nil
-}
-
-func parsePID(s string) (uint32, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
-	if err != nil || n == 0 {
-		return 0, tracer.Usagef("bad --pid %q: give a process id", s)
-	}
-	return uint32(n), nil
 }
 
 // printLateNotes prints, until ctx ends, what a backend changes on the

@@ -74,7 +74,7 @@ func runDoctor(o *doctorOptions) error {
 func readResult(path string) (*result.File, error) {
 	f, err := result.Read(path)
 	if err != nil {
-		return nil, tracer.Usagef("%v (give a file written by tracer bench --out)", err)
+		return nil, tracer.Usagef("%v (give a file written by tracer bench -o)", err)
 	}
 	return f, nil
 }

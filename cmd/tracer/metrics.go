@@ -102,7 +102,7 @@ func listenMetrics(addr string) (net.Listener, error) {
 	if !ok {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9464, or unix:PATH)", addr, err)
+			return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9477, the port docs/fleet.md gives tracer, or unix:PATH)", addr, err)
 		}
 		return ln, nil
 	}

@@ -55,6 +55,8 @@ func newRootCmd() *cobra.Command {
 		newRulesCmd(),
 		newReportCmd(),
 		newDoctorCmd(),
+		newVersionCmd(),
+		newManCmd(),
 	)
 	// watch, trace, cleanup, bench and their hidden helpers (commands_linux.go);
 	// elsewhere each says in one line that it needs Linux (commands_other.go).

@@ -26,6 +26,12 @@ func newRulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules",
 		Short: "Print the minimal audit rules for the chosen events, in auditctl syntax",
+		Long: `Print the audit rules tracer's audit backend would load for the chosen events
+and signals, in auditctl syntax, to persist on the node (in
+/etc/audit/rules.d/, loaded by augenrules) so that auditd logs the same
+events. Rules persisted with their key (--key) are the node's: no tracer
+and no tracer cleanup ever removes them. Nothing is loaded: this runs
+without root, and off Linux (--machine names the node's architecture).`,
 		Example: `  tracer rules
   tracer rules --events signal --signal USR1 --arch both
   tracer rules > /etc/audit/rules.d/tracer.rules
@@ -40,6 +46,9 @@ func newRulesCmd() *cobra.Command {
 			sigs, err := tracer.ParseSignals(o.signals)
 			if err != nil {
 				return tracer.Usagef("%v", err)
+			}
+			if err := checkSignalsKept(types, sigs, o.signals != ""); err != nil {
+				return err
 			}
 			if err := auditrules.CheckPersistentKey(o.key); err != nil {
 				return err
@@ -68,12 +77,14 @@ func newRulesCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.arch, "arch", "auto", "auto (b32 only when a 32-bit process runs), b64, b32 or both")
+	fl.StringVar(&o.arch, "arch", "auto", archHelp)
 	fl.BoolVar(&o.lean, "lean-records", false, "also print the exclude rules of lean records (record types tracer does not read)")
-	fl.StringVar(&o.events, "events", "exec,fork,signal", "event classes: exec, fork, signal, exit (or all)")
+	fl.StringVar(&o.events, "events", "exec,fork,signal", eventsHelp)
 	fl.StringVar(&o.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
 	fl.BoolVar(&o.auidSet, "auid-set", false, "only processes with a login uid (-F auid!=unset)")
 	fl.StringVar(&o.key, "key", auditrules.Key, "the rules' key (-k): rules persisted with it are the node's, never removed by tracer cleanup or by a tracer")
 	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
+	registerEventCompletions(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("arch", completeOne("auto", "b64", "b32", "both"))
 	return cmd
 }

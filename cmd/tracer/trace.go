@@ -34,13 +34,13 @@ func newTraceCmd() *cobra.Command {
   tracer trace --backend audit --format json -o counts.json -- make -j2
   tracer trace --backend ebpf --events signal --signal USR1 -- ./app
   tracer trace --backend ebpf --user nobody -- ./untrusted-script`,
-		Args:         cobra.MinimumNArgs(1),
+		Args:         needCommand,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrace(cmd.Context(), &o, args)
 		},
 	}
-	o.register(cmd, "table", "report format: table or json")
+	o.register(cmd, []string{"table", "json", "text"}, "report format: table (text is the same) or json", "write the report to FILE instead of stderr")
 	cmd.Flags().StringVarP(&o.user, "user", "u", "", "run CMD as this user: its uid, primary gid and supplementary groups, in a session of its own, on a pty of its own when on a terminal, with a reset environment")
 	cmd.Flags().BoolVar(&o.keepEnv, "keep-env", false, "with --user: give CMD tracer's environment instead of a reset one (TERM, LANG, LC_*, TZ; PATH, HOME, USER, LOGNAME, SHELL for the user)")
 	return cmd
@@ -51,6 +51,9 @@ func runTrace(ctx context.Context, o *traceOptions, args []string) error {
 	cfg, err := o.config()
 	if err != nil {
 		return err
+	}
+	if o.format == "text" {
+		o.format = "table" // watch's name for its lines
 	}
 	if o.format != "table" && o.format != "json" {
 		return tracer.Usagef("unknown format %q: use table or json", o.format)

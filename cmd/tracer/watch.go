@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -21,8 +22,7 @@ import (
 type watchOptions struct {
 	streamFlags
 	duration time.Duration
-	comm     string
-	pid      string
+	sel      selectFlags // watch_select.go
 	target   targetFlags // watch_target.go
 	// statsFile receives the exit summary as JSON (tracer.StatsFile).
 	statsFile string
@@ -33,19 +33,27 @@ func newWatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch --backend audit|ebpf",
 		Short: "Stream exec, fork, signal and exit events until Ctrl-C, SIGTERM or --duration",
+		Long: `Stream the node's exec, fork, signal and exit events, one line each (text
+columns, or JSON lines: docs/events.md), until Ctrl-C, SIGTERM or --duration.
+The filters combine: --events and --signal choose classes and signals;
+--comm, --exe, --uid, --pid, --cgroup and --target choose processes. On
+exit tracer prints how many events it saw and lost, stage by stage. The
+audit backend loads rules of its own and removes them on exit; the ebpf
+backend loads probes; neither changes what the node's auditd logs.`,
 		Example: `  tracer watch --backend ebpf
   tracer watch --backend audit --events signal --signal USR1 --format json
-  tracer watch --backend ebpf --pid 4242 --duration 30s -o events.jsonl --format json`,
+  tracer watch --backend ebpf --pid 4242 --duration 30s -o events.jsonl --format json
+  tracer watch --backend ebpf --exe curl --uid 1000,1001 --time iso
+  tracer watch --backend ebpf --target nginx`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWatch(cmd.Context(), &o)
 		},
 	}
-	o.register(cmd, "text", "output format: text or json")
+	o.register(cmd, []string{"text", "json"}, "output format: text or json", "write the events to FILE instead of stdout")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
-	cmd.Flags().StringVar(&o.comm, "comm", "", "only events of processes with this comm")
-	cmd.Flags().StringVar(&o.pid, "pid", "", "only events of this process and its descendants")
+	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
 	o.target.register(cmd)
 	return cmd
@@ -58,10 +66,8 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Comms, err = tracer.ParseComms(o.comm); err != nil {
-		return err
-	}
-	if cfg.PID, err = parsePID(o.pid); err != nil {
+	timeMode, commNote, err := o.sel.apply(&cfg)
+	if err != nil {
 		return err
 	}
 	if err := o.target.apply(&cfg); err != nil {
@@ -98,8 +104,17 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	defer stop(nil)
 	sd := newShutdown(stop)
 	defer sd.release()
+	stopOnHangup(out, stop)
+	info := io.Writer(os.Stderr) // banner, notes, summary: not with --quiet
+	if o.sel.quiet {
+		info = io.Discard
+	}
+	until := "Ctrl-C to stop"
+	if o.duration > 0 {
+		until = "for " + o.duration.String() + "; Ctrl-C stops sooner"
+	}
 	res, err := watch.Run(ctx, watch.Options{
-		Backend: b, Config: cfg, Format: o.format, Output: out,
+		Backend: b, Config: cfg, Format: o.format, Output: out, Time: timeMode,
 		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort,
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
@@ -109,9 +124,15 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			// now, not beside a workload once events flow.
 			runtime.GC()
 			debug.FreeOSMemory()
+			if o.sel.quiet {
+				return
+			}
 			printNotes(b)
 			printLateNotes(ctx, b)
-			fmt.Fprintf(os.Stderr, "tracer: watching %s events with the %s backend (Ctrl-C to stop)\n", cfg.Types, b.Name())
+			if commNote != "" {
+				fmt.Fprintf(info, "tracer: note: %s\n", commNote)
+			}
+			fmt.Fprintf(info, "tracer: watching %s events with the %s backend (%s)\n", cfg.Types, b.Name(), until)
 		},
 		OutputFailing: func(err error) {
 			if err != nil {
@@ -130,7 +151,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		}
 	}
 	st := res.Stats
-	fmt.Fprintf(os.Stderr, "tracer: %d events seen, %s%d lost (%s)\n",
+	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s)\n",
 		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
 	if res.CloseErr != nil {
 		slog.Warn("removing rules or probes", "err", res.CloseErr)

@@ -32,8 +32,12 @@ func (f *targetFlags) apply(cfg *tracer.Config) error {
 	if f.target == "" {
 		return nil
 	}
-	if _, _, err := tracer.ParseTarget(f.target); err != nil {
+	pid, _, err := tracer.ParseTarget(f.target)
+	if err != nil {
 		return err
+	}
+	if pid != 0 && !tracer.ProcessAlive(int(pid)) {
+		return tracer.Usagef("--target %d: no such process: give the pid of a running process, or a process name (comm) to watch for", pid)
 	}
 	cfg.Target = f.target
 	switch {
