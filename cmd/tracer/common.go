@@ -28,6 +28,7 @@ type streamFlags struct {
 	// backpressure: drop (count and go on) or block when output falls behind
 	backpressure string
 	cgroup       string // a cgroup v2 path: it and below it
+	execFailures bool
 
 	// audit
 	arch        string
@@ -49,7 +50,8 @@ func (f *streamFlags) register(cmd *cobra.Command, formats []string, formatHelp,
 	f.flags = fl
 	fl.StringVar(&f.backend, "backend", "", "audit or ebpf (required)")
 	fl.StringVar(&f.events, "events", "exec,fork,signal", eventsHelp)
-	fl.StringVar(&f.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
+	fl.StringVar(&f.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1), or all; default all but runtime noise: SIGURG a process sends its own threads (Go's preemption) and signal 0 (existence checks), which --signal URG, --signal 0 or --signal all keep; what is left out is counted")
+	fl.BoolVar(&f.execFailures, "exec-failures", false, "also report failed exec attempts (a shell's PATH search makes one per directory); ebpf: seen only with the syscalls probes, which this selects")
 	fl.StringVar(&f.format, "format", formats[0], formatHelp)
 	fl.StringVarP(&f.output, "output", "o", "", outputHelp)
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at HOST:PORT/metrics")
@@ -94,6 +96,7 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		return cfg, tracer.Usagef("%w", err)
 	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
+	cfg.ExecFailures = f.execFailures
 	if f.cgroup != "" {
 		if err := tracer.CheckCgroup(f.cgroup); err != nil {
 			return cfg, err

@@ -19,6 +19,7 @@ type rulesOptions struct {
 	machine string
 	lean    bool
 	key     string
+	failed  bool
 }
 
 func newRulesCmd() *cobra.Command {
@@ -55,7 +56,7 @@ without root, and off Linux (--machine names the node's architecture).`,
 			}
 			set, err := auditrules.Build(auditrules.Options{
 				Arch: o.arch, Types: types, Signals: sigs, AuidSet: o.auidSet,
-				ScopeAUID: tracer.UnsetID, Machine: o.machine, Key: o.key,
+				ScopeAUID: tracer.UnsetID, Machine: o.machine, Key: o.key, ExecFailures: o.failed,
 			})
 			if err != nil {
 				return err
@@ -82,6 +83,7 @@ without root, and off Linux (--machine names the node's architecture).`,
 	fl.StringVar(&o.events, "events", "exec,fork,signal", eventsHelp)
 	fl.StringVar(&o.signals, "signal", "", "signals to keep, numbers or names (10, USR1, SIGUSR1); default all")
 	fl.BoolVar(&o.auidSet, "auid-set", false, "only processes with a login uid (-F auid!=unset)")
+	fl.BoolVar(&o.failed, "exec-failures", false, "also record failed exec attempts (by default the exec rule has -F success=1)")
 	fl.StringVar(&o.key, "key", auditrules.Key, "the rules' key (-k): rules persisted with it are the node's, never removed by tracer cleanup or by a tracer")
 	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
 	registerEventCompletions(cmd)

@@ -115,7 +115,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	res, err := watch.Run(ctx, watch.Options{
 		Backend: b, Config: cfg, Format: o.format, Output: out, Time: timeMode,
-		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort,
+		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: tracer.StateDir,
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
 		},
@@ -151,8 +151,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		}
 	}
 	st := res.Stats
-	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s)\n",
-		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary())
+	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)\n",
+		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary(),
+		st.TotalFiltered(), st.FilterSummary())
 	if res.CloseErr != nil {
 		slog.Warn("removing rules or probes", "err", res.CloseErr)
 	}
