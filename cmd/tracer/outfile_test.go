@@ -48,7 +48,7 @@ func TestOutputFilesRefuseSymlinks(t *testing.T) {
 	checkRefused(t, []string{"report", "-o", link, reportFixtures[0]}, target)
 	checkRefused(t, []string{"--cpuprofile", link, "rules"}, target)
 	// bench refuses before it runs anything.
-	checkRefused(t, []string{"bench", "--modes", "none", "--workload", "cis-shell", "--out", link}, target)
+	checkRefused(t, []string{"bench", "--modes", "none", "--workload", "cis-shell", "-o", link}, target)
 }
 
 // watch and trace refuse it before anything is installed or run.
@@ -190,7 +190,7 @@ func TestOutputFilesRefuseHostilePaths(t *testing.T) {
 			{"watch", "--backend", "ebpf", "--duration", "1s", "--output", h.path},
 			{"watch", "--backend", "ebpf", "--duration", "1s", "--output", "/dev/null", "--stats-file", h.path},
 			{"trace", "--backend", "ebpf", "-o", h.path, "--", "true"},
-			{"bench", "--modes", "none", "--workload", "cis-shell", "--count", "10", "--rounds", "2", "--out", h.path},
+			{"bench", "--modes", "none", "--workload", "cis-shell", "--count", "10", "--rounds", "2", "-o", h.path},
 			{"report", "-o", h.path, reportFixtures[0]},
 			{"--cpuprofile", h.path, "rules"},
 		} {

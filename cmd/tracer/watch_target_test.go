@@ -20,7 +20,7 @@ func TestWatchTargetBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"watch", "--backend", "ebpf", "--target", "0"}, "--target 0"},
-		{[]string{"watch", "--backend", "ebpf", "--target", "a-process-name-too-long"}, "15-character"},
+		{[]string{"watch", "--backend", "ebpf", "--target", "a-process-name-too-long"}, "15-byte"},
 		{[]string{"watch", "--backend", "ebpf", "--target", "sleep", "--events", "exec"}, "add signal or exit"},
 		{[]string{"watch", "--backend", "audit", "--cgroup", "/no-such-cgroup.slice"}, "--cgroup"},
 		{[]string{"watch", "--backend", "ebpf", "--ancestry", "17"}, "--ancestry"},

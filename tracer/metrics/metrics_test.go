@@ -171,6 +171,8 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_events_lost_lower_bound{backend="audit",stage="reassembly"}`:                       0,
 		`tracer_events_lost_lower_bound{backend="audit",stage="queue"}`:                            0,
 		`tracer_events_lost_lower_bound{backend="audit",stage="output"}`:                           0,
+		`tracer_events_filtered_total{backend="audit",reason="runtime-preemption"}`:                0,
+		`tracer_events_filtered_total{backend="audit",reason="existence-check"}`:                   0,
 		`tracer_audit_backlog{}`:                                                                   5,
 		`tracer_audit_backlog_limit{}`:                                                             8192,
 		`tracer_audit_kernel_lost{}`:                                                               1234,
