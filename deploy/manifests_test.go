@@ -87,7 +87,11 @@ type serviceMonitor struct {
 			Scheme          string `json:"scheme"`
 			BearerTokenFile string `json:"bearerTokenFile"`
 			TLSConfig       *struct {
-				InsecureSkipVerify bool `json:"insecureSkipVerify"`
+				CA *struct {
+					Secret *corev1.SecretKeySelector `json:"secret"`
+				} `json:"ca"`
+				ServerName         string `json:"serverName"`
+				InsecureSkipVerify bool   `json:"insecureSkipVerify"`
 			} `json:"tlsConfig"`
 			Interval      string `json:"interval"`
 			ScrapeTimeout string `json:"scrapeTimeout"`
@@ -100,16 +104,64 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
-// kustomization is the part of kustomize's Kustomization these files use.
+// kustomization is the part of kustomize's Kustomization (and Component)
+// these files use.
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Resources  []string `json:"resources"`
-	Images     []struct {
-		Name   string `json:"name"`
-		NewTag string `json:"newTag"`
-	} `json:"images"`
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Namespace  string       `json:"namespace"`
+	Resources  []string     `json:"resources"`
+	Components []string     `json:"components"`
+	Images     []imageEntry `json:"images"`
+}
+
+// imageEntry is one of a kustomization's images: what kustomize puts in
+// place of every container image named Name.
+type imageEntry struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
+}
+
+// issuer is the part of cert-manager.io/v1 Issuer these manifests use.
+type issuer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		SelfSigned *struct{} `json:"selfSigned"`
+		CA         *struct {
+			SecretName string `json:"secretName"`
+		} `json:"ca"`
+	} `json:"spec"`
+}
+
+// certificate is the part of cert-manager.io/v1 Certificate these
+// manifests use.
+type certificate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		IsCA        bool             `json:"isCA"`
+		CommonName  string           `json:"commonName"`
+		SecretName  string           `json:"secretName"`
+		DNSNames    []string         `json:"dnsNames"`
+		IPAddresses []string         `json:"ipAddresses"`
+		URIs        []string         `json:"uris"`
+		Usages      []string         `json:"usages"`
+		Duration    *metav1.Duration `json:"duration"`
+		RenewBefore *metav1.Duration `json:"renewBefore"`
+		PrivateKey  *struct {
+			Algorithm      string `json:"algorithm"`
+			Size           int    `json:"size"`
+			RotationPolicy string `json:"rotationPolicy"`
+		} `json:"privateKey"`
+		IssuerRef struct {
+			Group string `json:"group"`
+			Kind  string `json:"kind"`
+			Name  string `json:"name"`
+		} `json:"issuerRef"`
+	} `json:"spec"`
 }
 
 // manifests holds every object of kubernetes/, decoded strictly.
@@ -121,6 +173,9 @@ type manifests struct {
 	daemonSets      []appsv1.DaemonSet
 	services        []corev1.Service
 	monitors        []serviceMonitor
+	configMaps      []corev1.ConfigMap
+	issuers         []issuer
+	certificates    []certificate
 	kustomize       *kustomization
 	files           []string
 }
@@ -178,6 +233,18 @@ func load(t *testing.T) manifests {
 			var o serviceMonitor
 			strict(&o)
 			m.monitors = append(m.monitors, o)
+		case "v1 ConfigMap":
+			var o corev1.ConfigMap
+			strict(&o)
+			m.configMaps = append(m.configMaps, o)
+		case "cert-manager.io/v1 Issuer":
+			var o issuer
+			strict(&o)
+			m.issuers = append(m.issuers, o)
+		case "cert-manager.io/v1 Certificate":
+			var o certificate
+			strict(&o)
+			m.certificates = append(m.certificates, o)
 		case "kustomize.config.k8s.io/v1beta1 Kustomization":
 			var o kustomization
 			strict(&o)
@@ -205,6 +272,15 @@ func TestObjectsWellFormed(t *testing.T) {
 	}
 	metas := []metav1.ObjectMeta{m.namespaces[0].ObjectMeta, m.services[0].ObjectMeta, m.monitors[0].ObjectMeta,
 		m.serviceAccounts[0].ObjectMeta}
+	for _, o := range m.configMaps {
+		metas = append(metas, o.ObjectMeta)
+	}
+	for _, o := range m.issuers {
+		metas = append(metas, o.ObjectMeta)
+	}
+	for _, o := range m.certificates {
+		metas = append(metas, o.ObjectMeta)
+	}
 	for _, ds := range m.daemonSets {
 		metas = append(metas, ds.ObjectMeta, ds.Spec.Template.ObjectMeta)
 	}
@@ -282,6 +358,7 @@ func TestDaemonSets(t *testing.T) {
 				t.Error("set a memory limit and a CPU request")
 			}
 			checkMetricsPath(t, c, proxy)
+			checkMetricsTLS(t, m, spec, c, proxy)
 
 			// Volumes: every mount has a volume; host paths are
 			// read-only but for the tracer's state directory.
@@ -507,11 +584,31 @@ func TestKustomizationListsEverything(t *testing.T) {
 	if m.kustomize.Namespace != m.namespaces[0].Name {
 		t.Errorf("kustomization namespace %q, want %q", m.kustomize.Namespace, m.namespaces[0].Name)
 	}
-	c, _, _ := podContainers(m.daemonSets[0].Spec.Template.Spec)
-	img := c.Image
-	if len(m.kustomize.Images) != 1 || !strings.HasPrefix(img, m.kustomize.Images[0].Name+":") {
-		t.Errorf("kustomization images %+v do not name the containers' image %s", m.kustomize.Images, img)
+	// The images are set in one place, the component ../images, which
+	// both kustomizations include, and never in a kustomization itself.
+	for _, dir := range []string{"kubernetes", "bench"} {
+		k := loadKustomization(t, dir)
+		if !slices.Equal(k.Components, []string{"../images"}) || len(k.Images) != 0 {
+			t.Errorf("%s/kustomization.yaml: components %v, images %+v: want the images from component ../images only", dir, k.Components, k.Images)
+		}
 	}
+	if k := loadKustomization(t, "images"); k.Kind != "Component" || len(k.Resources) != 0 {
+		t.Errorf("images/kustomization.yaml: kind %q with resources %v: want a Component with images only", k.Kind, k.Resources)
+	}
+}
+
+// loadKustomization reads dir/kustomization.yaml strictly.
+func loadKustomization(t *testing.T, dir string) kustomization {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
+	}
+	return k
 }
 
 // dashboard is the part of Grafana's dashboard model the checks read.
@@ -834,8 +931,8 @@ func checkMetricsPath(t *testing.T, c, proxy corev1.Container) {
 	if p := strconv.Itoa(metricsPort); port == p {
 		t.Errorf("tracer and kube-rbac-proxy both want port %s", p)
 	}
-	if up := flagValue(proxy.Args, "--upstream"); up != "http://127.0.0.1:"+port+"/" {
-		t.Errorf("kube-rbac-proxy --upstream %q, want http://127.0.0.1:%s/", up, port)
+	if up := flagValue(proxy.Args, "--upstream"); up != "https://127.0.0.1:"+port+"/" {
+		t.Errorf("kube-rbac-proxy --upstream %q, want https://127.0.0.1:%s/ (the tracer's listener speaks only TLS)", up, port)
 	}
 	if l := flagValue(proxy.Args, "--secure-listen-address"); !strings.HasSuffix(l, ":"+strconv.Itoa(metricsPort)) {
 		t.Errorf("kube-rbac-proxy --secure-listen-address %q, want port %d", l, metricsPort)
@@ -843,8 +940,9 @@ func checkMetricsPath(t *testing.T, c, proxy corev1.Container) {
 	if ig := flagValue(proxy.Args, "--ignore-paths"); ig != "/healthz" {
 		t.Errorf("kube-rbac-proxy --ignore-paths %q: only /healthz may skip authorization", ig)
 	}
-	if flagValue(proxy.Args, "--insecure-listen-address") != "" || flagValue(proxy.Args, "--allow-paths") != "" {
-		t.Error("kube-rbac-proxy: no plain HTTP listener, no --allow-paths")
+	if flagValue(proxy.Args, "--insecure-listen-address") != "" || flagValue(proxy.Args, "--allow-paths") != "" ||
+		slices.ContainsFunc(proxy.Args, func(a string) bool { return strings.Contains(a, "insecure") }) {
+		t.Error("kube-rbac-proxy: no plain HTTP listener, no --allow-paths, nothing insecure")
 	}
 	if len(proxy.Ports) != 1 || proxy.Ports[0].Name != "metrics" || proxy.Ports[0].ContainerPort != metricsPort {
 		t.Errorf("kube-rbac-proxy ports %+v: want one named metrics on %d", proxy.Ports, metricsPort)
@@ -901,7 +999,34 @@ func TestMetricsAccess(t *testing.T) {
 	m := load(t)
 	ep := m.monitors[0].Spec.Endpoints[0]
 	if ep.Scheme != "https" || ep.BearerTokenFile != tokenPath+"/token" || ep.TLSConfig == nil {
-		t.Errorf("ServiceMonitor endpoint scheme %q token %q tls %+v: want https with Prometheus' service account token", ep.Scheme, ep.BearerTokenFile, ep.TLSConfig)
+		t.Fatalf("ServiceMonitor endpoint scheme %q token %q tls %+v: want https with Prometheus' service account token", ep.Scheme, ep.BearerTokenFile, ep.TLSConfig)
+	}
+	// Prometheus verifies the proxy's certificate: the tracer's CA, and
+	// the name the certificate has (it connects to pod IPs, which it has not).
+	tc := ep.TLSConfig
+	if tc.InsecureSkipVerify {
+		t.Error("ServiceMonitor: insecureSkipVerify; verify the proxy's certificate with the tracer's CA")
+	}
+	if tc.CA == nil || tc.CA.Secret == nil || tc.CA.Secret.Name != m.caSecret() || m.caSecret() == "" || tc.CA.Secret.Key != "ca.crt" {
+		t.Errorf("ServiceMonitor tlsConfig ca %+v: want key ca.crt of the tracer's CA Secret %q", tc.CA, m.caSecret())
+	}
+	svc := m.services[0]
+	if want := svc.Name + "." + svc.Namespace + ".svc"; tc.ServerName != want {
+		t.Errorf("ServiceMonitor tlsConfig serverName %q, want %q", tc.ServerName, want)
+	}
+	var serving *certificate
+	for _, ds := range m.daemonSets {
+		_, proxy, _ := podContainers(ds.Spec.Template.Spec)
+		vols := map[string]corev1.Volume{}
+		for _, v := range ds.Spec.Template.Spec.Volumes {
+			vols[v.Name] = v
+		}
+		if ref, ok := fileIn(proxy, vols, flagValue(proxy.Args, "--tls-cert-file")); ok {
+			serving = m.certFor(ref.Name)
+		}
+		if serving == nil || !slices.Contains(serving.Spec.DNSNames, tc.ServerName) {
+			t.Errorf("%s: kube-rbac-proxy's certificate (--tls-cert-file) must be a Certificate for %q", ds.Name, tc.ServerName)
+		}
 	}
 	if len(m.serviceAccounts) != 1 || len(m.roleBindings) != 1 || len(m.clusterRoles) != 1 {
 		t.Fatal("want a ServiceAccount, a ClusterRole and a ClusterRoleBinding for kube-rbac-proxy")
@@ -934,5 +1059,417 @@ func TestMetricsAccess(t *testing.T) {
 	want := []string{"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ClusterRole grants %v, want exactly %v", got, want)
+	}
+}
+
+// webConfig is the part of the exporter-toolkit web configuration
+// (tracer's --web.config.file) these manifests use; strict unmarshalling
+// rejects a misspelt key, which exporter-toolkit would reject at start.
+type webConfig struct {
+	TLSServerConfig *struct {
+		CertFile          string   `json:"cert_file"`
+		KeyFile           string   `json:"key_file"`
+		ClientAuthType    string   `json:"client_auth_type"`
+		ClientCAFile      string   `json:"client_ca_file"`
+		ClientAllowedSans []string `json:"client_allowed_sans"`
+		MinVersion        string   `json:"min_version"`
+	} `json:"tls_server_config"`
+	BasicAuthUsers map[string]string `json:"basic_auth_users"`
+}
+
+// fileRef is where a file a container reads comes from: key Key of the
+// Secret or ConfigMap Name.
+type fileRef struct {
+	Kind, Name, Key string
+}
+
+// fileIn resolves path in container c to the Secret or ConfigMap key a
+// mounted secret, configMap or projected volume puts there.
+func fileIn(c corev1.Container, vols map[string]corev1.Volume, path string) (fileRef, bool) {
+	for _, vm := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(path, strings.TrimSuffix(vm.MountPath, "/")+"/")
+		if !ok || vm.SubPath != "" {
+			continue
+		}
+		v, ok := vols[vm.Name]
+		if !ok {
+			return fileRef{}, false
+		}
+		find := func(kind, name string, items []corev1.KeyToPath) (fileRef, bool) {
+			if len(items) == 0 {
+				return fileRef{kind, name, rel}, true
+			}
+			for _, it := range items {
+				if it.Path == rel {
+					return fileRef{kind, name, it.Key}, true
+				}
+			}
+			return fileRef{}, false
+		}
+		switch {
+		case v.Secret != nil:
+			return find("Secret", v.Secret.SecretName, v.Secret.Items)
+		case v.ConfigMap != nil:
+			return find("ConfigMap", v.ConfigMap.Name, v.ConfigMap.Items)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					if r, ok := find("Secret", src.Secret.Name, src.Secret.Items); ok {
+						return r, true
+					}
+				}
+				if src.ConfigMap != nil {
+					if r, ok := find("ConfigMap", src.ConfigMap.Name, src.ConfigMap.Items); ok {
+						return r, true
+					}
+				}
+			}
+		}
+		return fileRef{}, false
+	}
+	return fileRef{}, false
+}
+
+// mountedSecrets are the Secrets container c mounts, sorted.
+func mountedSecrets(c corev1.Container, vols map[string]corev1.Volume) []string {
+	var out []string
+	for _, vm := range c.VolumeMounts {
+		v := vols[vm.Name]
+		if v.Secret != nil {
+			out = append(out, v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					out = append(out, src.Secret.Name)
+				}
+			}
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out)))
+}
+
+// certFor is the cert-manager Certificate that writes Secret name.
+func (m manifests) certFor(name string) *certificate {
+	for i := range m.certificates {
+		if m.certificates[i].Spec.SecretName == name {
+			return &m.certificates[i]
+		}
+	}
+	return nil
+}
+
+// caSecret is the Secret of the tracer's CA: the isCA Certificate the CA
+// Issuer signs with; "" if the chain is not there.
+func (m manifests) caSecret() string {
+	for _, is := range m.issuers {
+		if is.Spec.CA != nil {
+			if c := m.certFor(is.Spec.CA.SecretName); c != nil && c.Spec.IsCA {
+				return c.Spec.SecretName
+			}
+		}
+	}
+	return ""
+}
+
+// issuedByCA: Certificate c is signed by the tracer's CA Issuer.
+func (m manifests) issuedByCA(c *certificate) bool {
+	for _, is := range m.issuers {
+		if is.Name == c.Spec.IssuerRef.Name && c.Spec.IssuerRef.Kind == "Issuer" && is.Spec.CA != nil &&
+			is.Spec.CA.SecretName == m.caSecret() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkMetricsTLS: nobody but kube-rbac-proxy can read the tracer's
+// metrics, although every user of a hostNetwork pod's node can connect to
+// its loopback port: the tracer serves them only over TLS and only to a
+// client certificate of the tracer's CA with kube-rbac-proxy's SAN
+// (--web.config.file), and kube-rbac-proxy verifies the tracer's
+// certificate and presents that client certificate. Each key is mounted
+// only into the container it belongs to; the CA's key into none.
+func checkMetricsTLS(t *testing.T, m manifests, spec corev1.PodSpec, c, proxy corev1.Container) {
+	t.Helper()
+	vols := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		vols[v.Name] = v
+	}
+	wcPath := flagValue(c.Args, "--web.config.file")
+	if wcPath == "" || flagValue(c.Args, "--metrics-addr") == "" {
+		t.Fatalf("tracer --metrics-addr %q without --web.config.file: the loopback listener is open to every user of the node",
+			flagValue(c.Args, "--metrics-addr"))
+	}
+	ref, ok := fileIn(c, vols, wcPath)
+	if !ok || ref.Kind != "ConfigMap" {
+		t.Fatalf("tracer --web.config.file %s: no ConfigMap key mounted there", wcPath)
+	}
+	var data string
+	for _, cm := range m.configMaps {
+		if cm.Name == ref.Name {
+			data, ok = cm.Data[ref.Key]
+		}
+	}
+	if !ok {
+		t.Fatalf("tracer --web.config.file %s: ConfigMap %s has no key %s", wcPath, ref.Name, ref.Key)
+	}
+	var wc webConfig
+	if err := yaml.UnmarshalStrict([]byte(data), &wc); err != nil {
+		t.Fatalf("web config %s/%s: %v", ref.Name, ref.Key, err)
+	}
+	tc := wc.TLSServerConfig
+	if tc == nil || tc.ClientAuthType != "RequireAndVerifyClientCert" || tc.ClientCAFile == "" || tc.CertFile == "" || tc.KeyFile == "" {
+		t.Fatalf("web config %+v: want tls_server_config with cert_file, key_file, client_auth_type RequireAndVerifyClientCert and client_ca_file", tc)
+	}
+	if len(tc.ClientAllowedSans) == 0 {
+		t.Error("web config: name kube-rbac-proxy's client certificate in client_allowed_sans, or any certificate of the CA is a client")
+	}
+	dir := filepath.Dir(wcPath)
+	inDir := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	srvCert, ok1 := fileIn(c, vols, inDir(tc.CertFile))
+	srvKey, ok2 := fileIn(c, vols, inDir(tc.KeyFile))
+	clientCA, ok3 := fileIn(c, vols, inDir(tc.ClientCAFile))
+	if !ok1 || !ok2 || !ok3 || srvCert.Kind != "Secret" || srvKey != (fileRef{"Secret", srvCert.Name, "tls.key"}) ||
+		srvCert.Key != "tls.crt" || clientCA != (fileRef{"Secret", srvCert.Name, "ca.crt"}) {
+		t.Fatalf("web config cert_file %s, key_file %s, client_ca_file %s: want tls.crt, tls.key and ca.crt of one cert-manager Secret mounted in the tracer (have %v %v %v)",
+			tc.CertFile, tc.KeyFile, tc.ClientCAFile, srvCert, srvKey, clientCA)
+	}
+	host, _, _ := net.SplitHostPort(flagValue(c.Args, "--metrics-addr"))
+	if sc := m.certFor(srvCert.Name); sc == nil || !m.issuedByCA(sc) || !slices.Contains(sc.Spec.IPAddresses, host) ||
+		!slices.Contains(sc.Spec.Usages, "server auth") || slices.Contains(sc.Spec.Usages, "client auth") {
+		t.Errorf("Secret %s: want a Certificate of the tracer's CA for IP %s, usage server auth only", srvCert.Name, host)
+	}
+
+	// kube-rbac-proxy: verifies the tracer, presents its client certificate.
+	upCA, ok1 := fileIn(proxy, vols, flagValue(proxy.Args, "--upstream-ca-file"))
+	clCert, ok2 := fileIn(proxy, vols, flagValue(proxy.Args, "--upstream-client-cert-file"))
+	clKey, ok3 := fileIn(proxy, vols, flagValue(proxy.Args, "--upstream-client-key-file"))
+	if !ok1 || !ok2 || !ok3 || clCert.Kind != "Secret" || clCert.Key != "tls.crt" || clKey != (fileRef{"Secret", clCert.Name, "tls.key"}) ||
+		upCA != (fileRef{"Secret", clCert.Name, "ca.crt"}) {
+		t.Fatalf("kube-rbac-proxy --upstream-ca-file, --upstream-client-cert-file, --upstream-client-key-file: want ca.crt, tls.crt, tls.key of one cert-manager Secret mounted in the proxy (have %v %v %v)", upCA, clCert, clKey)
+	}
+	if cc := m.certFor(clCert.Name); cc == nil || !m.issuedByCA(cc) || !slices.Contains(cc.Spec.Usages, "client auth") ||
+		slices.Contains(cc.Spec.Usages, "server auth") || len(cc.Spec.URIs) == 0 ||
+		!slices.ContainsFunc(cc.Spec.URIs, func(u string) bool { return slices.Contains(tc.ClientAllowedSans, u) }) {
+		t.Errorf("Secret %s: want a Certificate of the tracer's CA, usage client auth only, with a URI SAN of the web config's client_allowed_sans %v", clCert.Name, tc.ClientAllowedSans)
+	}
+	for _, san := range tc.ClientAllowedSans {
+		if cc := m.certFor(clCert.Name); cc != nil && !slices.Contains(cc.Spec.URIs, san) && !slices.Contains(cc.Spec.DNSNames, san) {
+			t.Errorf("web config allows client SAN %s, which kube-rbac-proxy's certificate does not have", san)
+		}
+	}
+	servCert, ok1 := fileIn(proxy, vols, flagValue(proxy.Args, "--tls-cert-file"))
+	servKey, ok2 := fileIn(proxy, vols, flagValue(proxy.Args, "--tls-private-key-file"))
+	if !ok1 || !ok2 || servCert.Kind != "Secret" || servCert.Key != "tls.crt" || servKey != (fileRef{"Secret", servCert.Name, "tls.key"}) {
+		t.Fatalf("kube-rbac-proxy --tls-cert-file, --tls-private-key-file: want tls.crt, tls.key of a cert-manager Secret mounted in the proxy, not a self-signed certificate (have %v %v)", servCert, servKey)
+	}
+	if sc := m.certFor(servCert.Name); sc == nil || !m.issuedByCA(sc) || !slices.Contains(sc.Spec.Usages, "server auth") ||
+		slices.Contains(sc.Spec.Usages, "client auth") {
+		t.Errorf("Secret %s: want a Certificate of the tracer's CA, usage server auth only", servCert.Name)
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values([]string{srvCert.Name, clCert.Name, servCert.Name, m.caSecret()})))) != 4 {
+		t.Errorf("the tracer's serving, the proxy's client and serving certificates and the CA need a Secret each: %s, %s, %s, %s",
+			srvCert.Name, clCert.Name, servCert.Name, m.caSecret())
+	}
+
+	// Keys only where they are used.
+	want := map[string][]string{
+		c.Name:     {srvCert.Name},
+		proxy.Name: slices.Sorted(slices.Values([]string{clCert.Name, servCert.Name})),
+	}
+	for _, ct := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		if got := mountedSecrets(ct, vols); !slices.Equal(got, want[ct.Name]) {
+			t.Errorf("%s mounts Secrets %v, want exactly %v", ct.Name, got, want[ct.Name])
+		}
+	}
+	// The proxy (not root) must be able to read its files, and nobody else.
+	for _, v := range spec.Volumes {
+		mode := func(m *int32) {
+			if m == nil || *m&0o007 != 0 {
+				t.Errorf("volume %s: set defaultMode without any bits for others (0440)", v.Name)
+			}
+		}
+		switch {
+		case v.Secret != nil:
+			mode(v.Secret.DefaultMode)
+		case v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(p corev1.VolumeProjection) bool { return p.Secret != nil }):
+			mode(v.Projected.DefaultMode)
+		}
+	}
+	if sc := proxy.SecurityContext; sc == nil || sc.RunAsGroup == nil || spec.SecurityContext == nil ||
+		spec.SecurityContext.FSGroup == nil || *spec.SecurityContext.FSGroup != *sc.RunAsGroup {
+		t.Error("pod fsGroup must be kube-rbac-proxy's group, or it cannot read its 0440 certificate files")
+	}
+}
+
+// TestCertificates: the cert-manager chain. A self-signed Issuer makes the
+// CA, a CA Issuer signs every other Certificate with it; the CA's key
+// stays in its Secret.
+func TestCertificates(t *testing.T) {
+	m := load(t)
+	ca := m.caSecret()
+	if ca == "" {
+		t.Fatal("no CA Issuer with an isCA Certificate: want a self-signed Issuer, a CA Certificate and a CA Issuer (cert-manager)")
+	}
+	for _, c := range m.certificates {
+		if c.Spec.PrivateKey == nil || c.Spec.PrivateKey.Algorithm == "" {
+			t.Errorf("Certificate %s: name the key algorithm", c.Name)
+		}
+		if c.Spec.IssuerRef.Group != "cert-manager.io" {
+			t.Errorf("Certificate %s: issuerRef group %q, want cert-manager.io", c.Name, c.Spec.IssuerRef.Group)
+		}
+		if c.Spec.IsCA {
+			var self bool
+			for _, is := range m.issuers {
+				self = self || (is.Name == c.Spec.IssuerRef.Name && is.Spec.SelfSigned != nil)
+			}
+			if !self || c.Spec.SecretName != ca {
+				t.Errorf("CA Certificate %s: want it issued by the self-signed Issuer, into %s", c.Name, ca)
+			}
+			continue
+		}
+		if !m.issuedByCA(&c) {
+			t.Errorf("Certificate %s: issued by %+v, want the CA Issuer", c.Name, c.Spec.IssuerRef)
+		}
+		if len(c.Spec.Usages) == 0 {
+			t.Errorf("Certificate %s: name its usages (server auth or client auth)", c.Name)
+		}
+	}
+}
+
+// TestNoInsecureSkipVerify: nothing in the manifests (or the scrape config
+// docs/fleet.md gives) turns TLS verification off.
+func TestNoInsecureSkipVerify(t *testing.T) {
+	files, _ := filepath.Glob("*/*.yaml")
+	insecure := regexp.MustCompile(`(?i)insecure[-_]?skip[-_]?verify|upstream-insecure`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := insecure.FindIndex(data); loc != nil {
+			t.Errorf("%s: %s: verify TLS, with the tracer's CA", f, data[loc[0]:loc[1]])
+		}
+	}
+	data, err := os.ReadFile("../docs/fleet.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := regexp.MustCompile(`(?i)insecure_?skip_?verify:\s*true`).FindIndex(data); loc != nil {
+		t.Errorf("docs/fleet.md: %s", data[loc[0]:loc[1]])
+	}
+}
+
+// placeholderDigest is what images/kustomization.yaml holds until the real
+// digests are set (docs/fleet.md): not an image anyone can pull.
+const placeholderDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+var pinned = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+
+// setImage is what kustomize's images transformer makes of ref.
+func setImage(ref string, entries []imageEntry) string {
+	name, digest, _ := strings.Cut(ref, "@")
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name, tag = name[:i], name[i+1:]
+	}
+	for _, e := range entries {
+		if e.Name != name {
+			continue
+		}
+		if e.NewName != "" {
+			name = e.NewName
+		}
+		if e.NewTag != "" {
+			tag = e.NewTag
+		}
+		if e.Digest != "" {
+			digest = e.Digest
+		}
+	}
+	out := name
+	if tag != "" {
+		out += ":" + tag
+	}
+	if digest != "" {
+		out += "@" + digest
+	}
+	return out
+}
+
+// renderedImages are the container images of kustomization dir as
+// kustomize renders them: by kubectl kustomize or kustomize when one is
+// installed, else by setImage over the images component.
+func renderedImages(t *testing.T, dir string, raw []string, comp kustomization) []string {
+	t.Helper()
+	var want []string
+	for _, r := range raw {
+		want = append(want, setImage(r, comp.Images))
+	}
+	want = slices.Compact(slices.Sorted(slices.Values(want)))
+	var cmd *exec.Cmd
+	if p, err := exec.LookPath("kustomize"); err == nil {
+		cmd = exec.Command(p, "build", dir)
+	} else if p, err := exec.LookPath("kubectl"); err == nil {
+		cmd = exec.Command(p, "kustomize", dir)
+	} else {
+		t.Logf("neither kustomize nor kubectl installed: images of %s as setImage renders them", dir)
+		return want
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:- )?image: (\S+)$`).FindAllSubmatch(out, -1) {
+		got = append(got, string(m[1]))
+	}
+	got = slices.Compact(slices.Sorted(slices.Values(got)))
+	if !slices.Equal(got, want) {
+		t.Errorf("%v renders images %v; setImage says %v", cmd.Args, got, want)
+	}
+	return got
+}
+
+// TestImagesPinnedByDigest: every container the manifests run (DaemonSets
+// and bench) pulls its image by digest, set in one place, the images
+// component. It is skipped, naming the reason, while that component holds
+// the placeholder digest.
+func TestImagesPinnedByDigest(t *testing.T) {
+	m := load(t)
+	comp := loadKustomization(t, "images")
+	var raw []string
+	for _, ds := range m.daemonSets {
+		for _, c := range append(slices.Clone(ds.Spec.Template.Spec.InitContainers), ds.Spec.Template.Spec.Containers...) {
+			raw = append(raw, c.Image)
+		}
+	}
+	var rawBench []string
+	bench := loadDaemonSet(t, "bench/daemonset-bench.yaml")
+	for _, c := range append(slices.Clone(bench.Spec.Template.Spec.InitContainers), bench.Spec.Template.Spec.Containers...) {
+		rawBench = append(rawBench, c.Image)
+	}
+	images := append(renderedImages(t, "kubernetes", raw, comp), renderedImages(t, "bench", rawBench, comp)...)
+	placeholder := false
+	for _, img := range images {
+		if !pinned.MatchString(img) {
+			t.Errorf("image %s is not pinned by digest: set it in images/kustomization.yaml (docs/fleet.md)", img)
+		}
+		placeholder = placeholder || strings.HasSuffix(img, "@"+placeholderDigest)
+	}
+	for _, e := range comp.Images {
+		if e.Digest == "" {
+			t.Errorf("images/kustomization.yaml: %s has no digest", e.Name)
+		}
+	}
+	if placeholder {
+		t.Skipf("images/kustomization.yaml still holds the placeholder digest %s (no registry was reachable where these manifests were written, and none was recorded): "+
+			"set the real ones with kustomize edit set image (docs/fleet.md, 1. Build the image); rendered: %v", placeholderDigest, images)
 	}
 }

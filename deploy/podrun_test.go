@@ -4,11 +4,20 @@ package deploy
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +44,9 @@ import (
 // set it) and no_new_privs, in the node's PID and network namespaces.
 // Seccomp profiles are not applied, and the kube-rbac-proxy sidecar is not
 // run: its upstream, the tracer's loopback metrics address, is checked
-// directly.
+// directly, with the client certificate kube-rbac-proxy would present.
+// cert-manager's Secrets are stood in for by a test CA that issues each
+// Certificate of the manifests as its spec says.
 
 // sandboxEnv carries a sandboxConfig to the re-executed test binary.
 const sandboxEnv = "TRACER_TEST_POD_SANDBOX"
@@ -186,13 +197,16 @@ type pod struct {
 	bin   string            // directory holding the tracer binary
 	dirs  map[string]string // volume name -> host directory
 	roots string            // where container roots are made
+	pki   *testPKI          // what cert-manager would have issued
 }
 
 func newPod(t *testing.T, spec corev1.PodSpec, bin string, hostPaths map[string]string) *pod {
 	t.Helper()
-	p := &pod{spec: spec, bin: bin, dirs: map[string]string{}, roots: t.TempDir()}
+	p := &pod{spec: spec, bin: bin, dirs: map[string]string{}, roots: t.TempDir(), pki: newTestPKI(t)}
 	for _, v := range spec.Volumes {
 		switch {
+		case v.Secret != nil || v.ConfigMap != nil || (v.Projected != nil && v.Projected.Sources[0].ServiceAccountToken == nil):
+			p.dirs[v.Name] = p.pki.volume(t, v)
 		case v.EmptyDir != nil:
 			p.dirs[v.Name] = t.TempDir()
 		case v.HostPath != nil:
@@ -501,16 +515,171 @@ func freePort(t *testing.T) string {
 	return port
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
+func httpGet(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
+	code, body, err := tryGet(c, url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+	return code, body
+}
+
+func tryGet(c *http.Client, url string) (int, string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// testPKI stands in for cert-manager: a CA of its own, and each
+// Certificate of the manifests issued by it as its spec says, in a Secret
+// of tls.crt, tls.key and ca.crt.
+type testPKI struct {
+	secrets     map[string]map[string][]byte
+	configMaps  map[string]map[string]string
+	roots       *x509.CertPool
+	proxyClient *tls.Certificate // the client certificate the web config allows
+	other       *tls.Certificate // a client certificate of the same CA, another SAN
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	m := load(t)
+	p := &testPKI{secrets: map[string]map[string][]byte{}, configMaps: map[string]map[string]string{}, roots: x509.NewCertPool()}
+	for _, cm := range m.configMaps {
+		p.configMaps[cm.Name] = cm.Data
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test tracer-ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	p.roots.AddCert(ca)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	issue := func(cn string, dns, ips, uris, usages []string) (certPEM, keyPEM []byte, pair tls.Certificate) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+			KeyUsage: x509.KeyUsageDigitalSignature, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+		for _, ip := range ips {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+		}
+		for _, u := range uris {
+			pu, err := url.Parse(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl.URIs = append(tmpl.URIs, pu)
+		}
+		for _, u := range usages {
+			switch u {
+			case "server auth":
+				tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+			case "client auth":
+				tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+			}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+		pair, err = tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return certPEM, keyPEM, pair
+	}
+	for _, c := range m.certificates {
+		if c.Spec.IsCA {
+			continue
+		}
+		crt, key, pair := issue(c.Spec.CommonName, c.Spec.DNSNames, c.Spec.IPAddresses, c.Spec.URIs, c.Spec.Usages)
+		p.secrets[c.Spec.SecretName] = map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": caPEM}
+		if slices.Contains(c.Spec.Usages, "client auth") {
+			p.proxyClient = &pair
+		}
+	}
+	if p.proxyClient == nil {
+		t.Fatal("no client Certificate in the manifests")
+	}
+	_, _, other := issue("someone", nil, nil, []string{"urn:someone:else"}, []string{"client auth"})
+	p.other = &other
+	return p
+}
+
+// volume writes what a Secret, ConfigMap or projected volume holds into a
+// directory of its own.
+func (p *testPKI) volume(t *testing.T, v corev1.Volume) string {
+	t.Helper()
+	dir := t.TempDir()
+	put := func(data map[string][]byte, items []corev1.KeyToPath, what string) {
+		if len(items) == 0 {
+			for k := range data {
+				items = append(items, corev1.KeyToPath{Key: k, Path: k})
+			}
+		}
+		for _, it := range items {
+			b, ok := data[it.Key]
+			if !ok {
+				t.Fatalf("volume %s: %s has no key %s", v.Name, what, it.Key)
+			}
+			if err := os.WriteFile(filepath.Join(dir, it.Path), b, 0o400); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cm := func(name string) map[string][]byte {
+		out := map[string][]byte{}
+		for k, s := range p.configMaps[name] {
+			out[k] = []byte(s)
+		}
+		return out
+	}
+	switch {
+	case v.Secret != nil:
+		put(p.secrets[v.Secret.SecretName], v.Secret.Items, "Secret "+v.Secret.SecretName)
+	case v.ConfigMap != nil:
+		put(cm(v.ConfigMap.Name), v.ConfigMap.Items, "ConfigMap "+v.ConfigMap.Name)
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			switch {
+			case src.Secret != nil:
+				put(p.secrets[src.Secret.Name], src.Secret.Items, "Secret "+src.Secret.Name)
+			case src.ConfigMap != nil:
+				put(cm(src.ConfigMap.Name), src.ConfigMap.Items, "ConfigMap "+src.ConfigMap.Name)
+			default:
+				t.Fatalf("volume %s: a projection this test cannot provide", v.Name)
+			}
+		}
+	}
+	return dir
+}
+
+// client is an HTTPS client that trusts the test CA and presents cert.
+func (p *testPKI) client(t *testing.T, cert *tls.Certificate) *http.Client {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: p.roots}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 }
 
 // workloadComm names the helper shell whose 5 execs of /bin/true the
@@ -564,11 +733,23 @@ func watchWorkload(t *testing.T, p *pod, c corev1.Container) {
 	args, addr := watchArgs(t, c)
 	r := p.start(t, c, args)
 	r.waitFor(t, "watching line", 60*time.Second, func() bool { return strings.Contains(r.errText(), "tracer: watching") })
-	if code, body := httpGet(t, "http://"+addr+"/healthz"); code != 200 {
+	// As kube-rbac-proxy: its client certificate, the tracer verified.
+	proxy := p.pki.client(t, p.pki.proxyClient)
+	if code, body := httpGet(t, proxy, "https://"+addr+"/healthz"); code != 200 {
 		t.Errorf("/healthz once watching: %d %q", code, body)
 	}
-	if code, body := httpGet(t, "http://"+addr+"/metrics"); code != 200 || !strings.Contains(body, "tracer_build_info") {
+	if code, body := httpGet(t, proxy, "https://"+addr+"/metrics"); code != 200 || !strings.Contains(body, "tracer_build_info") {
 		t.Errorf("/metrics: %d", code)
+	}
+	// Any other user of the node: plain HTTP, TLS without a client
+	// certificate, or with one of the same CA but not kube-rbac-proxy's.
+	if code, body, err := tryGet(p.pki.client(t, nil), "http://"+addr+"/metrics"); err == nil && code == 200 {
+		t.Errorf("plain HTTP /metrics: %d %.80q, want refused", code, body)
+	}
+	for what, cert := range map[string]*tls.Certificate{"no client certificate": nil, "another client certificate of the CA": p.pki.other} {
+		if code, body, err := tryGet(p.pki.client(t, cert), "https://"+addr+"/metrics"); err == nil {
+			t.Errorf("/metrics with %s: %d %.80q, want the handshake refused", what, code, body)
+		}
 	}
 	// By parent pid, not by comm: the count is the subject here.
 	want := map[string]string{"type": "exec", "filename": "/bin/true", "ppid": fmt.Sprint(runWorkload(t))}
