@@ -20,6 +20,11 @@ const peerPrefix = "peer-"
 // RegisterPeer records this process in state directory dir as a running
 // tracer, for the others' RefreshPeers; the returned func takes it back.
 func RegisterPeer(dir string) (unregister func(), err error) {
+	d, err := OpenStateDir(dir) // makes it where it is missing
+	if err != nil {
+		return nil, err
+	}
+	d.Close()
 	pid := uint32(os.Getpid())
 	start, _ := ReadStartTicks(pid)
 	b, _ := json.Marshal(peer{PID: pid, Start: start})
@@ -34,12 +39,29 @@ func RegisterPeer(dir string) (unregister func(), err error) {
 // process and still running, into p; registrations of tracers that are
 // gone are removed.
 func RefreshPeers(dir string, p *Peers) {
+	pids, _ := livePeers(dir)
+	p.Set(pids)
+}
+
+// RemoveStalePeers removes the registrations of tracers that are gone
+// (killed with SIGKILL, say), for `tracer cleanup`, and says what it did.
+func RemoveStalePeers(dir string) []string {
+	_, removed := livePeers(dir)
+	var done []string
+	for _, pid := range removed {
+		done = append(done, fmt.Sprintf("removed the registration of tracer pid %d, which is gone", pid))
+	}
+	return done
+}
+
+// livePeers lists the registered tracers other than this process that
+// run, and removes, and returns, those that are gone.
+func livePeers(dir string) (pids, removed []uint32) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return nil, nil
 	}
 	self := uint32(os.Getpid())
-	var pids []uint32
 	for _, e := range ents {
 		name := e.Name()
 		if !strings.HasPrefix(name, peerPrefix) || !strings.HasSuffix(name, ".json") {
@@ -54,10 +76,12 @@ func RefreshPeers(dir string, p *Peers) {
 			continue
 		}
 		if start, ok := ReadStartTicks(pr.PID); !ok || start != pr.Start {
-			_ = os.Remove(dir + "/" + name)
+			if os.Remove(dir+"/"+name) == nil {
+				removed = append(removed, pr.PID)
+			}
 			continue
 		}
 		pids = append(pids, pr.PID)
 	}
-	p.Set(pids)
+	return pids, removed
 }

@@ -7,3 +7,6 @@ func RegisterPeer(string) (func(), error) { return func() {}, nil }
 
 // RefreshPeers is Linux's.
 func RefreshPeers(string, *Peers) {}
+
+// RemoveStalePeers is Linux's.
+func RemoveStalePeers(string) []string { return nil }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/bench"
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
@@ -38,6 +39,7 @@ start.`,
 			// settings, a simulated disk.
 			benchDone, benchErr := bench.Cleanup()
 			removed = append(removed, benchDone...)
+			removed = append(removed, tracer.RemoveStalePeers(tracer.StateDir)...)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}

@@ -116,6 +116,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	res, err := watch.Run(ctx, watch.Options{
 		Backend: b, Config: cfg, Format: o.format, Output: out, Time: timeMode,
 		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: tracer.StateDir,
+		Note: func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
 		},

@@ -48,6 +48,9 @@ type Options struct {
 	// StateDir, when set, is the state directory where watching tracers
 	// register, to leave each other out (tracer.StateDir).
 	StateDir string
+	// Note, when set, is told what the watch could not do but went on
+	// without (the user is told).
+	Note func(string)
 	// OutputFailing, when set, is told when writes to the output start
 	// failing (a full disk: the watch goes on, the events counted lost at
 	// stage output), and with nil when they succeed again.
@@ -109,11 +112,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// the others it finds registered (its own process its backend leaves
 	// out in the kernel).
 	if o.StateDir != "" {
-		unregister, err := tracer.RegisterPeer(o.StateDir)
-		if err != nil {
-			return nil, err
+		// Best effort: where the directory cannot be used (a read-only
+		// root filesystem without the volume), the watch goes on, and
+		// says that other tracers will see this one.
+		if unregister, err := tracer.RegisterPeer(o.StateDir); err != nil {
+			if o.Note != nil {
+				o.Note(fmt.Sprintf("not registered as a tracer (%v): other tracers on the node will report this one's own events", err))
+			}
+		} else {
+			defer unregister()
 		}
-		defer unregister()
 		p.Peers = &tracer.Peers{}
 		tracer.RefreshPeers(o.StateDir, p.Peers)
 		peersCtx, stopPeers := context.WithCancel(ctx)
