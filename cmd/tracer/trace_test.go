@@ -83,8 +83,8 @@ func shape(r traceJSON) string {
 }
 
 // A workload with known numbers: grandchildren (posix_spawn children exec),
-// an orphaned double-fork grandchild, a failed exec, signals in and out of
-// the filter; both backends count exactly the same.
+// an orphaned double-fork grandchild, a failed exec (--exec-failures),
+// signals in and out of the filter; both backends count exactly the same.
 func TestTraceExactCountsBothBackends(t *testing.T) {
 	tracertest.NeedRoot(t)
 	wl := tracertest.BuildWorkload(t)
@@ -96,7 +96,7 @@ func TestTraceExactCountsBothBackends(t *testing.T) {
 	shapes := map[string]string{}
 	for _, backend := range []string{"audit", "ebpf"} {
 		t.Run(backend, func(t *testing.T) {
-			r, code := traceRun(t, backend, []string{"--signal", "USR1"}, cmd...)
+			r, code := traceRun(t, backend, []string{"--signal", "USR1", "--exec-failures"}, cmd...)
 			if code != 3 {
 				t.Errorf("exit status %d, want the command's 3", code)
 			}

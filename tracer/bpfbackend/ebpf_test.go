@@ -380,8 +380,8 @@ func compareCounts(t *testing.T, got, want *tracer.Counts, root uint32) {
 }
 
 // Counting mode: per-key counts in kernel maps, nothing streamed; the tree
-// given in Config.PID. By default
-// it counts at the syscall tracepoints, failed execs included.
+// given in Config.PID. By default it counts at the syscall tracepoints;
+// failed execs with Config.ExecFailures.
 func TestCountOnly(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := tracertest.BuildWorkload(t)
@@ -396,6 +396,7 @@ func TestCountOnly(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes, cfg.CountOnly = allTypes(), usr1(), c.probes, true
+			cfg.ExecFailures = c.failedExec
 			b := New()
 			h := startHeld(t, bin, workloadArgs()...)
 			cfg.PID = h.pid()
@@ -565,7 +566,9 @@ func TestNotRootIsUsageError(t *testing.T) {
 // the sender had when it sent it, though the kernel batches a kill loop
 // as one record with a repeat count.
 func TestSignalStormIdentityChanges(t *testing.T) {
-	tracertest.NeedRoot(t)
+	// A storm of signals floods every audit test running beside it
+	// (the audit tests watch SIGUSR1 too): storms take the audit lock.
+	tracertest.LockAudit(t)
 	bin := tracertest.BuildWorkload(t)
 	const kills = 2000
 	cfg := tracer.DefaultConfig()
@@ -598,7 +601,9 @@ func TestSignalStormIdentityChanges(t *testing.T) {
 // of kill loops: the signals it sent on one CPU, batched there, come
 // before those it sends on the next, as it sent them.
 func TestSignalOrderAcrossCPUs(t *testing.T) {
-	tracertest.NeedRoot(t)
+	// A storm of signals floods every audit test running beside it
+	// (the audit tests watch SIGUSR1 too): storms take the audit lock.
+	tracertest.LockAudit(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs: this tests a process moving between them")
 	}
@@ -639,7 +644,9 @@ func TestSignalOrderAcrossCPUs(t *testing.T) {
 // A signal storm at the default ring size: every signal delivered, none
 // lost, in the order sent (the per-CPU batches keep it).
 func TestSignalStormDelivered(t *testing.T) {
-	tracertest.NeedRoot(t)
+	// A storm of signals floods every audit test running beside it
+	// (the audit tests watch SIGUSR1 too): storms take the audit lock.
+	tracertest.LockAudit(t)
 	bin := tracertest.BuildWorkload(t)
 	const kills = 50000
 	cfg := tracer.DefaultConfig()
