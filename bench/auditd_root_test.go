@@ -159,6 +159,9 @@ func runBench(t *testing.T, bin string, args ...string) *result.File {
 // starts it again after, as it was.
 func TestBenchBesideAuditd(t *testing.T) {
 	tracertest.LockAudit(t)
+	// The test plays the node's auditd itself, or needs a node no daemon
+	// reads (the audit ceiling): the node's own, if one runs, is paused.
+	tracertest.PauseNodeAuditd(t)
 	bin := buildTracer(t)
 	dir := t.TempDir()
 	startNodeAuditd(t, dir)
@@ -221,6 +224,9 @@ func TestBenchBesideAuditd(t *testing.T) {
 // cleanup starts auditd again, as it was, and puts the settings back.
 func TestBenchCleanupAfterKill(t *testing.T) {
 	tracertest.LockAudit(t)
+	// The test plays the node's auditd itself, or needs a node no daemon
+	// reads (the audit ceiling): the node's own, if one runs, is paused.
+	tracertest.PauseNodeAuditd(t)
 	bin := buildTracer(t)
 	dir := t.TempDir()
 	startNodeAuditd(t, dir)
