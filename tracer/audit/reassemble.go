@@ -270,14 +270,10 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pendi
 // sender, so this one is decided here, before the event is built.
 func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
 	sig := int(int32(sc.Args[auditrules.SignalArg[name]]))
-	ttgid := uint32(0)
-	switch name {
-	case "tgkill", "rt_tgsigqueueinfo":
-		ttgid = uint32(sc.Args[0])
-	case "tkill":
-		// A thread id: the sender's own process when it names its main thread.
-		ttgid = uint32(sc.Args[0])
-	}
+	// a0 is the target's process for tgkill and rt_tgsigqueueinfo, and a
+	// thread id for tkill: the sender's own process when it names its main
+	// thread. IsNoise looks at it only for those three.
+	ttgid := uint32(sc.Args[0])
 	why, ok := tracer.IsNoise(r.signals, sig, name, ttgid, sc.PID)
 	if ok {
 		r.filtered[why]++
