@@ -602,6 +602,14 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := newBatch(64, 9000)
+	lastSweep := time.Now()
+	sweep := func() {
+		if time.Since(lastSweep) >= sweepInterval {
+			b.r.sweep(count)
+			b.lostReasm.Store(b.r.lost + b.r.bad)
+			lastSweep = time.Now()
+		}
+	}
 	feed := func(n int) {
 		b.r.setExcluded(recordSet(b.excluded.Load()), count)
 		for i := 0; i < n; i++ {
@@ -646,7 +654,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				}
 				feed(n)
 			}
-			return b.endDrain()
+			return b.endDrain(count)
 		}
 		if !draining && ctx.Err() != nil {
 			draining, drainStart = true, time.Now()
@@ -659,11 +667,12 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		if err != nil {
 			switch {
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
+				sweep()
 				if draining {
 					// The fences normally end the drain; this bounds it if a
 					// removal record was lost, or an event never completes.
 					if quiet += recvTimeout; fences <= 0 || quiet >= drainTimeout {
-						return b.endDrain()
+						return b.endDrain(count)
 					}
 				}
 				continue
@@ -676,6 +685,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		}
 		quiet = 0
 		feed(n)
+		sweep()
 		if !draining && n < len(bt.hdrs)/4 {
 			// A reader waiting in recvmmsg is woken for every record, and
 			// kauditd pays for each wakeup on the audited processes' behalf
@@ -685,7 +695,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		// Past the last fence, events another CPU was logging while the
 		// rules went away may still lack their EOE: read until they have it.
 		if draining && fences <= 0 && len(b.r.pending) == 0 {
-			return b.endDrain()
+			return b.endDrain(count)
 		}
 	}
 }
@@ -697,10 +707,13 @@ const (
 	gatherRecords = time.Millisecond
 	recvTimeout   = 100 * time.Millisecond
 	drainTimeout  = 5 * time.Second
+	// sweepInterval: an event whole but without its EOE ends after one
+	// to two of these (reassembler.sweep).
+	sweepInterval = time.Second
 )
 
-func (b *Backend) endDrain() error {
-	b.r.flush()
+func (b *Backend) endDrain(emit func(*tracer.Event)) error {
+	b.r.flush(emit)
 	b.lostReasm.Store(b.r.lost + b.r.bad)
 	return nil
 }

@@ -176,7 +176,7 @@ func FuzzReassemble(f *testing.F) {
 		if w := r.who; len(w.procs) > maxProcs || len(w.cgroups) > maxProcs || len(w.senders) > maxProcs {
 			t.Fatalf("identity caches grew past their caps: %d, %d, %d", len(w.procs), len(w.cgroups), len(w.senders))
 		}
-		r.flush()
+		r.flush(func(*tracer.Event) {})
 		if len(r.pending) != 0 {
 			t.Fatalf("%d events pending after flush", len(r.pending))
 		}
@@ -185,32 +185,47 @@ func FuzzReassemble(f *testing.F) {
 
 // Events whose EOE never comes (the kernel or the socket dropped it) must
 // not pile up, whatever the pattern of the other records around them: fuzz
-// inputs are too small to reach the bound, so this drives it.
+// inputs are too small to reach the bound, so this drives it. An event
+// whole but for its EOE is emitted when it is ended; one that lacks a
+// record it needs (an exec without its PATH) is counted lost.
 func TestPendingStaysBounded(t *testing.T) {
 	all, _ := tracer.ParseTypes("all")
+	syscalls := map[string]string{
+		"kill": `syscall=62 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=0 comm="kill"`,
+		"exec": `syscall=59 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=2 comm="sh"`,
+	}
 	// Other records per event: with one PROCTITLE each, every SYSCALL
 	// record arrives at an odd position in the stream; with three, at
 	// positions 1 mod 4.
-	for _, others := range []int{0, 1, 2, 3} {
-		t.Run(fmt.Sprintf("%d records after each SYSCALL", others), func(t *testing.T) {
-			r := newReassembler(all, tracer.UnsetID)
-			r.procComm = func(uint32) (string, bool) { return "", false }
-			r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
-			most := 0
-			for serial := 1; serial <= 3*65536; serial++ {
-				r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x syscall=62 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 comm=\"kill\"",
-					serial, archValue(false)), func(*tracer.Event) {})
-				for i := 0; i < others; i++ {
-					r.feed(typeProctitle, fmt.Appendf(nil, "audit(1796011828.799:%d): proctitle=6B696C6C", serial), func(*tracer.Event) {})
+	for _, name := range []string{"kill", "exec"} {
+		for _, others := range []int{0, 1, 2, 3} {
+			t.Run(fmt.Sprintf("%s, %d records after each SYSCALL", name, others), func(t *testing.T) {
+				r := newReassembler(all, tracer.UnsetID)
+				r.procComm = func(uint32) (string, bool) { return "", false }
+				r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+				most, emitted := 0, 0
+				emit := func(*tracer.Event) { emitted++ }
+				const events = 3 * 65536
+				for serial := 1; serial <= events; serial++ {
+					r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x %s", serial, archValue(false), syscalls[name]), emit)
+					for i := 0; i < others; i++ {
+						r.feed(typeProctitle, fmt.Appendf(nil, "audit(1796011828.799:%d): proctitle=6B696C6C", serial), emit)
+					}
+					most = max(most, len(r.pending))
 				}
-				most = max(most, len(r.pending))
-			}
-			if most > maxPending {
-				t.Errorf("%d events pending at most, the bound is %d", most, maxPending)
-			}
-			if r.lost == 0 {
-				t.Errorf("no event without EOE counted as lost")
-			}
-		})
+				if most > maxPending {
+					t.Errorf("%d events pending at most, the bound is %d", most, maxPending)
+				}
+				r.flush(emit)
+				switch {
+				case emitted+int(r.lost) != events:
+					t.Errorf("%d emitted + %d lost of %d events", emitted, r.lost, events)
+				case name == "kill" && r.lost != 0:
+					t.Errorf("%d whole events without EOE counted lost", r.lost)
+				case name == "exec" && emitted != 0:
+					t.Errorf("%d execs without their PATH emitted", emitted)
+				}
+			})
+		}
 	}
 }

@@ -29,6 +29,9 @@ type pending struct {
 	args     execveArgs // from the EXECVE records, which may be several
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
+	// aged: open at the last sweep, so whole for at least a sweep's
+	// interval without its EOE.
+	aged bool
 }
 
 // reassembler joins the records of one audit event (SYSCALL, EXECVE, PATH,
@@ -138,7 +141,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		// landed on a multiple of 4096, eviction never ran.
 		r.syscalls++
 		if r.syscalls&0xfff == 0 {
-			r.evict()
+			r.evict(emit)
 		}
 		return
 	}
@@ -220,15 +223,7 @@ func (r *reassembler) setExcluded(ex recordSet, emit func(*tracer.Event)) {
 			whole = append(whole, p)
 		}
 	}
-	slices.SortFunc(whole, func(a, b *pending) int {
-		if serialAfter(a.serial, b.serial) {
-			return 1
-		}
-		return -1
-	})
-	for _, p := range whole {
-		r.complete(p, emit)
-	}
+	r.completeInOrder(whole, emit)
 }
 
 func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pending {
@@ -293,24 +288,65 @@ func (r *reassembler) release(p *pending) {
 	r.free = append(r.free, p)
 }
 
-// evict drops events that never got their EOE: the kernel writes an event's
-// records back to back, so one still open 65,536 serials later lost records.
-func (r *reassembler) evict() {
-	for s, p := range r.pending {
-		if serialAfter(r.maxSerial, s+65536) {
-			delete(r.pending, s)
-			r.lost++
-			r.release(p)
-		}
+// evict ends events that never got their EOE: the kernel writes an
+// event's records back to back, so one still open 65,536 serials later
+// will get no more records.
+func (r *reassembler) evict(emit func(*tracer.Event)) {
+	r.endOpen(func(s uint64) bool { return serialAfter(r.maxSerial, s+65536) }, true, emit)
+}
+
+// sweep ends the events that have been whole but open since the last
+// sweep: their EOE is not coming (see endOpen), and without a sweep they
+// would wait for the next eviction, or shutdown, on a quiet node.
+func (r *reassembler) sweep(emit func(*tracer.Event)) {
+	r.endOpen(func(s uint64) bool { return r.pending[s].aged }, false, emit)
+	for _, p := range r.pending {
+		p.aged = true
 	}
 }
 
-// flush counts every still-open event as lost (at shutdown).
-func (r *reassembler) flush() {
+// flush ends every still-open event (at shutdown, once the drain has read
+// what the kernel queued).
+func (r *reassembler) flush(emit func(*tracer.Event)) {
+	r.endOpen(func(uint64) bool { return true }, true, emit)
+}
+
+// endOpen ends the open events whose serial old accepts. One that is whole
+// lacks only its EOE, which holds nothing tracer reads: the kernel dropped
+// it, or the exclude list dropped EOE in a window this tracer never saw
+// (another tracer's lean records, added and removed between two polls).
+// It is emitted, in serial order. One that is not whole lost records: with
+// lose it is counted lost, else left open.
+func (r *reassembler) endOpen(old func(serial uint64) bool, lose bool, emit func(*tracer.Event)) {
+	var whole []*pending
 	for s, p := range r.pending {
+		if !old(s) {
+			continue
+		}
+		if p.whole(r.pathless) {
+			whole = append(whole, p)
+			continue
+		}
+		if !lose {
+			continue
+		}
 		delete(r.pending, s)
 		r.lost++
 		r.release(p)
+	}
+	r.completeInOrder(whole, emit)
+}
+
+// completeInOrder ends events in serial order.
+func (r *reassembler) completeInOrder(ps []*pending, emit func(*tracer.Event)) {
+	slices.SortFunc(ps, func(a, b *pending) int {
+		if serialAfter(a.serial, b.serial) {
+			return 1
+		}
+		return -1
+	})
+	for _, p := range ps {
+		r.complete(p, emit)
 	}
 }
 

@@ -73,7 +73,7 @@ func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint
 	if r.bad != 0 {
 		t.Errorf("%d records failed to parse", r.bad)
 	}
-	r.flush()
+	r.flush(emit)
 	if r.lost != 0 {
 		t.Errorf("%d events never ended", r.lost)
 	}
@@ -170,7 +170,9 @@ func TestReassembleWithoutEOE(t *testing.T) {
 		t.Fatalf("only %d events in the recording", len(want))
 	}
 	eoeless := append(slices.Clone(lean), typeEOE)
-	for _, at := range []int{0, 7, 30} {
+	// -1: the tracer never learns of the exclusion (another tracer's lean
+	// records came and went between two polls): the events end anyway.
+	for _, at := range []int{0, 7, 30, -1} {
 		if got := lines(replayLean(t, raw, all, eoeless, at)); !slices.Equal(got, want) {
 			t.Errorf("eoeless from record %d:\n got  %q\n want %q", at, got, want)
 		}
@@ -226,5 +228,29 @@ func TestExecveCompleteAtLastPiece(t *testing.T) {
 	none.parse([]byte(`argc=0`))
 	if !none.complete() {
 		t.Error("an exec without arguments is not complete at its EXECVE record")
+	}
+}
+
+// An event whole but for its EOE ends at the second sweep after it
+// opened, not at shutdown; an exec still waiting for its PATH stays open.
+func TestSweepEndsWholeEvents(t *testing.T) {
+	all, _ := tracer.ParseTypes("all")
+	r := newReassembler(all, tracer.UnsetID)
+	r.procComm = func(uint32) (string, bool) { return "", false }
+	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	var got []string
+	emit := func(e *tracer.Event) { got = append(got, e.Type.String()) }
+	feed := func(serial int, rest string) {
+		r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x %s", serial, archValue(false), rest), emit)
+	}
+	feed(1, `syscall=62 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=0 comm="kill"`)
+	feed(2, `syscall=59 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=2 comm="sh"`)
+	r.sweep(emit)
+	if len(got) != 0 {
+		t.Fatalf("first sweep ended %v: an event gets a sweep's interval for its EOE", got)
+	}
+	r.sweep(emit)
+	if !slices.Equal(got, []string{"signal"}) || len(r.pending) != 1 || r.lost != 0 {
+		t.Errorf("after two sweeps: ended %v, %d open, %d lost; want the signal ended, the exec open", got, len(r.pending), r.lost)
 	}
 }
