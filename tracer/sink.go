@@ -3,8 +3,10 @@ package tracer
 import (
 	"encoding/binary"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -18,7 +20,8 @@ type Sink interface {
 	Close() error
 }
 
-// NewSink returns the sink for a --format value: "text" or "json".
+// NewSink returns the sink for a --format value: "text", "json", or a
+// format registered with RegisterFormat.
 func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 	switch format {
 	case "text", "":
@@ -29,7 +32,52 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 		}
 		return NewJSONSink(w, opts), nil
 	}
-	return nil, Usagef("unknown format %q: use text or json", format)
+	if enc, ok := formats[format]; ok {
+		if opts.Time != TimeClock {
+			return nil, Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+		}
+		return NewLineSink(w, enc, opts), nil
+	}
+	return nil, Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+}
+
+// Encoder appends one event's line to b, without the newline.
+type Encoder func(b []byte, e *Event) []byte
+
+// formats are the line formats other packages registered (tracer/sink:
+// the schemas pipelines speak), by --format name.
+var formats = map[string]Encoder{}
+
+// RegisterFormat makes enc the --format name. It is called from init
+// functions, before any sink is made.
+func RegisterFormat(name string, enc Encoder) { formats[name] = enc }
+
+// FormatNames lists every --format value, text and json first.
+func FormatNames() []string {
+	names := []string{"text", "json"}
+	extra := slices.Sorted(maps.Keys(formats))
+	return append(names, extra...)
+}
+
+// LineSink writes each event as the line an Encoder makes, through an
+// output queue (the registered formats).
+type LineSink struct {
+	bufSink
+	enc Encoder
+}
+
+// NewLineSink writes enc's lines to w through an output queue (opts as
+// for NewJSONSink).
+func NewLineSink(w io.Writer, enc Encoder, opts ...OutputOptions) *LineSink {
+	s := &LineSink{enc: enc}
+	s.init(w, opts)
+	return s
+}
+
+// Write encodes e.
+func (s *LineSink) Write(e *Event) error {
+	s.buf = append(s.enc(s.buf[:0], e), '\n')
+	return s.write(s.buf)
 }
 
 // JSONSink writes JSON lines: one object per event (docs/events.md).

@@ -27,6 +27,10 @@ type Options struct {
 	// Output where the events go.
 	Format string
 	Output io.Writer
+	// NewSink, when set, makes the sink instead of tracer.NewSink(Format,
+	// Output): destinations that take events rather than bytes (the
+	// journal, syslog, OTLP). opts carry the watch's error callbacks.
+	NewSink func(opts tracer.OutputOptions) (tracer.Sink, error)
 	// Time is how text lines show the time (--time).
 	Time tracer.TimeMode
 	// Duration, when positive, ends the watch after that long.
@@ -100,7 +104,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		mu.Unlock()
 		stop(err)
 	}
-	sink, err := tracer.NewSink(o.Format, o.Output, tracer.OutputOptions{
+	newSink := o.NewSink
+	if newSink == nil {
+		newSink = func(opts tracer.OutputOptions) (tracer.Sink, error) { return tracer.NewSink(o.Format, o.Output, opts) }
+	}
+	sink, err := newSink(tracer.OutputOptions{
 		Backpressure: cfg.Backpressure, OnError: onError, OnFailing: o.OutputFailing, Abort: o.Abort, Time: o.Time,
 	})
 	if err != nil {
