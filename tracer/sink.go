@@ -806,3 +806,8 @@ func appendTextBody(b []byte, e *Event) []byte {
 	}
 	return b
 }
+
+// AppendJSONString appends s as a JSON string, escaped as every string of
+// the JSON lines is (docs/events.md): the schemas in tracer/sink print
+// process-controlled names with it, so that they cannot break a line.
+func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }

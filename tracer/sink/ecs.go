@@ -1,0 +1,333 @@
+package sink
+
+import (
+	"os"
+	"path"
+	"strconv"
+	"sync"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// ECSVersion is the Elastic Common Schema release the ecs format follows
+// (the field definitions in testdata/ecs are of that release).
+const ECSVersion = "9.4.0"
+
+func init() { tracer.RegisterFormat("ecs", AppendECS) }
+
+// hostname is the node's name, read once: every event of a watch is of one
+// node. Empty when it cannot be read (host is then left out).
+var hostname = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+})
+
+// AppendECS appends e as one Elastic Common Schema document (a JSON
+// object, no newline), as docs/events.md maps each field. process.* is
+// the event's process, as pid is in the JSON lines; what ECS has no field
+// for is under tracer.*. Strings are escaped as in the JSON lines.
+func AppendECS(b []byte, e *tracer.Event) []byte {
+	b = append(b, `{"@timestamp":"`...)
+	b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.999999999Z07:00")
+	b = append(b, `","ecs":{"version":"`+ECSVersion+`"},"event":{"kind":"event","category":["process"],"type":["`...)
+	b = append(b, ecsEventType(e.Type)...)
+	b = append(b, `"],"action":`...)
+	b = tracer.AppendJSONString(b, e.Type.String())
+	b = append(b, `,"module":"tracer","dataset":"tracer.process","provider":`...)
+	b = tracer.AppendJSONString(b, e.Backend)
+	if hasRet(e) {
+		if e.Ret == 0 {
+			b = append(b, `,"outcome":"success"`...)
+		} else {
+			b = append(b, `,"outcome":"failure"`...)
+		}
+	}
+	b = append(b, '}')
+	if h := hostname(); h != "" {
+		b = append(b, `,"host":{"name":`...)
+		b = tracer.AppendJSONString(b, h)
+		b = append(b, `,"hostname":`...)
+		b = tracer.AppendJSONString(b, h)
+		b = append(b, '}')
+	}
+	b = appendECSProcess(b, e)
+	b = append(b, `,"user":{"id":"`...)
+	b = strconv.AppendUint(b, uint64(e.UID), 10)
+	b = append(b, `"}`...)
+	if e.ContainerID != "" {
+		b = append(b, `,"container":{"id":`...)
+		b = tracer.AppendJSONString(b, e.ContainerID)
+		b = append(b, '}')
+	}
+	if hasRet(e) && e.Ret != 0 {
+		b = append(b, `,"error":{"code":`...)
+		if name := tracer.ErrnoName(-e.Ret); name != "" {
+			b = tracer.AppendJSONString(b, name)
+		} else {
+			b = tracer.AppendJSONString(b, strconv.FormatInt(e.Ret, 10))
+		}
+		b = append(b, '}')
+	}
+	b = appendECSTracer(b, e)
+	return append(b, '}')
+}
+
+// ecsEventType is event.type: an exec starts a program; an exit ends the
+// process; a fork or a signal is told of the process that made it (the
+// child of a fork, which may be a thread, is tracer.child_pid), so info.
+func ecsEventType(t tracer.EventType) string {
+	switch t {
+	case tracer.TypeExec:
+		return "start"
+	case tracer.TypeExit:
+		return "end"
+	}
+	return "info"
+}
+
+// hasRet reports whether e carries a syscall's return value: an exec, and
+// a signal a process sent with a syscall.
+func hasRet(e *tracer.Event) bool {
+	return e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Syscall != ""
+}
+
+// appendECSProcess appends process: the event's process, its parent, and
+// for an exec the program it starts.
+func appendECSProcess(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"process":{"pid":`...)
+	b = strconv.AppendUint(b, uint64(e.PID), 10)
+	b = append(b, `,"name":`...)
+	name := e.Comm
+	if e.Type == tracer.TypeExec && e.Ret == 0 && e.Filename != "" {
+		// The program it runs from now on; the comm it had is tracer.comm.
+		name = path.Base(e.Filename)
+	}
+	b = tracer.AppendJSONString(b, name)
+	if !e.ExecID.IsZero() {
+		b = append(b, `,"entity_id":"`...)
+		b = tracer.AppendExecID(b, e.ExecID)
+		b = append(b, '"')
+	}
+	if e.Type == tracer.TypeExec {
+		b = append(b, `,"executable":`...)
+		b = tracer.AppendJSONString(b, e.Filename)
+		b = append(b, `,"args":[`...)
+		for i, a := range e.Argv {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = tracer.AppendJSONString(b, a)
+		}
+		b = append(b, `],"args_count":`...)
+		b = strconv.AppendInt(b, int64(len(e.Argv)), 10)
+		b = append(b, `,"command_line":`...)
+		b = tracer.AppendJSONString(b, commandLine(e.Argv))
+	}
+	if e.Type == tracer.TypeExit && !e.Killed() {
+		b = append(b, `,"exit_code":`...)
+		b = strconv.AppendInt(b, int64(e.ExitCode), 10)
+	}
+	b = append(b, `,"real_user":{"id":"`...)
+	b = strconv.AppendUint(b, uint64(e.UID), 10)
+	b = append(b, `"}`...)
+	b = appendECSParent(b, e)
+	return append(b, '}')
+}
+
+// appendECSParent appends process.parent, where the event names it: its
+// exec id, its pid (an exec's ppid, else the exec id's), and its name when
+// --ancestry gave the parent.
+func appendECSParent(b []byte, e *tracer.Event) []byte {
+	pid := e.ParentExecID.PID
+	if e.Type == tracer.TypeExec && e.PPID != 0 {
+		pid = e.PPID
+	}
+	if pid == 0 && e.ParentExecID.IsZero() {
+		return b
+	}
+	b = append(b, `,"parent":{`...)
+	sep := ""
+	if pid != 0 {
+		b = append(b, `"pid":`...)
+		b = strconv.AppendUint(b, uint64(pid), 10)
+		sep = ","
+	}
+	if !e.ParentExecID.IsZero() {
+		b = append(b, sep...)
+		b = append(b, `"entity_id":"`...)
+		b = tracer.AppendExecID(b, e.ParentExecID)
+		b = append(b, '"')
+		if len(e.Ancestors) > 0 && e.Ancestors[0].ExecID == e.ParentExecID {
+			b = append(b, `,"name":`...)
+			b = tracer.AppendJSONString(b, e.Ancestors[0].Comm)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendECSTracer appends tracer: the fields ECS has none for, named as
+// in the JSON lines.
+func appendECSTracer(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"tracer":{"auid":`...)
+	b = strconv.AppendUint(b, uint64(e.AUID), 10)
+	if e.Cgroup != "" {
+		b = append(b, `,"cgroup":`...)
+		b = tracer.AppendJSONString(b, e.Cgroup)
+	}
+	if e.Unit != "" {
+		b = append(b, `,"unit":`...)
+		b = tracer.AppendJSONString(b, e.Unit)
+	}
+	switch e.Type {
+	case tracer.TypeExec:
+		b = append(b, `,"comm":`...)
+		b = tracer.AppendJSONString(b, e.Comm)
+		if e.ArgvTruncated {
+			b = append(b, `,"argv_truncated":true`...)
+		}
+	case tracer.TypeFork:
+		b = append(b, `,"child_pid":`...)
+		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
+		b = append(b, `,"syscall":`...)
+		b = tracer.AppendJSONString(b, e.Syscall)
+	case tracer.TypeSignal:
+		if e.Syscall != "" {
+			b = append(b, `,"syscall":`...)
+			b = tracer.AppendJSONString(b, e.Syscall)
+		}
+		b = appendECSSignal(b, e)
+		b = append(b, `,"target":{"pid":`...)
+		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
+		if e.TargetComm != "" {
+			b = append(b, `,"name":`...)
+			b = tracer.AppendJSONString(b, e.TargetComm)
+		}
+		if !e.TargetExecID.IsZero() {
+			b = append(b, `,"entity_id":"`...)
+			b = tracer.AppendExecID(b, e.TargetExecID)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	case tracer.TypeExit:
+		if e.Killed() {
+			b = appendECSSignal(b, e)
+			if !e.CoreUnknown {
+				b = append(b, `,"core_dumped":`...)
+				b = strconv.AppendBool(b, e.CoreDumped)
+			}
+			if k := &e.KilledBy; k.Seen() {
+				b = appendECSKiller(b, e, k)
+			}
+			if e.OOMKill {
+				b = append(b, `,"oom_kill":true`...)
+			}
+		}
+	}
+	if len(e.Ancestors) > 0 {
+		b = append(b, `,"ancestors":[`...)
+		for i := range e.Ancestors {
+			a := &e.Ancestors[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"pid":`...)
+			b = strconv.AppendUint(b, uint64(a.PID), 10)
+			b = append(b, `,"name":`...)
+			b = tracer.AppendJSONString(b, a.Comm)
+			b = append(b, `,"entity_id":"`...)
+			b = tracer.AppendExecID(b, a.ExecID)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendECSSignal appends tracer.signal: the signal sent, or the one that
+// killed, with what the kernel said of it.
+func appendECSSignal(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"signal":{"number":`...)
+	b = strconv.AppendInt(b, int64(e.Signal), 10)
+	b = append(b, `,"name":`...)
+	b = tracer.AppendJSONString(b, e.SignalName())
+	if e.Type == tracer.TypeSignal {
+		if e.HasCode {
+			b = append(b, `,"code":`...)
+			b = tracer.AppendJSONString(b, tracer.SigCodeName(e.Signal, e.Code))
+		}
+		if e.Origin != tracer.OriginUnknown {
+			b = append(b, `,"origin":"`...)
+			b = append(b, e.Origin.String()...)
+			b = append(b, '"')
+		}
+		if e.Result != tracer.ResultUnknown {
+			b = append(b, `,"result":"`...)
+			b = append(b, e.Result.String()...)
+			b = append(b, '"')
+		}
+	}
+	return append(b, '}')
+}
+
+// appendECSKiller appends tracer.killed_by: who sent the signal that
+// killed the process.
+func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
+	b = append(b, `,"killed_by":{"pid":`...)
+	b = strconv.AppendUint(b, uint64(k.PID), 10)
+	b = append(b, `,"name":`...)
+	b = tracer.AppendJSONString(b, k.Comm)
+	if !k.ExecID.IsZero() {
+		b = append(b, `,"entity_id":"`...)
+		b = tracer.AppendExecID(b, k.ExecID)
+		b = append(b, '"')
+	}
+	b = append(b, `,"code":`...)
+	b = tracer.AppendJSONString(b, tracer.SigCodeName(e.Signal, k.Code))
+	b = append(b, `,"origin":"`...)
+	b = append(b, k.Origin.String()...)
+	b = append(b, '"')
+	if k.Syscall != "" {
+		b = append(b, `,"syscall":`...)
+		b = tracer.AppendJSONString(b, k.Syscall)
+	}
+	return append(b, '}')
+}
+
+// commandLine joins argv as a shell would read it back: an argument with
+// a space, a quote or another character a shell treats specially is
+// single-quoted, so that "a b" and "a" "b" never give the same line.
+func commandLine(argv []string) string {
+	var b []byte
+	for i, a := range argv {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendShellWord(b, a)
+	}
+	return string(b)
+}
+
+func appendShellWord(b []byte, s string) []byte {
+	plain := s != ""
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == ':' || c == '=' ||
+			c == '+' || c == '@' || c == '%' || c >= 0x80
+	}
+	if plain {
+		return append(b, s...)
+	}
+	b = append(b, '\'')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\'' {
+			b = append(b, `'\''`...)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, '\'')
+}
