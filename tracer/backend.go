@@ -132,6 +132,12 @@ type Config struct {
 	RingBytes int
 	// BPFStats turns on the kernel's per-program run time accounting.
 	BPFStats bool
+
+	// RateLimit, when not 0, is --rate-limit: at most this many events a
+	// second from one cgroup (or one process of the root cgroup); the rest
+	// are counted (Stats.Throttled) and said in throttle events
+	// (ratelimit.go). Not in counting mode.
+	RateLimit uint32
 }
 
 // LeanMode is --lean-records: auto, on or off.
@@ -190,8 +196,36 @@ type Stats struct {
 	// (IsNoise): never loss.
 	Filtered [NumFilterReasons]uint64
 
+	// Throttled counts the events --rate-limit left out, by type: never
+	// loss (throttle events say whose they were).
+	Throttled [numTypes]uint64
+
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats
+}
+
+// TotalThrottled is the sum over types.
+func (s Stats) TotalThrottled() uint64 {
+	var n uint64
+	for _, v := range s.Throttled {
+		n += v
+	}
+	return n
+}
+
+// ThrottleSummary says the events --rate-limit left out per type, as watch
+// prints them: "exec 0, fork 0, signal 1998000, exit 0".
+func (s Stats) ThrottleSummary() string {
+	var b []byte
+	for i, t := range AllTypes {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, t.String()...)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, s.Throttled[t], 10)
+	}
+	return string(b)
 }
 
 // TotalFiltered is the sum over reasons.

@@ -50,6 +50,14 @@ type jsonEvent struct {
 	CoreDumped *bool         `json:"core_dumped"`
 	KilledBy   *jsonKilledBy `json:"killed_by"`
 	OOMKill    bool          `json:"oom_kill"`
+
+	Source      string            `json:"source"`
+	CgroupID    uint64            `json:"cgroup_id"`
+	WindowStart string            `json:"window_start"`
+	WindowEnd   string            `json:"window_end"`
+	Limit       uint32            `json:"limit"`
+	Suppressed  uint64            `json:"suppressed"`
+	ByType      map[string]uint64 `json:"suppressed_by_type"`
 }
 
 type jsonAncestor struct {
@@ -142,6 +150,39 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 				return err
 			}
 		}
+	case TypeThrottle:
+		return j.throttle(&e.Throttle)
+	}
+	return nil
+}
+
+// throttle reads a throttle event's own fields.
+func (j *jsonEvent) throttle(t *Throttle) error {
+	for s := SourceCgroup; s <= SourceProcess; s++ {
+		if s.String() == j.Source {
+			t.Source = s
+		}
+	}
+	if t.Source == SourceNone {
+		return fmt.Errorf("unknown throttle source %q", j.Source)
+	}
+	var err error
+	if t.Start, err = time.Parse(time.RFC3339Nano, j.WindowStart); err != nil {
+		return fmt.Errorf("throttle window_start: %w", err)
+	}
+	if t.End, err = time.Parse(time.RFC3339Nano, j.WindowEnd); err != nil {
+		return fmt.Errorf("throttle window_end: %w", err)
+	}
+	t.CgroupID, t.Limit = j.CgroupID, j.Limit
+	for name, n := range j.ByType {
+		typ := typeNamed(name)
+		if typ == TypeNone {
+			return fmt.Errorf("unknown type %q in suppressed_by_type", name)
+		}
+		t.Add(typ, n)
+	}
+	if t.Suppressed() != j.Suppressed {
+		return fmt.Errorf("throttle event: suppressed %d, but suppressed_by_type sums to %d", j.Suppressed, t.Suppressed())
 	}
 	return nil
 }
@@ -249,6 +290,9 @@ func typeNamed(s string) EventType {
 		if t.String() == s {
 			return t
 		}
+	}
+	if s == TypeThrottle.String() {
+		return TypeThrottle
 	}
 	return TypeNone
 }

@@ -23,10 +23,15 @@ const (
 	TypeFork
 	TypeSignal
 	TypeExit
+	// TypeThrottle says that a source of events went over --rate-limit
+	// and how many of its events were left out (Event.Throttle). It is not
+	// a process event: --events does not name it, and no filter leaves it
+	// out.
+	TypeThrottle
 	numTypes
 )
 
-var typeNames = [...]string{TypeNone: "none", TypeExec: "exec", TypeFork: "fork", TypeSignal: "signal", TypeExit: "exit"}
+var typeNames = [...]string{TypeNone: "none", TypeExec: "exec", TypeFork: "fork", TypeSignal: "signal", TypeExit: "exit", TypeThrottle: "throttle"}
 
 func (t EventType) String() string {
 	if int(t) < len(typeNames) {
@@ -35,7 +40,8 @@ func (t EventType) String() string {
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
-// AllTypes lists the event classes in their canonical order.
+// AllTypes lists the process event classes in their canonical order
+// (TypeThrottle is not one).
 var AllTypes = []EventType{TypeExec, TypeFork, TypeSignal, TypeExit}
 
 // ArgvMax is how many arguments of an exec's argv both backends keep
@@ -111,6 +117,11 @@ type Event struct {
 	Unit         string
 	// Ancestors: the parent, its parent... (--ancestry N; ancestry.go).
 	Ancestors []Ancestor
+
+	// throttle: the source, its window and what was left out in it
+	// (ratelimit.go). PID, Comm, UID, AUID, ExecID and the cgroup fields
+	// are those of the first process whose event was left out.
+	Throttle Throttle
 }
 
 // KilledBy is the sender of the signal that killed a process.

@@ -28,6 +28,12 @@ func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
 
 // Emit is the backend's emit callback.
 func (p *Pipeline) Emit(e *Event) {
+	if e.Type == TypeThrottle {
+		// It stands for events the backend left out before any filter:
+		// the filters have no say in it.
+		p.write(e)
+		return
+	}
 	if p.Peers != nil && p.Peers.Has(e.PID) {
 		return
 	}
@@ -58,7 +64,8 @@ func (p *Pipeline) write(e *Event) {
 // Emitted returns how many events of type t passed to the sinks.
 func (p *Pipeline) Emitted(t EventType) uint64 { return p.emitted[t].Load() }
 
-// TotalEmitted sums Emitted over all types.
+// TotalEmitted sums Emitted over the process event types (throttle
+// events are not counted: Emitted(TypeThrottle) has them).
 func (p *Pipeline) TotalEmitted() uint64 {
 	var n uint64
 	for _, t := range AllTypes {

@@ -346,7 +346,7 @@ func sameButTime(a, b *Event) bool {
 		sameString(a.Backend, b.Backend) && sameString(a.Comm, b.Comm) && sameString(a.Filename, b.Filename) &&
 		sameString(a.Syscall, b.Syscall) && sameString(a.TargetComm, b.TargetComm) &&
 		sameString(a.Cgroup, b.Cgroup) && sameString(a.ContainerID, b.ContainerID) && sameString(a.Unit, b.Unit) &&
-		sameKiller(&a.KilledBy, &b.KilledBy) &&
+		sameKiller(&a.KilledBy, &b.KilledBy) && sameThrottle(&a.Throttle, &b.Throttle) &&
 		slices.Equal(a.Argv, b.Argv) && slices.Equal(a.Ancestors, b.Ancestors)
 }
 
@@ -404,6 +404,7 @@ const (
 	segSignal                      // signal ... target_comm
 	segTargetExecID                // target_exec_id
 	segExit                        // exit_code or signal ... oom_kill
+	segThrottle                    // source ... suppressed_by_type (sink_throttle.go)
 )
 
 const maxJSONSegs = 10
@@ -418,6 +419,7 @@ var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
 	t[TypeFork] = append(t[TypeFork], segFork)
 	t[TypeSignal] = append(t[TypeSignal], segTargetPID, segSignal, segTargetExecID)
 	t[TypeExit] = append(t[TypeExit], segExit)
+	t[TypeThrottle] = append(t[TypeThrottle], segThrottle)
 	for _, segs := range t {
 		if len(segs) > maxJSONSegs {
 			panic("tracer: more JSON segments than maxJSONSegs")
@@ -485,6 +487,8 @@ func appendSeg(b []byte, e *Event, sg jsonSeg) []byte {
 		return appendExecIDJSON(b, `,"target_exec_id":"`, e.TargetExecID)
 	case segExit:
 		return appendExitJSON(b, e)
+	case segThrottle:
+		return appendThrottleJSON(b, e)
 	}
 	panic("tracer: unknown JSON segment")
 }
@@ -543,6 +547,10 @@ func changedSegs(a, b *Event) segSet {
 		if a.ExitCode != b.ExitCode || a.Signal != b.Signal || a.CoreDumped != b.CoreDumped ||
 			a.CoreUnknown != b.CoreUnknown || a.OOMKill != b.OOMKill || !sameKiller(&a.KilledBy, &b.KilledBy) {
 			m |= 1 << segExit
+		}
+	case TypeThrottle:
+		if !sameThrottle(&a.Throttle, &b.Throttle) {
+			m |= 1 << segThrottle
 		}
 	}
 	return m
@@ -803,6 +811,9 @@ func appendTextBody(b []byte, e *Event) []byte {
 	case TypeExit:
 		at := len(b)
 		b = sanitizeFrom(appendExitText(b, e), at)
+	case TypeThrottle:
+		at := len(b)
+		b = sanitizeFrom(appendThrottleText(b, e), at)
 	}
 	return b
 }

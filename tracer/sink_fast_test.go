@@ -178,7 +178,7 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
 		Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
 	var bases []Event
-	for _, typ := range []EventType{TypeNone, TypeExec, TypeFork, TypeSignal, TypeExit, numTypes} {
+	for _, typ := range []EventType{TypeNone, TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle, numTypes} {
 		e := who
 		e.Type = typ
 		bases = append(bases, e)
@@ -195,7 +195,10 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 	killed := who
 	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = TypeExit, 9, true, true
 	killed.KilledBy = KilledBy{Origin: OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
-	bases = append(bases, exec, fork, sig, exit, killed)
+	throttle := who
+	throttle.Type = TypeThrottle
+	throttle.Throttle = Throttle{Source: SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
+	bases = append(bases, exec, fork, sig, exit, killed, throttle)
 
 	for _, base := range bases {
 		twin := base

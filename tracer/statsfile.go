@@ -15,6 +15,11 @@ type StatsFile struct {
 	// Filtered is the runtime noise left out, by reason: not loss.
 	FilteredTotal uint64            `json:"filtered_total"`
 	Filtered      map[string]uint64 `json:"filtered"`
+	// Throttled is what --rate-limit left out, by type: not loss; the
+	// throttle events (ThrottleEvents of them) say whose it was.
+	ThrottledTotal uint64            `json:"throttled_total"`
+	Throttled      map[string]uint64 `json:"throttled"`
+	ThrottleEvents uint64            `json:"throttle_events"`
 }
 
 // NewStatsFile gathers a pipeline's final figures.
@@ -24,12 +29,14 @@ func NewStatsFile(p *Pipeline, b Backend) StatsFile {
 		Backend: b.Name(), EventsSeen: p.TotalEmitted(), LostTotal: st.TotalLost(),
 		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
 		FilteredTotal: st.TotalFiltered(), Filtered: map[string]uint64{},
+		ThrottledTotal: st.TotalThrottled(), Throttled: map[string]uint64{}, ThrottleEvents: p.Emitted(TypeThrottle),
 	}
 	for r := FilterReason(0); r < NumFilterReasons; r++ {
 		f.Filtered[r.String()] = st.Filtered[r]
 	}
 	for _, t := range AllTypes {
 		f.EventsByType[t.String()] = p.Emitted(t)
+		f.Throttled[t.String()] = st.Throttled[t]
 	}
 	for s := LossStage(0); s < NumLossStages; s++ {
 		f.Lost[s.String()] = st.Lost[s]

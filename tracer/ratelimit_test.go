@@ -1,0 +1,192 @@
+package tracer
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRateLimit(t *testing.T) {
+	for in, want := range map[string]uint32{"1000/s": 1000, "1/s": 1, "1000": 1000, " 20 /s": 20, "100000000/s": MaxRateLimit} {
+		got, err := ParseRateLimit(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRateLimit(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0", "0/s", "abc", "10/m", "10/h", "-5/s", "1.5/s", "", "/s", "100000001/s", "99999999999999999999"} {
+		_, err := ParseRateLimit(in)
+		if !errors.Is(err, ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--rate-limit") {
+			t.Errorf("ParseRateLimit(%q): %v, want a one-line usage error", in, err)
+		}
+	}
+}
+
+func TestLimitKeyOf(t *testing.T) {
+	if k := LimitKeyOf("/kubepods/pod1", 42); k != (LimitKey{Cgroup: "/kubepods/pod1"}) {
+		t.Errorf("a cgroup's process: %+v", k)
+	}
+	for _, cg := range []string{"/", ""} {
+		if k := LimitKeyOf(cg, 42); k != (LimitKey{PID: 42}) {
+			t.Errorf("cgroup %q: %+v, want the process", cg, k)
+		}
+	}
+}
+
+// A flood from one source passes at the limit each window; a throttle
+// event per window says how many events it left out, by type, at the
+// source's next event after the window, or at a sweep, or at the end.
+// Another source passes untouched.
+func TestLimiter(t *testing.T) {
+	l := NewLimiter(3, "audit")
+	l.CgroupID = func(path string) uint64 { return 77 }
+	var reports []Event
+	report := func(e *Event) { reports = append(reports, *e) }
+	flood := LimitKeyOf("/pod", 10)
+	calm := LimitKeyOf("/", 20)
+	t0 := time.Unix(1000, 0)
+	passed := 0
+	allow := func(key LimitKey, at time.Time, typ EventType) bool {
+		ok, who := l.Allow(key, at, typ, report)
+		if who != nil {
+			who.PID, who.Comm = 10, "storm"
+		}
+		if ok {
+			passed++
+		}
+		return ok
+	}
+	// Window 1000: 10 signals and 2 forks from the flood, 2 from calm.
+	for i := range 10 {
+		allow(flood, t0.Add(time.Duration(i)*time.Millisecond), TypeSignal)
+	}
+	allow(flood, t0.Add(500*time.Millisecond), TypeFork)
+	allow(flood, t0.Add(600*time.Millisecond), TypeFork)
+	if !allow(calm, t0.Add(700*time.Millisecond), TypeExec) || !allow(calm, t0.Add(800*time.Millisecond), TypeExec) {
+		t.Error("another source's events were left out")
+	}
+	if passed != 5 || len(reports) != 0 {
+		t.Fatalf("window 1: %d passed, %d reports; want 3 of the flood and 2 of calm, no report yet", passed, len(reports))
+	}
+	// Window 1001: the flood's next event ends window 1000.
+	if !allow(flood, t0.Add(1100*time.Millisecond), TypeSignal) {
+		t.Error("the first event of a new window was left out")
+	}
+	if len(reports) != 1 {
+		t.Fatalf("%d reports after the window ended, want 1", len(reports))
+	}
+	r := reports[0]
+	th := r.Throttle
+	if r.Type != TypeThrottle || r.Backend != "audit" || r.PID != 10 || r.Comm != "storm" ||
+		th.Source != SourceCgroup || th.CgroupID != 77 || th.Limit != 3 ||
+		!th.Start.Equal(time.Unix(1000, 0)) || !th.End.Equal(time.Unix(1001, 0)) || !r.Time.Equal(th.End) ||
+		th.Signal != 7 || th.Fork != 2 || th.Suppressed() != 9 {
+		t.Errorf("throttle event %+v", r)
+	}
+	// The rest of window 1001 fills, and is reported by the sweep once
+	// it is over (and not before).
+	for range 5 {
+		allow(flood, t0.Add(1200*time.Millisecond), TypeExit)
+	}
+	l.Sweep(t0.Add(1900*time.Millisecond), report)
+	if len(reports) != 1 {
+		t.Fatalf("the sweep reported a window not over: %+v", reports[1:])
+	}
+	l.Sweep(t0.Add(2300*time.Millisecond), report)
+	if len(reports) != 2 || reports[1].Throttle.Exit != 3 || !reports[1].Throttle.End.Equal(time.Unix(1002, 0)) {
+		t.Fatalf("the sweep: %+v", reports[1:])
+	}
+	// A process in the root cgroup is a source of its own.
+	for range 4 {
+		allow(calm, t0.Add(3100*time.Millisecond), TypeSignal)
+	}
+	end := t0.Add(3500 * time.Millisecond)
+	l.Flush(end, report)
+	if len(reports) != 3 || reports[2].Throttle.Source != SourceProcess || reports[2].Throttle.CgroupID != 0 ||
+		reports[2].Throttle.Signal != 1 || !reports[2].Throttle.End.Equal(end) {
+		t.Fatalf("the flush: %+v", reports[2:])
+	}
+	th2 := l.Throttled()
+	if th2[TypeSignal] != 8 || th2[TypeFork] != 2 || th2[TypeExit] != 3 {
+		t.Errorf("Throttled %v", th2)
+	}
+	var suppressed uint64
+	for _, r := range reports {
+		suppressed += r.Throttle.Suppressed()
+	}
+	if total := uint64(passed) + suppressed; total != 10+2+2+1+5+4 {
+		t.Errorf("passed %d + suppressed %d = %d, want every event made", passed, suppressed, total)
+	}
+	// Quiet sources are forgotten.
+	l.Sweep(t0.Add(10*time.Second), report)
+	if len(l.sources) != 0 {
+		t.Errorf("%d sources kept after they went quiet", len(l.sources))
+	}
+}
+
+// A throttle event in JSON and text, and back from JSON.
+func TestThrottleEncoding(t *testing.T) {
+	e := Event{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Backend: "ebpf", Type: TypeThrottle,
+		PID: 4242, Comm: "storm", UID: 0, AUID: UnsetID, ExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/pod"}
+	e.Throttle = Throttle{Source: SourceCgroup, CgroupID: 1234, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		End: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Limit: 1000, Signal: 998000, Fork: 2}
+	line := AppendJSON(nil, &e)
+	for _, want := range []string{`"type":"throttle"`, `"pid":4242`, `"comm":"storm"`, `"cgroup":"/pod"`, `"source":"cgroup"`, `"cgroup_id":1234`,
+		`"window_start":"2026-01-02T03:04:05Z"`, `"window_end":"2026-01-02T03:04:06Z"`, `"limit":1000`, `"suppressed":998002`,
+		`"suppressed_by_type":{"exec":0,"fork":2,"signal":998000,"exit":0}}`} {
+		if !bytes.Contains(line, []byte(want)) {
+			t.Errorf("JSON %s lacks %s", line, want)
+		}
+	}
+	var back Event
+	if err := back.UnmarshalJSON(line); err != nil {
+		t.Fatal(err)
+	}
+	if !sameThrottle(&back.Throttle, &e.Throttle) || back.Type != TypeThrottle || back.PID != 4242 || back.Cgroup != "/pod" {
+		t.Errorf("read back %+v, want %+v", back, e)
+	}
+	// The JSON sink writes what AppendJSON does, after an event of another type too.
+	var out bytes.Buffer
+	s := NewJSONSink(&out)
+	sig := Event{Time: e.Time, Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", Signal: 10}
+	for _, ev := range []*Event{&sig, &e, &sig} {
+		if err := s.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := string(AppendJSON(nil, &sig)) + "\n" + string(line) + "\n" + string(AppendJSON(nil, &sig)) + "\n"
+	if out.String() != want {
+		t.Errorf("JSON sink wrote\n%s\nwant\n%s", out.String(), want)
+	}
+	text := string(AppendText(nil, &e))
+	if !strings.Contains(text, "throttle") || !strings.Contains(text, "cgroup /pod: 998002 events over 1000/s left out (fork 2, signal 998000) in ") {
+		t.Errorf("text %q", text)
+	}
+	e.Throttle.Source, e.Cgroup = SourceProcess, "/"
+	if text := string(AppendText(nil, &e)); !strings.Contains(text, "process: 998002 events") {
+		t.Errorf("text %q", text)
+	}
+}
+
+// Throttle events pass every filter: they stand for events left out
+// before any filter ran.
+func TestPipelinePassesThrottle(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Comms = []string{"nginx"}
+	cfg.Types = TypeSet(0).With(TypeExec)
+	var out bytes.Buffer
+	p := NewPipeline(cfg, NewJSONSink(&out))
+	e := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: TypeThrottle, PID: 1, Comm: "storm",
+		Throttle: Throttle{Source: SourceProcess, Start: time.Unix(0, 0), End: time.Unix(1, 0), Limit: 1, Signal: 5}}
+	p.Emit(&e)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Emitted(TypeThrottle) != 1 || p.TotalEmitted() != 0 || !strings.Contains(out.String(), `"type":"throttle"`) {
+		t.Errorf("emitted %d throttle, %d in all; output %q", p.Emitted(TypeThrottle), p.TotalEmitted(), out.String())
+	}
+}

@@ -1,0 +1,71 @@
+package tracer
+
+import "strconv"
+
+// appendThrottleJSON appends a throttle event's own fields (docs/events.md):
+// `"source":"cgroup","cgroup_id":N,"window_start":T,"window_end":T,
+// "limit":N,"suppressed":N,"suppressed_by_type":{"exec":N,...}`.
+func appendThrottleJSON(b []byte, e *Event) []byte {
+	t := &e.Throttle
+	b = append(b, `,"source":`...)
+	b = appendString(b, t.Source.String())
+	if t.CgroupID != 0 {
+		b = append(b, `,"cgroup_id":`...)
+		b = appendUint(b, t.CgroupID)
+	}
+	b = append(b, `,"window_start":"`...)
+	b = appendRFC3339Nano(b, t.Start)
+	b = append(b, `","window_end":"`...)
+	b = appendRFC3339Nano(b, t.End)
+	b = append(b, `","limit":`...)
+	b = appendUint(b, uint64(t.Limit))
+	b = append(b, `,"suppressed":`...)
+	b = appendUint(b, t.Suppressed())
+	b = append(b, `,"suppressed_by_type":{`...)
+	for i, typ := range AllTypes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, typ.String()...)
+		b = append(b, `":`...)
+		b = appendUint(b, t.Of(typ))
+	}
+	return append(b, '}')
+}
+
+// appendThrottleText appends a throttle event in words: "cgroup
+// /kubepods/x: 1998000 events over 1000/s left out (signal 1998000) in
+// 12:00:01.000-12:00:02.000", or "process: ..." for a process source.
+func appendThrottleText(b []byte, e *Event) []byte {
+	t := &e.Throttle
+	b = append(b, t.Source.String()...)
+	if t.Source == SourceCgroup {
+		b = append(b, ' ')
+		if e.Cgroup != "" {
+			b = appendField(b, e.Cgroup)
+		} else {
+			b = append(b, "id="...)
+			b = strconv.AppendUint(b, t.CgroupID, 10)
+		}
+	}
+	b = append(b, ": "...)
+	b = strconv.AppendUint(b, t.Suppressed(), 10)
+	b = append(b, " events over "...)
+	b = strconv.AppendUint(b, uint64(t.Limit), 10)
+	b = append(b, "/s left out ("...)
+	sep := ""
+	for _, typ := range AllTypes {
+		if n := t.Of(typ); n != 0 {
+			b = append(b, sep...)
+			b = append(b, typ.String()...)
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, n, 10)
+			sep = ", "
+		}
+	}
+	b = append(b, ") in "...)
+	b = t.Start.Local().AppendFormat(b, "15:04:05.000")
+	b = append(b, '-')
+	return t.End.Local().AppendFormat(b, "15:04:05.000")
+}
