@@ -83,7 +83,8 @@ type Backend struct {
 	pollDone chan struct{}
 
 	r          *reassembler
-	delivered  [5]atomic.Uint64
+	delivered  [tracer.TypeThrottle + 1]atomic.Uint64
+	throttled  [tracer.TypeThrottle + 1]atomic.Uint64 // --rate-limit's counts, by type
 	lostReasm  atomic.Uint64
 	filtered   [tracer.NumFilterReasons]atomic.Uint64
 	lostSocket atomic.Uint64
@@ -172,11 +173,20 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	}
 	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
 	b.r.signals, b.r.execFailures, b.r.self = cfg.Signals, cfg.ExecFailures, uint32(os.Getpid())
+	if cfg.RateLimit > 0 {
+		b.r.limit = tracer.NewLimiter(cfg.RateLimit, backendName)
+		if mount, err := tracer.CgroupMount(); err == nil {
+			b.r.limit.CgroupID = func(path string) uint64 {
+				id, _, _ := tracer.CgroupID(mount, path)
+				return id // 0 when it is gone: unknown
+			}
+		}
+	}
 
 	set, err := auditrules.Build(auditrules.Options{
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
 		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID, Key: b.key,
-		ExcludePID: os.Getpid(), ExecFailures: cfg.ExecFailures,
+		ExcludePID: os.Getpid(), ExecFailures: cfg.ExecFailures, UIDs: cfg.UIDs,
 	})
 	if err != nil {
 		return err
@@ -602,8 +612,14 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := newBatch(64, 9000)
-	lastSweep := time.Now()
+	lastSweep, lastLimitSweep := time.Now(), time.Now()
 	sweep := func() {
+		if b.r.limit != nil {
+			if now := time.Now(); now.Sub(lastLimitSweep) >= limitSweepEvery {
+				b.r.sweepLimit(now, count)
+				lastLimitSweep = now
+			}
+		}
 		if time.Since(lastSweep) >= sweepInterval {
 			b.r.sweep(count)
 			b.lostReasm.Store(b.r.lost + b.r.bad)
@@ -642,6 +658,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		for i, n := range b.r.filtered {
 			b.filtered[i].Store(n)
 		}
+		b.storeThrottled()
 	}
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
@@ -714,8 +731,20 @@ const (
 
 func (b *Backend) endDrain(emit func(*tracer.Event)) error {
 	b.r.flush(emit)
+	b.r.flushLimit(time.Now(), emit)
 	b.lostReasm.Store(b.r.lost + b.r.bad)
+	b.storeThrottled()
 	return nil
+}
+
+// storeThrottled publishes the reassembler's rate limit counts for Stats.
+func (b *Backend) storeThrottled() {
+	if b.r.limit == nil {
+		return
+	}
+	for t, n := range b.r.limit.Throttled() {
+		b.throttled[t].Store(n)
+	}
 }
 
 // overflowed books a multicast socket overflow: the records it dropped
@@ -774,6 +803,9 @@ func (b *Backend) Stats() tracer.Stats {
 	s.Lost[tracer.LostReassembly] = b.lostReasm.Load()
 	for i := range b.filtered {
 		s.Filtered[i] = b.filtered[i].Load()
+	}
+	for t := range b.throttled {
+		s.Throttled[t] = b.throttled[t].Load()
 	}
 	s.AuditSocketBuffer, s.AuditSocketBufferAsked = b.bufGot, b.bufAsked
 	return s

@@ -29,6 +29,9 @@ type pending struct {
 	args     execveArgs // from the EXECVE records, which may be several
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
+	// reread: the exec's process was read again from /proc when the
+	// event started (the rate limit's cgroup): identify need not.
+	reread bool
 	// aged: open at the last sweep, so whole for at least a sweep's
 	// interval without its EOE.
 	aged bool
@@ -74,8 +77,12 @@ type reassembler struct {
 	execFailures bool
 	self         uint32
 
+	// limit, when set, is --rate-limit: events over it are counted and
+	// left out at their SYSCALL record, before they are built.
+	limit *tracer.Limiter
+
 	ev        tracer.Event
-	delivered [5]uint64
+	delivered [tracer.TypeThrottle + 1]uint64
 	lost      uint64 // events evicted without their EOE
 	bad       uint64 // records that failed to parse
 	// dedupe, while a handover reads two sockets that may both carry an
@@ -133,7 +140,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		return
 	}
 	if typ == typeSyscall {
-		p := r.startEvent(t, serial, body)
+		p := r.startEvent(t, serial, body, emit)
 		if p != nil && r.eoeless && p.whole(r.pathless) {
 			r.complete(p, emit)
 		}
@@ -226,7 +233,7 @@ func (r *reassembler) setExcluded(ex recordSet, emit func(*tracer.Event)) {
 	r.completeInOrder(whole, emit)
 }
 
-func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pending {
+func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit func(*tracer.Event)) *pending {
 	var sc SyscallRecord
 	ParseSyscall(body, &sc)
 	info, ok := r.byArch[sc.Arch][sc.Syscall]
@@ -246,13 +253,23 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte) *pendi
 	}
 	// commRaw points into the read buffer, which the next record overwrites.
 	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
+	reread := false
+	if r.limit != nil {
+		if info.class == tracer.TypeFork && (!sc.HasExit || sc.Exit <= 0) {
+			return nil // a failed fork made no process, and no event
+		}
+		var pass bool
+		if pass, reread = r.limited(t, info.class, &sc, emit); !pass {
+			return nil
+		}
+	}
 	var p *pending
 	if n := len(r.free); n > 0 {
 		p, r.free = r.free[n-1], r.free[:n-1]
 	} else {
 		p = &pending{}
 	}
-	p.serial, p.time, p.info, p.sc = serial, t, info, sc
+	p.serial, p.time, p.info, p.sc, p.reread = serial, t, info, sc, reread
 	r.pending[serial] = p
 	if serialAfter(serial, r.maxSerial) {
 		r.maxSerial = serial

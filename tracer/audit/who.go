@@ -113,6 +113,21 @@ func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
 	return e
 }
 
+// reread reads an exec's process (pid, of parent ppid) again: a process is
+// often moved to another cgroup between fork and exec (systemd puts a
+// service's process in its unit's cgroup, a container runtime in the
+// container's). If it is gone already, what was known of it stands.
+func (w *whoState) reread(pid, ppid uint32) {
+	if old, had := w.procs[pid]; had {
+		delete(w.procs, pid)
+		// Only if it is this process: pids are reused, and an entry
+		// with another parent is a process that ended.
+		if _, ok := w.lookup(pid, ppid); !ok && old.ppid == ppid {
+			w.procs[pid] = old
+		}
+	}
+}
+
 // identify fills e's exec ids and cgroup, and for a signal its code,
 // origin, target name and target exec id; p is the event's records.
 func (r *reassembler) identify(e *tracer.Event, p *pending) {
@@ -125,17 +140,8 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 		w.lookup(e.ChildPID, 0)
 		w.inheritCgroup(e.ChildPID, e.PID)
 	case tracer.TypeExec:
-		// Read the cgroup again: a process is often moved between fork and
-		// exec (systemd puts a service's process in its unit's cgroup, a
-		// container runtime in the container's). If it is gone already,
-		// what was known of it stands.
-		if old, had := w.procs[e.PID]; had {
-			delete(w.procs, e.PID)
-			// Only if it is this process: pids are reused, and an entry
-			// with another parent is a process that ended.
-			if _, ok := w.lookup(e.PID, sc.PPID); !ok && old.ppid == sc.PPID {
-				w.procs[e.PID] = old
-			}
+		if !p.reread {
+			w.reread(e.PID, sc.PPID)
 		}
 	}
 	me, ok := w.lookup(e.PID, sc.PPID)
@@ -234,6 +240,9 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 			return
 		}
 		r.dedupe[serial] = struct{}{}
+	}
+	if r.limit != nil && !r.limitedAbend(t, pid, uid, auid, r.str(comm), emit) {
+		return
 	}
 	e := &r.ev
 	e.Reset()

@@ -1,0 +1,96 @@
+package audit
+
+import (
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// Audit rules cannot limit a rate per cgroup (auditctl -r is one limit for
+// the whole node, and what it drops is lost, unsaid), so --rate-limit is
+// enforced here, at an event's SYSCALL record, before the event is built:
+// the kernel still writes every record and tracer still reads it, but an
+// event over the limit costs no /proc read of its target, no encoding and
+// no output (tracer.Limiter).
+
+// limited applies --rate-limit to an event of class starting at t with
+// SYSCALL record sc: pass says whether it goes on. An event that ends a
+// window where events were left out first emits that window's throttle
+// event. reread says that the exec's process was read again from /proc,
+// for its cgroup now (identify need not).
+func (r *reassembler) limited(t time.Time, class tracer.EventType, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
+	w := r.who
+	if class == tracer.TypeExec {
+		w.reread(sc.PID, sc.PPID)
+		reread = true
+	}
+	me, ok := w.lookup(sc.PID, sc.PPID)
+	if !me.hasCg {
+		me = w.inheritCgroup(sc.PID, sc.PPID)
+	}
+	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, sc.PID), t, class, emit)
+	if pass {
+		return true, reread
+	}
+	if who != nil {
+		who.PID, who.Comm, who.UID, who.AUID = sc.PID, sc.Comm, sc.UID, sc.AUID
+		if ok {
+			who.ExecID = me.id
+		}
+		if me.hasCg {
+			who.SetCgroup(me.cgroup)
+		}
+	}
+	// What finish would have remembered of the event for the next ones.
+	switch {
+	case class == tracer.TypeFork && sc.Exit > 0:
+		delete(w.procs, uint32(sc.Exit)) // a new process has that pid now
+	case class == tracer.TypeExec && sc.Exit == 0:
+		r.setComm(sc.PID, sc.PPID, sc.Comm)
+	case class == tracer.TypeExit && r.byArch[sc.Arch][sc.Syscall].name == "exit_group":
+		delete(w.procs, sc.PID)
+		delete(r.comms, sc.PID)
+	}
+	return false, reread
+}
+
+// limitedAbend applies --rate-limit to the exit of process pid at t, from
+// an ANOM_ABEND record.
+func (r *reassembler) limitedAbend(t time.Time, pid, uid, auid uint32, comm string, emit func(*tracer.Event)) bool {
+	me, ok := r.who.lookup(pid, 0)
+	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, pid), t, tracer.TypeExit, emit)
+	if who != nil {
+		who.PID, who.Comm, who.UID, who.AUID = pid, comm, uid, auid
+		if ok {
+			who.ExecID = me.id
+		}
+		if me.hasCg {
+			who.SetCgroup(me.cgroup)
+		}
+	}
+	if !pass {
+		delete(r.who.senders, pid)
+		delete(r.who.procs, pid)
+		delete(r.comms, pid)
+	}
+	return pass
+}
+
+// limitSweepEvery is how often the rate limit's windows are swept: a
+// window that ended in silence is reported within about a second.
+const limitSweepEvery = 100 * time.Millisecond
+
+// sweepLimit reports the rate limit's windows that are over.
+func (r *reassembler) sweepLimit(now time.Time, emit func(*tracer.Event)) {
+	if r.limit != nil {
+		r.limit.Sweep(now, emit)
+	}
+}
+
+// flushLimit reports every window of the rate limit that left events out
+// (the watch ends).
+func (r *reassembler) flushLimit(now time.Time, emit func(*tracer.Event)) {
+	if r.limit != nil {
+		r.limit.Flush(now, emit)
+	}
+}
