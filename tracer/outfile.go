@@ -36,13 +36,36 @@ func CreateOutput(path string) (*os.File, error) {
 		return nil, err
 	}
 	defer unix.Close(dir)
+	return createAt(dir, name, path, false, true)
+}
+
+// AppendOutput opens path as CreateOutput does, with the same checks, but
+// keeps what an existing file holds and appends to it (O_APPEND): a log
+// that a restarted tracer, or one told to reopen it, continues.
+func AppendOutput(path string) (*os.File, error) {
+	dir, name, err := openParent(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	return createAt(dir, name, path, true, false)
+}
+
+// createAt creates or opens name in directory dir for CreateOutput and
+// AppendOutput: appending opens it O_APPEND, truncating empties an
+// existing file. path names it in errors.
+func createAt(dir int, name, path string, appending, truncating bool) (*os.File, error) {
+	app := 0
+	if appending {
+		app = unix.O_APPEND
+	}
 	// Twice at most: a name created or removed between the look and the
 	// open is looked at again, once.
 	for range 2 {
 		var st unix.Stat_t
 		err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if errors.Is(err, unix.ENOENT) {
-			fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC|app, 0o600)
 			if errors.Is(err, unix.EEXIST) {
 				continue
 			}
@@ -61,7 +84,7 @@ func CreateOutput(path string) (*os.File, error) {
 			return nil, err
 		}
 		// O_NONBLOCK: a FIFO swapped in after the look cannot hang the open.
-		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC|app, 0)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
@@ -85,7 +108,7 @@ func CreateOutput(path string) (*os.File, error) {
 			unix.Close(fd)
 			return nil, err
 		}
-		if got.Mode&unix.S_IFMT == unix.S_IFREG {
+		if got.Mode&unix.S_IFMT == unix.S_IFREG && truncating {
 			err = unix.Ftruncate(fd, 0)
 		}
 		if err == nil {
