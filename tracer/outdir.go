@@ -29,9 +29,10 @@ func OpenOutputDir(path string) (*OutputDir, string, error) {
 
 func (d *OutputDir) join(name string) string { return filepath.Join(d.path, name) }
 
-// Append opens name as AppendOutput opens a path: created 0600 when
-// missing; an existing name must pass CreateOutput's checks, and what it
-// holds is kept.
+// Append opens name for appending (O_APPEND): created 0600 when missing;
+// an existing name must pass CreateOutput's checks, and what it holds is
+// kept (a log that a restarted tracer, or one told to reopen it,
+// continues).
 func (d *OutputDir) Append(name string) (*os.File, error) {
 	return createAt(d.fd, name, d.join(name), true, false)
 }

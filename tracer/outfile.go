@@ -39,21 +39,9 @@ func CreateOutput(path string) (*os.File, error) {
 	return createAt(dir, name, path, false, true)
 }
 
-// AppendOutput opens path as CreateOutput does, with the same checks, but
-// keeps what an existing file holds and appends to it (O_APPEND): a log
-// that a restarted tracer, or one told to reopen it, continues.
-func AppendOutput(path string) (*os.File, error) {
-	dir, name, err := openParent(path)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dir)
-	return createAt(dir, name, path, true, false)
-}
-
 // createAt creates or opens name in directory dir for CreateOutput and
-// AppendOutput: appending opens it O_APPEND, truncating empties an
-// existing file. path names it in errors.
+// OutputDir: appending opens it O_APPEND, truncating empties an existing
+// file. path names it in errors.
 func createAt(dir int, name, path string, appending, truncating bool) (*os.File, error) {
 	app := 0
 	if appending {
