@@ -9,6 +9,7 @@ package auditrules
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,7 +140,19 @@ type Options struct {
 	// syscalls get a rule of their own with -F success=1, so that a
 	// shell's PATH search (one failed execve per directory) costs nothing.
 	ExecFailures bool
+	// UIDs, when set and at most MaxRuleUIDs, adds -F uid=N (the real
+	// uid, as events report it): one copy of each rule per uid, since the
+	// fields of a rule are ANDed. More are left to user space.
+	UIDs []uint32
 }
+
+// MaxRuleUIDs is the most uids Build filters on in the kernel: every rule
+// is repeated per uid, and the kernel walks each rule at every audited
+// syscall's exit.
+const MaxRuleUIDs = 8
+
+// KernelUIDs reports whether Build filters uids in the kernel.
+func (o Options) KernelUIDs() bool { return len(o.UIDs) > 0 && len(o.UIDs) <= MaxRuleUIDs }
 
 // Rule is one audit rule.
 type Rule struct {
@@ -280,6 +293,22 @@ func Build(o Options) (*Set, error) {
 	if o.ExcludePID != 0 {
 		common = append(common, "pid!="+strconv.Itoa(o.ExcludePID))
 	}
+	// add appends r once per uid of a kernel uid filter, else once.
+	add := func(r Rule) {
+		if !o.KernelUIDs() {
+			set.Rules = append(set.Rules, r)
+			return
+		}
+		for _, uid := range o.UIDs {
+			c := r
+			c.Filters = append(slices.Clone(r.Filters), "uid="+strconv.FormatUint(uint64(uid), 10))
+			set.Rules = append(set.Rules, c)
+		}
+	}
+	// Signal 0 (an existence check, no signal sent) is noise unless asked
+	// for: with no signal list, the signal syscalls get rules of their own
+	// that leave it out in the kernel, by the register each one uses.
+	sigNonZero := o.Signals.All() && !o.Signals.KeepsNoise(tracer.FilteredExistence)
 	for _, arch := range arches {
 		table := abi.Table(machine, arch == "b32")
 		have := syscallNames(table)
@@ -295,7 +324,7 @@ func Build(o Options) (*Set, error) {
 					missing = append(missing, name)
 					continue
 				}
-				if t == tracer.TypeSignal && !o.Signals.All() {
+				if t == tracer.TypeSignal && (!o.Signals.All() || sigNonZero) {
 					byReg[SignalArg[name]] = append(byReg[SignalArg[name]], name)
 					continue
 				}
@@ -311,21 +340,26 @@ func Build(o Options) (*Set, error) {
 		}
 		filters := append([]string(nil), common...)
 		if len(execs) > 0 {
-			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: execs, Filters: append([]string{"success=1"}, filters...), Key: o.Key})
+			add(Rule{Arch: arch, Syscalls: execs, Filters: append([]string{"success=1"}, filters...), Key: o.Key})
 		}
 		if len(plain) > 0 {
-			set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: plain, Filters: filters, Key: o.Key})
+			add(Rule{Arch: arch, Syscalls: plain, Filters: filters, Key: o.Key})
 		}
 		regs := make([]int, 0, len(byReg))
 		for r := range byReg {
 			regs = append(regs, r)
 		}
 		sort.Ints(regs)
-		// Filters in one rule are ANDed, so each signal needs a rule of its own.
 		for _, reg := range regs {
+			if sigNonZero {
+				f := append([]string{fmt.Sprintf("a%d!=0", reg)}, common...)
+				add(Rule{Arch: arch, Syscalls: byReg[reg], Filters: f, Key: o.Key})
+				continue
+			}
+			// Filters in one rule are ANDed, so each signal needs a rule of its own.
 			for _, sig := range o.Signals.List() {
 				f := append([]string{fmt.Sprintf("a%d=%d", reg, sig)}, common...)
-				set.Rules = append(set.Rules, Rule{Arch: arch, Syscalls: byReg[reg], Filters: f, Key: o.Key})
+				add(Rule{Arch: arch, Syscalls: byReg[reg], Filters: f, Key: o.Key})
 			}
 		}
 	}

@@ -142,8 +142,9 @@ func TestArchNotesAndMissingSyscalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Per arch: the exec rule (successful execs only) and the rest.
-	if len(set.Rules) != 4 || set.Rules[2].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
+	// Per arch: the exec rule (successful execs only), fork, and the
+	// signal syscalls by the register that holds the signal (signal 0 left out).
+	if len(set.Rules) != 8 || set.Rules[4].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
 		t.Errorf("auto with a 32-bit process: rules %v notes %v", set.Rules, set.Notes)
 	}
 	set, err = Build(Options{Arch: "b64", Types: types("fork"), Machine: "aarch64", ScopeAUID: tracer.UnsetID})
@@ -200,7 +201,76 @@ func TestExecSuccessAndSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := set.Text(); strings.Contains(text, "success") || len(set.Rules) != 1 {
+	if text := set.Text(); strings.Contains(text, "success") || len(set.Rules) != 3 {
 		t.Errorf("with exec failures:\n%s", text)
+	}
+}
+
+// Existence checks (signal 0) are left out in the kernel unless asked
+// for: each signal syscall's rule tests the register that holds its
+// signal. --signal all and --signal 0 keep them.
+func TestExistenceChecksLeftOutInKernel(t *testing.T) {
+	for _, c := range []struct {
+		signals string
+		want    []string // the signal rules' filters
+	}{
+		{"", []string{"a1!=0", "a2!=0"}},
+		{"all", nil},
+		{"0,USR1", []string{"a1=0", "a1=10", "a2=0", "a2=10"}},
+		{"URG", []string{"a1=23", "a2=23"}},
+	} {
+		set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs(c.signals), Machine: "x86_64", ScopeAUID: tracer.UnsetID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range set.Rules {
+			for _, f := range r.Filters {
+				if f[0] == 'a' && f[1] != 'u' {
+					got = append(got, f)
+				}
+			}
+			if strings.Contains(r.Text(), "-S tgkill") != strings.Contains(r.Text(), "-S rt_tgsigqueueinfo") {
+				t.Errorf("--signal %q: tgkill and rt_tgsigqueueinfo apart: %s", c.signals, r.Text())
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("--signal %q: signal filters %v, want %v\n%s", c.signals, got, c.want, set.Text())
+		}
+	}
+}
+
+// --uid is a kernel filter on audit: every rule once per uid (the fields
+// of a rule are ANDed), up to MaxRuleUIDs; more are left to user space.
+func TestUIDsInKernel(t *testing.T) {
+	set, err := Build(Options{Arch: "b64", Types: types("exec,signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, UIDs: []uint32{0, 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `-a always,exit -F arch=b64 -S execve -S execveat -F success=1 -F uid=0 -k tracer
+-a always,exit -F arch=b64 -S execve -S execveat -F success=1 -F uid=1000 -k tracer
+-a always,exit -F arch=b64 -S kill -S tkill -S rt_sigqueueinfo -S pidfd_send_signal -F a1=10 -F uid=0 -k tracer
+-a always,exit -F arch=b64 -S kill -S tkill -S rt_sigqueueinfo -S pidfd_send_signal -F a1=10 -F uid=1000 -k tracer
+-a always,exit -F arch=b64 -S tgkill -S rt_tgsigqueueinfo -F a2=10 -F uid=0 -k tracer
+-a always,exit -F arch=b64 -S tgkill -S rt_tgsigqueueinfo -F a2=10 -F uid=1000 -k tracer
+`
+	if got := set.Text(); !strings.HasSuffix(got, want) {
+		t.Errorf("rules:\n%s\nwant:\n%s", got, want)
+	}
+	for _, r := range set.Rules {
+		if _, err := r.Wire(); err != nil {
+			t.Errorf("%s: %v", r.Text(), err)
+		}
+	}
+	many := make([]uint32, MaxRuleUIDs+1)
+	for i := range many {
+		many[i] = uint32(1000 + i)
+	}
+	o := Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, UIDs: many}
+	if set, err = Build(o); err != nil {
+		t.Fatal(err)
+	}
+	if o.KernelUIDs() || strings.Contains(set.Text(), "uid=") || len(set.Rules) != 1 {
+		t.Errorf("%d uids: want them left to user space:\n%s", len(many), set.Text())
 	}
 }

@@ -51,11 +51,17 @@ func ParseTarget(s string) (pid uint32, comm string, err error) {
 // TargetTypes are the event classes --target keeps.
 var TargetTypes = TypeSet(0).With(TypeSignal).With(TypeExit)
 
+// CgroupUnder reports whether the cgroup path is under (a CleanCgroup
+// path: --cgroup) or is it; every path is under "" and "/".
+func CgroupUnder(path, under string) bool {
+	return under == "" || under == "/" || path == under ||
+		len(path) > len(under) && path[len(under)] == '/' && strings.HasPrefix(path, under)
+}
+
 // match applies --cgroup and --target. A process whose cgroup the backend
 // could not read is not known to be in the cgroup, and is dropped.
 func (w *whoFilter) match(e *Event) bool {
-	if w.cgroup != "" && w.cgroup != "/" && e.Cgroup != w.cgroup &&
-		!(len(e.Cgroup) > len(w.cgroup) && e.Cgroup[len(w.cgroup)] == '/' && strings.HasPrefix(e.Cgroup, w.cgroup)) {
+	if !CgroupUnder(e.Cgroup, w.cgroup) {
 		return false
 	}
 	if w.targetPID == 0 && w.targetComm == "" {

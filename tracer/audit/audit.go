@@ -173,6 +173,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	}
 	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
 	b.r.signals, b.r.execFailures, b.r.self = cfg.Signals, cfg.ExecFailures, uint32(os.Getpid())
+	b.r.scope = noiseScope(cfg)
 	if cfg.RateLimit > 0 {
 		b.r.limit = tracer.NewLimiter(cfg.RateLimit, backendName)
 		if mount, err := tracer.CgroupMount(); err == nil {

@@ -76,6 +76,10 @@ type reassembler struct {
 	// make records every tracer reads.
 	execFailures bool
 	self         uint32
+	// scope, when set, says whether the sender of a noise signal is one
+	// the watch's --comm and --cgroup keep: only those are counted, as
+	// eBPF counts after its comm and cgroup filters in the kernel.
+	scope func(r *reassembler, sc *SyscallRecord) bool
 
 	// limit, when set, is --rate-limit: events over it are counted and
 	// left out at their SYSCALL record, before they are built.
@@ -287,10 +291,34 @@ func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
 	// thread. IsNoise looks at it only for those three.
 	ttgid := uint32(sc.Args[0])
 	why, ok := tracer.IsNoise(r.signals, sig, name, ttgid, sc.PID)
-	if ok {
+	if ok && (r.scope == nil || r.scope(r, sc)) {
 		r.filtered[why]++
 	}
 	return ok
+}
+
+// noiseScope is reassembler.scope for cfg, or nil when the watch has no
+// --comm or --cgroup. It costs a lookup per noise signal only with them;
+// the cgroup is read from /proc once per process, as events' are.
+func noiseScope(cfg tracer.Config) func(r *reassembler, sc *SyscallRecord) bool {
+	cg := tracer.CleanCgroup(cfg.Cgroup)
+	comms := cfg.Comms
+	if len(comms) == 0 && (cg == "" || cg == "/") {
+		return nil
+	}
+	return func(r *reassembler, sc *SyscallRecord) bool {
+		if len(comms) > 0 && !slices.Contains(comms, r.str(sc.commRaw)) {
+			return false
+		}
+		if cg == "" || cg == "/" {
+			return true
+		}
+		me, _ := r.who.lookup(sc.PID, sc.PPID)
+		if !me.hasCg {
+			me = r.who.inheritCgroup(sc.PID, sc.PPID)
+		}
+		return me.hasCg && tracer.CgroupUnder(me.cgroup.Path, cg)
+	}
 }
 
 func (r *reassembler) release(p *pending) {

@@ -254,3 +254,41 @@ func TestSweepEndsWholeEvents(t *testing.T) {
 		t.Errorf("after two sweeps: ended %v, %d open, %d lost; want the signal ended, the exec open", got, len(r.pending), r.lost)
 	}
 }
+
+// Runtime noise is counted among the processes the watch's --comm and
+// --cgroup keep, as eBPF counts it in the kernel: a Go program outside the
+// watched cgroup, or of another comm, adds nothing to the filtered count.
+func TestNoiseCountedInScope(t *testing.T) {
+	sigs, _ := tracer.ParseTypes("signal")
+	cgroups := map[uint32]string{10: "/build/go", 11: "/system.slice/other", 12: "/build"}
+	for _, c := range []struct {
+		cfg  tracer.Config
+		want uint64
+	}{
+		{tracer.Config{}, 4},
+		{tracer.Config{Cgroup: "/build"}, 3},
+		{tracer.Config{Cgroup: "build/go/"}, 1},
+		{tracer.Config{Comms: []string{"compile"}}, 2},
+		{tracer.Config{Comms: []string{"compile"}, Cgroup: "/build"}, 1},
+	} {
+		r := newReassembler(sigs, tracer.UnsetID)
+		r.procComm = func(uint32) (string, bool) { return "", false }
+		r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
+			cg, ok := cgroups[pid]
+			return tracer.ProcIdentity{PPID: 1, Cgroup: cg}, ok
+		}
+		r.scope = noiseScope(c.cfg)
+		emit := func(e *tracer.Event) { t.Errorf("%+v: noise emitted: %+v", c.cfg, e) }
+		// tgkill(pid, tid, SIGURG) to a thread of the sender's own process.
+		for i, s := range []struct {
+			pid  int
+			comm string
+		}{{10, "compile"}, {11, "compile"}, {12, "go"}, {12, "go"}} {
+			r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x syscall=234 success=yes exit=0 a0=%x a1=%x a2=17 a3=0 items=0 ppid=1 pid=%d auid=0 uid=0 comm=%q",
+				i+1, archValue(false), s.pid, s.pid+100, s.pid, s.comm), emit)
+		}
+		if got := r.filtered[tracer.FilteredPreemption]; got != c.want {
+			t.Errorf("%+v: filtered %d, want %d", c.cfg, got, c.want)
+		}
+	}
+}
