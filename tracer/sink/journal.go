@@ -1,0 +1,156 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// JournalSocket is where systemd-journald takes native messages.
+const JournalSocket = "/run/systemd/journal/socket"
+
+// Journal sends each event to systemd-journald as one entry, in the
+// native protocol sd_journal_sendv speaks: MESSAGE (a short sentence),
+// PRIORITY, SYSLOG_FACILITY, SYSLOG_IDENTIFIER=tracer, and the event's
+// fields as TRACER_* (fields.go). An entry too large for a datagram goes
+// in a sealed memfd passed with SCM_RIGHTS, as sd_journal_sendv does.
+// Sends happen on a goroutine of their own, from a bounded queue: what
+// the queue cannot hold, or journald does not take (it is down, it
+// stopped reading), is counted lost (tracer.LossReporter).
+type Journal struct {
+	s  *sender
+	t  *journalTransport
+	fw fieldWalker
+	j  []byte // the event's JSON
+}
+
+// NewJournal sends events to the journal's socket (JournalSocket when
+// empty). It does not dial: a journald that is not running yet, or
+// restarts, is dialled again as events come (what comes meanwhile is
+// counted lost).
+func NewJournal(socket string, opts tracer.OutputOptions) *Journal {
+	if socket == "" {
+		socket = JournalSocket
+	}
+	t := &journalTransport{}
+	t.l.dial = func() (net.Conn, error) {
+		c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: socket, Net: "unixgram"})
+		if err != nil {
+			return nil, err
+		}
+		// As sd_journal_sendv: room for bursts before a send waits.
+		_ = c.SetWriteBuffer(8 << 20)
+		return c, nil
+	}
+	return &Journal{s: newSender(t, opts), t: t}
+}
+
+// Write encodes e and queues it; it never waits for journald.
+func (j *Journal) Write(e *tracer.Event) error {
+	b := j.s.buf()
+	b, err := j.encode(b, e)
+	if err != nil {
+		// The pipeline counts it lost at stage output.
+		return fmt.Errorf("encoding a journal entry: %w", err)
+	}
+	j.s.put(b)
+	return nil
+}
+
+// encode appends e's entry in the native protocol.
+func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
+	j.j = tracer.AppendJSON(j.j[:0], e)
+	b = append(b, "MESSAGE="...)
+	b = appendMessage(b, e)
+	b = append(b, "\nPRIORITY="...)
+	b = strconv.AppendInt(b, int64(severity(e)), 10)
+	b = append(b, "\nSYSLOG_FACILITY="...)
+	b = strconv.AppendInt(b, facilityAuthpriv, 10)
+	b = append(b, "\nSYSLOG_IDENTIFIER="+identifier+"\n"...)
+	return j.fw.appendFields(b, j.j, "TRACER_")
+}
+
+// Flush waits until every event written so far was sent or counted lost.
+func (j *Journal) Flush() error { return j.s.flush() }
+
+// Close flushes and closes the socket.
+func (j *Journal) Close() error { return j.s.close() }
+
+// Loss reports events the queue could not hold and events journald did
+// not take.
+func (j *Journal) Loss() tracer.OutputLoss { return j.s.loss() }
+
+// journalTransport sends entries as datagrams, and an entry a datagram
+// cannot hold in a memfd.
+type journalTransport struct {
+	l link
+	// maxDatagram, when positive, sends larger entries in a memfd at once
+	// (tests use it to take the memfd path).
+	maxDatagram int
+}
+
+func (t *journalTransport) send(msgs [][]byte) (int, error) {
+	sent := 0
+	var lastErr error
+	for _, m := range msgs {
+		c, err := t.l.get()
+		if err != nil {
+			return sent, err
+		}
+		uc := c.(*net.UnixConn)
+		_ = uc.SetWriteDeadline(time.Now().Add(sendTimeout))
+		if t.maxDatagram > 0 && len(m) > t.maxDatagram {
+			err = syscall.EMSGSIZE
+		} else {
+			_, err = uc.Write(m)
+		}
+		if errors.Is(err, syscall.EMSGSIZE) || errors.Is(err, syscall.ENOBUFS) {
+			err = sendMemfd(uc, m)
+			if err != nil {
+				// This entry alone is lost; the socket is fine.
+				lastErr = fmt.Errorf("sending a journal entry of %d bytes in a memfd: %w", len(m), err)
+				continue
+			}
+		}
+		if err != nil {
+			t.l.fail(err)
+			return sent, t.l.lastErr
+		}
+		t.l.ok()
+		sent++
+	}
+	return sent, lastErr
+}
+
+func (t *journalTransport) close() error { return t.l.close() }
+
+// sendMemfd passes m to journald in a sealed memfd, as sd_journal_sendv
+// does for an entry too large for a datagram: journald takes only a
+// memfd sealed against writes and resizes.
+func sendMemfd(c *net.UnixConn, m []byte) error {
+	fd, err := unix.MemfdCreate("tracer-journal", unix.MFD_ALLOW_SEALING|unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("memfd_create: %w", err)
+	}
+	defer unix.Close(fd)
+	for off := 0; off < len(m); {
+		n, err := unix.Write(fd, m[off:])
+		if err != nil {
+			return fmt.Errorf("writing the memfd: %w", err)
+		}
+		off += n
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
+		unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		return fmt.Errorf("sealing the memfd: %w", err)
+	}
+	_, _, err = c.WriteMsgUnix(nil, unix.UnixRights(fd), nil)
+	return err
+}

@@ -1,0 +1,344 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// A transport delivers encoded messages to a daemon (journald, a syslog
+// server). It is used from the sender's goroutine alone.
+type transport interface {
+	// send delivers msgs in order and returns how many it delivered;
+	// the others are lost. err is why one was not (nil: all were).
+	send(msgs [][]byte) (int, error)
+	close() error
+}
+
+const (
+	// queueMessages bounds the messages waiting for the daemon.
+	queueMessages = 8192
+	// batchMax is how many queued messages one send takes.
+	batchMax = 256
+	// stallAfter: a send that has not returned for this long means the
+	// daemon stalled; a full queue then drops at once rather than wait
+	// for room (tracer's file sinks wait as long).
+	stallAfter = 250 * time.Millisecond
+)
+
+// item is a queued message, or a flush request (flushed set): the sender
+// closes flushed once everything queued before it was sent or counted.
+type item struct {
+	b       []byte
+	flushed chan struct{}
+}
+
+// sender is the bounded queue between the goroutine that writes events
+// (the pipeline's: it never waits on the daemon in drop mode) and the
+// goroutine that sends them. Every event is counted once: sent, lost at
+// stage queue (the queue was full), or lost at stage output (the daemon
+// was down or refused it).
+type sender struct {
+	t    transport
+	opts tracer.OutputOptions
+	q    chan item
+	free chan []byte
+	done chan struct{}
+
+	mu     sync.Mutex // orders Write and Close
+	closed bool
+	timer  *time.Timer
+
+	cm        sync.Mutex // orders the sender's counting with abandon
+	abandoned bool
+	failing   bool
+
+	accepted   atomic.Uint64
+	sent       atomic.Uint64
+	lostQueue  atomic.Uint64
+	lostOutput atomic.Uint64
+	sendStart  atomic.Int64 // Unix ns the current send began; 0: none
+	errMu      sync.Mutex
+	err        error
+}
+
+func newSender(t transport, opts tracer.OutputOptions) *sender {
+	s := &sender{
+		t: t, opts: opts,
+		q:    make(chan item, queueMessages),
+		free: make(chan []byte, queueMessages),
+		done: make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+// buf returns a buffer for the next message.
+func (s *sender) buf() []byte {
+	select {
+	case b := <-s.free:
+		return b[:0]
+	default:
+		return make([]byte, 0, 1024)
+	}
+}
+
+// put queues message b (from buf). In drop mode it waits for room only
+// while the daemon takes messages, and at most stallAfter.
+func (s *sender) put(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.lostOutput.Add(1)
+		return
+	}
+	it := item{b: b}
+	// Counted before the sender can see it: abandon's sum never goes below zero.
+	s.accepted.Add(1)
+	select {
+	case s.q <- it:
+		return
+	default:
+	}
+	var timeout <-chan time.Time
+	if s.opts.Backpressure != tracer.BackpressureBlock {
+		if st := s.sendStart.Load(); st != 0 && time.Now().UnixNano()-st > int64(stallAfter) {
+			s.dropped()
+			return
+		}
+		if s.timer == nil {
+			s.timer = time.NewTimer(stallAfter)
+		} else {
+			s.timer.Reset(stallAfter)
+		}
+		defer s.timer.Stop()
+		timeout = s.timer.C
+	}
+	select {
+	case s.q <- it:
+	case <-timeout:
+		s.dropped()
+	case <-s.opts.Abort:
+		s.dropped()
+	}
+}
+
+// dropped counts a message put could not queue.
+func (s *sender) dropped() {
+	s.accepted.Add(^uint64(0))
+	s.lostQueue.Add(1)
+}
+
+func (s *sender) run() {
+	defer close(s.done)
+	batch := make([]item, 0, batchMax)
+	msgs := make([][]byte, 0, batchMax)
+	for it := range s.q {
+		batch = append(batch[:0], it)
+	more:
+		for len(batch) < batchMax && it.flushed == nil {
+			select {
+			case it = <-s.q:
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		msgs = msgs[:0]
+		for _, it := range batch {
+			if it.flushed == nil {
+				msgs = append(msgs, it.b)
+			}
+		}
+		if len(msgs) > 0 {
+			s.sendStart.Store(time.Now().UnixNano())
+			n, err := s.t.send(msgs)
+			s.sendStart.Store(0)
+			s.count(len(msgs), n, err)
+		}
+		for _, it := range batch {
+			if it.flushed != nil {
+				close(it.flushed)
+			} else {
+				select {
+				case s.free <- it.b:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// count books one send: n of m messages delivered, the rest lost.
+func (s *sender) count(m, n int, err error) {
+	s.cm.Lock()
+	defer s.cm.Unlock()
+	if s.abandoned {
+		return // abandon counted them
+	}
+	s.sent.Add(uint64(n))
+	s.lostOutput.Add(uint64(m - n))
+	if err == nil {
+		if s.failing {
+			s.failing = false
+			if s.opts.OnFailing != nil {
+				s.opts.OnFailing(nil)
+			}
+		}
+		return
+	}
+	s.setErr(err)
+	if !s.failing {
+		s.failing = true
+		if s.opts.OnFailing != nil {
+			s.opts.OnFailing(err)
+		}
+	}
+}
+
+// flush waits until every message queued so far was sent or counted
+// lost, or until Abort.
+func (s *sender) flush() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	marker := item{flushed: make(chan struct{})}
+	ok := true
+	select {
+	case s.q <- marker:
+	case <-s.opts.Abort:
+		ok = false
+	}
+	s.mu.Unlock()
+	if ok {
+		select {
+		case <-marker.flushed:
+		case <-s.opts.Abort:
+			ok = false
+		}
+	}
+	if !ok {
+		s.abandon()
+	}
+	return nil
+}
+
+// close flushes, stops the sender and closes the transport. A daemon
+// that is down is no error: what it did not take is counted lost.
+func (s *sender) close() error {
+	_ = s.flush()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.q)
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return s.t.close()
+	case <-s.opts.Abort:
+		s.abandon()
+		return nil
+	}
+}
+
+// abandon stops waiting for a stalled daemon: every message accepted and
+// not yet sent is counted lost now, so the totals add up even if the
+// process exits with a send still blocked.
+func (s *sender) abandon() {
+	s.cm.Lock()
+	defer s.cm.Unlock()
+	if s.abandoned {
+		return
+	}
+	s.abandoned = true
+	s.lostOutput.Add(s.accepted.Load() - s.sent.Load() - s.lostOutput.Load())
+}
+
+func (s *sender) loss() tracer.OutputLoss {
+	return tracer.OutputLoss{Queue: s.lostQueue.Load(), Output: s.lostOutput.Load()}
+}
+
+func (s *sender) setErr(err error) {
+	s.errMu.Lock()
+	s.err = err
+	s.errMu.Unlock()
+}
+
+// lastErr is the last failed send's error (nil: none failed).
+func (s *sender) lastErr() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// link keeps one connection to a daemon: it dials on demand, and after a
+// failure waits before it dials again (100 ms, doubling up to 5 s), so
+// that a daemon that is down costs one failed dial per wait, not one per
+// event; meanwhile sends fail at once.
+type link struct {
+	dial    func() (net.Conn, error)
+	conn    net.Conn
+	retryAt time.Time
+	backoff time.Duration
+	lastErr error
+}
+
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+	// sendTimeout bounds one send to a daemon that stopped reading: the
+	// message is lost, and the link waits before it tries again.
+	sendTimeout = time.Second
+)
+
+// errDown wraps the error that took a link down while it waits to retry.
+var errDown = errors.New("daemon unreachable")
+
+func (l *link) get() (net.Conn, error) {
+	if l.conn != nil {
+		return l.conn, nil
+	}
+	if time.Now().Before(l.retryAt) {
+		return nil, l.lastErr
+	}
+	c, err := l.dial()
+	if err != nil {
+		l.fail(err)
+		return nil, l.lastErr
+	}
+	l.conn = c
+	return c, nil
+}
+
+// fail closes the connection and starts waiting before the next dial.
+func (l *link) fail(err error) {
+	if l.conn != nil {
+		_ = l.conn.Close()
+		l.conn = nil
+	}
+	l.backoff = min(max(2*l.backoff, backoffMin), backoffMax)
+	l.retryAt = time.Now().Add(l.backoff)
+	l.lastErr = fmt.Errorf("%w: %w", errDown, err)
+}
+
+// ok notes a delivered message: the next failure waits the least again.
+func (l *link) ok() { l.backoff = 0 }
+
+func (l *link) close() error {
+	if l.conn == nil {
+		return nil
+	}
+	err := l.conn.Close()
+	l.conn = nil
+	return err
+}
