@@ -111,7 +111,7 @@ type=SYSCALL msg=audit(1.003:4): arch=c000003e syscall=59 success=yes exit=0 ppi
 	if want := (Tally{Exec: 2, Fork: 1}); c.Tally != want || c.FailedForks != 1 {
 		t.Errorf("%v, %d failed; want %v, 1", c.Tally, c.FailedForks, want)
 	}
-	if n := countNote(&Workload{Known: true, Expected: Tally{Exec: 2, Fork: 1}}, c); n != "1 fork calls that made no process (restarted clones) not counted" {
+	if n := countNote(&Workload{Known: true, Expected: Tally{Exec: 2, Fork: 1}}, Tally{Exec: 2, Fork: 1}, c); n != "1 fork calls that made no process (restarted clones) not counted" {
 		t.Errorf("note %q", n)
 	}
 }

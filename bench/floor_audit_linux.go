@@ -330,6 +330,11 @@ type auditFloorMode struct {
 	wait0   uint64
 }
 
+func init() {
+	registerMode(modeSpec{name: "audit-floor", rank: 20, inDefault: true, inQuick: true, audit: true,
+		make: func(env modeEnv) (Mode, error) { return &auditFloorMode{self: env.self}, nil }})
+}
+
 func (m *auditFloorMode) Name() string    { return "audit-floor" }
 func (m *auditFloorMode) WritesLog() bool { return false }
 

@@ -29,6 +29,11 @@ type ebpfFloorMode struct {
 	links []link.Link
 }
 
+func init() {
+	registerMode(modeSpec{name: "ebpf-floor", rank: 40, inDefault: true, inQuick: true,
+		make: func(modeEnv) (Mode, error) { return &ebpfFloorMode{}, nil }})
+}
+
 func (m *ebpfFloorMode) Name() string    { return "ebpf-floor" }
 func (m *ebpfFloorMode) WritesLog() bool { return false }
 

@@ -45,7 +45,24 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 			syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
 			return nil
 		}
-	case "exec-storm":
+	case "signal-rate":
+		var done func() error
+		var err error
+		if one, done, err = signalChild(); err != nil {
+			return err
+		}
+		if err := pace(n, rate, one); err != nil {
+			_ = done()
+			return err
+		}
+		if err := done(); err != nil {
+			return err
+		}
+		if tidsFile == "" {
+			return nil
+		}
+		return writeTids(tidsFile)
+	case "exec-storm", "exec-rate":
 		attr := &syscall.ProcAttr{Files: []uintptr{0, 1, 2}}
 		argv := []string{"true"}
 		one = func() error {
@@ -66,7 +83,7 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 			return nil
 		}
 	default:
-		return fmt.Errorf("unknown loop %q: use signal-storm, syscall-tax or exec-storm", name)
+		return fmt.Errorf("unknown loop %q: use signal-storm, syscall-tax, exec-storm, exec-rate or signal-rate", name)
 	}
 	if err := pace(n, rate, one); err != nil {
 		return err
@@ -75,6 +92,53 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 		return nil
 	}
 	return writeTids(tidsFile)
+}
+
+// signalChild starts the process signal-rate signals: /bin/cat reading a
+// pipe, with SIGUSR1 ignored (an ignored disposition survives exec), so
+// that each kill is discarded at once. one sends it a signal; done closes
+// its input and waits for it to end, with no signal of ours.
+func signalChild() (one, done func() error, err error) {
+	signal.Ignore(syscall.SIGUSR1)
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("making pipe: %w", err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer null.Close()
+	pid, err := syscall.ForkExec("/bin/cat", []string{"cat"}, &syscall.ProcAttr{Files: []uintptr{uintptr(p[0]), null.Fd(), 2}})
+	syscall.Close(p[0])
+	if err != nil {
+		syscall.Close(p[1])
+		return nil, nil, fmt.Errorf("starting /bin/cat: %w", err)
+	}
+	one = func() error {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_KILL, uintptr(pid), uintptr(syscall.SIGUSR1), 0); e != 0 {
+			return fmt.Errorf("kill: %w", e)
+		}
+		return nil
+	}
+	done = func() error {
+		syscall.Close(p[1])
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("waiting for /bin/cat: %w", err)
+			}
+			if !ws.Exited() || ws.ExitStatus() != 0 {
+				return fmt.Errorf("/bin/cat ended with %v", ws)
+			}
+			return nil
+		}
+	}
+	return one, done, nil
 }
 
 // pace calls one n times, at rate calls a second when rate > 0: a burst of

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Mode is one way of watching a workload: none, this tool's backends, the
@@ -104,31 +103,100 @@ func (noneMode) Teardown() error                                 { return nil }
 func (noneMode) Stop(context.Context, *Run) (Observation, error) { return Observation{Seen: -1}, nil }
 
 // ModeNames lists the modes bench knows, in the order it runs them in the
-// first round (later rounds rotate the order).
-var ModeNames = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls",
-	"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "bpftrace"}
+// first round (later rounds rotate the order). Each mode registers itself
+// from its own file (registerMode).
+var ModeNames []string
 
 // DefaultModes is what bench runs without --modes: every way of watching,
-// with auditd in the flush mode the node configured, and the two floors.
-var DefaultModes = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls", "auditd", "bpftrace"}
+// with auditd in the flush mode the node configured, the peers and the two
+// floors.
+var DefaultModes []string
 
-// IsPeer reports whether a mode measures another tool (auditd, bpftrace)
-// rather than this one: its failure is a finding about the node, not a
-// failure of the bench.
-func IsPeer(mode string) bool {
-	return mode == "bpftrace" || mode == "auditd" || strings.HasPrefix(mode, "auditd-")
+// QuickModes is what --quick runs without --modes: DefaultModes but
+// ebpf-syscalls, an alternative probe set whose syscall tracepoints take a
+// second or more to attach and detach on every run.
+var QuickModes []string
+
+// modeSpec is what a mode tells bench of itself when it registers.
+type modeSpec struct {
+	name string
+	// rank orders the lists: this tool's modes, its floors, then the peers.
+	rank int
+	// inDefault and inQuick put it in DefaultModes and QuickModes.
+	inDefault, inQuick bool
+	// peer: it measures another tool (see IsPeer).
+	peer bool
+	// floor names its lower bound (see FloorOf).
+	floor string
+	// audit: it loads audit rules or runs an audit daemon, so bench saves
+	// and restores the kernel's audit settings around it.
+	audit bool
+	// privateAuditd: it runs an audit daemon of its own, which cannot run
+	// while the node's auditd holds the audit PID.
+	privateAuditd bool
+	// execOnly: it watches exec events alone (ebpf-exec, execsnoop).
+	execOnly bool
+	make     func(env modeEnv) (Mode, error)
 }
+
+// modeEnv is what a mode is made with.
+type modeEnv struct {
+	self      string // this program: the watcher and the Go loops
+	hasCgroup bool   // workloads run in a cgroup of their own
+}
+
+var modeSpecs = map[string]modeSpec{}
+
+// registerMode adds a mode; the lists stay in rank order whatever order
+// the files register in.
+func registerMode(s modeSpec) {
+	if _, dup := modeSpecs[s.name]; dup {
+		panic("bench: mode " + s.name + " registered twice")
+	}
+	modeSpecs[s.name] = s
+	insert := func(list []string) []string {
+		i := 0
+		for i < len(list) && modeSpecs[list[i]].rank <= s.rank {
+			i++
+		}
+		return append(list[:i:i], append([]string{s.name}, list[i:]...)...)
+	}
+	ModeNames = insert(ModeNames)
+	if s.inDefault {
+		DefaultModes = insert(DefaultModes)
+	}
+	if s.inQuick {
+		QuickModes = insert(QuickModes)
+	}
+}
+
+func init() {
+	registerMode(modeSpec{name: "none", rank: 0, inDefault: true, inQuick: true,
+		make: func(modeEnv) (Mode, error) { return noneMode{}, nil }})
+}
+
+// IsPeer reports whether a mode measures another tool (auditd, laurel,
+// bpftrace, the libbpf-tools) rather than this one: its failure is a
+// finding about the node, not a failure of the bench.
+func IsPeer(mode string) bool { return modeSpecs[mode].peer }
 
 // FloorOf names the mode that is mode's lower bound, or "": the audit
 // floor (the same rules, a consumer that discards every record) for this
-// tool's audit backend and for auditd, the eBPF floor (empty programs on
-// the same hooks) for the ebpf backend's default probes.
-func FloorOf(mode string) string {
-	switch {
-	case mode == "audit" || mode == "auditd" || strings.HasPrefix(mode, "auditd-"):
-		return "audit-floor"
-	case mode == "ebpf":
-		return "ebpf-floor"
+// tool's audit backend, auditd and laurel, the eBPF floor (empty programs
+// on the same hooks) for the ebpf backend's default probes.
+func FloorOf(mode string) string { return modeSpecs[mode].floor }
+
+// expectedOf is what mode must see of workload w: its execs alone for a
+// mode that watches execs alone, else all its events.
+func expectedOf(mode string, w *Workload) Tally {
+	if modeSpecs[mode].execOnly {
+		return Tally{Exec: w.Expected.Exec}
 	}
-	return ""
+	return w.Expected
 }
+
+// usesAudit reports whether a mode loads audit rules or runs an audit daemon.
+func usesAudit(mode string) bool { return modeSpecs[mode].audit }
+
+// privateAuditd reports whether a mode runs an audit daemon of its own.
+func privateAuditd(mode string) bool { return modeSpecs[mode].privateAuditd }

@@ -39,6 +39,10 @@ type auditdMode struct {
 	name  string
 	flush string // "" as configured, INCREMENTAL, SYNC, DATA
 	self  string
+	// plugin is "" or laurel: the audit dispatcher's one plugin.
+	plugin     string
+	laurel     string   // laurel's path
+	laurelConf []string // the node's laurel config, lines
 
 	auditd, auditctl string
 	external         *nodeAuditd // the node's running auditd, else nil
@@ -50,19 +54,36 @@ type auditdMode struct {
 	conf             []string
 
 	// per run
-	w         *watcher
-	cpu       cpuMeter
-	kauditd   cpuMeter
-	lost0     uint64
-	wait0     uint64
-	logFile   string
-	log       *logFollower
+	w       *watcher
+	cpu     cpuMeter
+	kauditd cpuMeter
+	lost0   uint64
+	wait0   uint64
+	logFile string
+	log     *logFollower
+	// parse reads a line of the log the events are counted from: auditd's,
+	// or laurel's JSON.
+	parse     func([]byte) (audit.SyscallRecord, string, bool)
+	pluginCPU map[int]float64 // CPU of auditd's descendants when the rules went in
 	rulesIn   int
 	flushDesc string
 }
 
+func init() {
+	for i, name := range []string{"auditd", "auditd-incremental", "auditd-sync", "auditd-data"} {
+		registerMode(modeSpec{name: name, rank: 60 + i, inDefault: i == 0, inQuick: i == 0, peer: true,
+			floor: "audit-floor", audit: true, make: func(env modeEnv) (Mode, error) { return NewAuditdMode(name, env.self) }})
+	}
+	registerMode(modeSpec{name: "laurel", rank: 65, inDefault: true, inQuick: true, peer: true,
+		floor: "audit-floor", audit: true, privateAuditd: true,
+		make: func(env modeEnv) (Mode, error) { return NewAuditdMode("laurel", env.self) }})
+}
+
 // NewAuditdMode returns mode auditd (flush as the node configured it),
-// auditd-incremental, auditd-sync or auditd-data.
+// auditd-incremental, auditd-sync, auditd-data, or laurel: auditd as the
+// node configured it with laurel as its one plugin (its plugin directory a
+// private one, laurel's config the node's /etc/laurel/config.toml with its
+// log moved to the run's directory), events counted from laurel's JSON log.
 func NewAuditdMode(name, self string) (Mode, error) {
 	m := &auditdMode{name: name, self: self}
 	switch name {
@@ -73,6 +94,8 @@ func NewAuditdMode(name, self string) (Mode, error) {
 		m.flush = "SYNC"
 	case "auditd-data":
 		m.flush = "DATA"
+	case "laurel":
+		m.plugin = "laurel"
 	default:
 		return nil, fmt.Errorf("not an auditd mode: %q", name)
 	}
@@ -103,6 +126,16 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	if m.auditctl, err = lookSbin("auditctl"); err != nil {
 		return Skipf("auditctl is not installed: apt-get install auditd (Debian, Ubuntu) or dnf install audit (RHEL)")
 	}
+	if m.plugin == "laurel" {
+		if m.laurel, err = lookSbin("laurel"); err != nil {
+			return Skipf("laurel is not installed: apt-get install laurel (Debian 12 and later, Ubuntu) or dnf install laurel (RHEL, from EPEL)")
+		}
+		// The packaged config, as an operator runs laurel; bench moves its
+		// log and leaves the rest.
+		if b, err := os.ReadFile(laurelNodeConf); err == nil {
+			m.laurelConf = strings.Split(string(b), "\n")
+		}
+	}
 	if m.saved, err = m.status(); err != nil {
 		return err
 	}
@@ -116,6 +149,9 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 		}
 		if m.flush != "" {
 			return Skipf("the node's auditd runs (pid %d): bench does not change its flush mode; give --restart-auditd to measure %s with a private auditd", pid, m.name)
+		}
+		if m.plugin != "" {
+			return Skipf("the node's auditd runs (pid %d): bench does not change its plugins; give --restart-auditd to measure %s with a private auditd", pid, m.name)
 		}
 		if m.external, err = findNodeAuditd(); err != nil {
 			return err
@@ -256,12 +292,27 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		if err := os.Mkdir(conf, 0o750); err != nil {
 			return fmt.Errorf("making auditd config directory: %w", err)
 		}
+		// The plugins are bench's, never the node's: installing laurel
+		// activates it in /etc/audit/plugins.d.
+		plugins := filepath.Join(conf, "plugins.d")
+		if err := os.Mkdir(plugins, 0o750); err != nil {
+			return fmt.Errorf("making auditd plugin directory: %w", err)
+		}
 		set := map[string]string{
 			"log_file": m.logFile,
 			// One run's records stay in one file to be counted.
 			"max_log_file_action": "IGNORE",
+			"plugin_dir":          plugins,
 		}
-		order := []string{"log_file", "max_log_file_action"}
+		order := []string{"log_file", "max_log_file_action", "plugin_dir"}
+		m.parse = auditLogSyscall
+		countFrom := m.logFile
+		if m.plugin == "laurel" {
+			if countFrom, err = m.writeLaurelConf(run.Dir, plugins); err != nil {
+				return err
+			}
+			m.parse = laurelSyscall
+		}
 		if m.flush != "" {
 			flush = m.flush
 			set["flush"] = m.flush
@@ -281,7 +332,10 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		if err := m.waitDaemon(ctx, w); err != nil {
 			return err
 		}
-		if m.log, err = followLog(m.logFile, false); err != nil {
+		if err := m.waitFile(ctx, w, countFrom); err != nil {
+			return err
+		}
+		if m.log, err = followLog(countFrom, false); err != nil {
 			return err
 		}
 		for _, set := range m.settings {
@@ -296,6 +350,7 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		return m.addRules(ctx)
 	}
 	m.logFile = m.externalLog
+	m.parse = auditLogSyscall
 	m.flushDesc = "flush=" + flush
 	if strings.HasPrefix(flush, "INCREMENTAL") {
 		m.flushDesc += " freq=" + freq
@@ -332,6 +387,9 @@ func (m *auditdMode) addRules(ctx context.Context) error {
 	}
 	m.cpu = startCPU(pid)
 	m.kauditd = startCPU(findKthread("kauditd"))
+	if m.plugin != "" && m.w != nil {
+		m.pluginCPU = descendantsCPU(pid)
+	}
 	return nil
 }
 
@@ -384,6 +442,16 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	} else {
 		err = m.waitBacklog(ctx)
 	}
+	pluginCPU := -1.0
+	if err == nil && m.pluginCPU != nil && m.w != nil {
+		// The plugin's CPU up to the marker, read while it runs: auditd may
+		// not reap it at exit, and its rusage would then not hold it.
+		pluginCPU = 0
+		for pid, c := range descendantsCPU(m.w.pid()) {
+			pluginCPU += max(c-m.pluginCPU[pid], 0)
+		}
+		obs.Note = joinNote(obs.Note, fmt.Sprintf("%s %.3fs of CPU (in the watcher's)", m.plugin, pluginCPU))
+	}
 	if err == nil {
 		err = m.removeRules(ctx)
 	}
@@ -406,6 +474,9 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		if m.cpu.ok {
 			obs.TracerCPU = max(total-m.cpu.start, 0)
 		}
+		if pluginCPU >= 0 {
+			obs.TracerCPU += pluginCPU
+		}
 		if rerr := m.restore(); err == nil {
 			err = rerr
 		}
@@ -420,7 +491,7 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
-	obs.Note = joinNote(obs.Note, countNote(run.Workload, c))
+	obs.Note = joinNote(obs.Note, countNote(run.Workload, expectedOf(m.name, run.Workload), c))
 	return obs, nil
 }
 
@@ -448,11 +519,12 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 			}
 			lastMove = time.Now()
 			read += int64(len(line))
-			rec, key, ok := auditLogSyscall(line)
+			rec, key, ok := m.parse(line)
 			if !ok {
 				continue
 			}
 			if markerRecord(rec, marker) {
+				fmt.Fprintf(os.Stderr, "DEBUG marker after %d events, %d bytes; last key %q rec %+v\n", len(evs), read, key, rec)
 				return evs, nil
 			}
 			if key == auditrules.Key {
@@ -619,3 +691,82 @@ func backlogWait(before, after uint64) float64 {
 }
 
 func (m *auditdMode) status() (auditStatus, error) { return kernelAuditStatus() }
+
+// laurelNodeConf is where the laurel package keeps its config.
+const laurelNodeConf = "/etc/laurel/config.toml"
+
+// writeLaurelConf writes, in the run's directory, laurel's plugin file
+// into plugins (auditd's private plugin directory) and laurel's config:
+// the node's, with its log in dir/laurel, never rotated within a run
+// (one run's events stay in one file to be counted), and no user to drop
+// to (dir is root's). It returns the path of the log laurel writes.
+func (m *auditdMode) writeLaurelConf(dir, plugins string) (string, error) {
+	logDir := filepath.Join(dir, "laurel")
+	if err := os.Mkdir(logDir, 0o750); err != nil {
+		return "", fmt.Errorf("making laurel's log directory: %w", err)
+	}
+	conf := filepath.Join(dir, "laurel.toml")
+	if err := os.WriteFile(conf, []byte(laurelConfig(m.laurelConf, logDir)), 0o640); err != nil {
+		return "", fmt.Errorf("writing laurel's config: %w", err)
+	}
+	plugin := fmt.Sprintf("active = yes\ndirection = out\ntype = always\nformat = string\npath = %s\nargs = --config %s\n", m.laurel, conf)
+	if err := os.WriteFile(filepath.Join(plugins, "laurel.conf"), []byte(plugin), 0o640); err != nil {
+		return "", fmt.Errorf("writing laurel's plugin file: %w", err)
+	}
+	return filepath.Join(logDir, "audit.log"), nil
+}
+
+// laurelConfig is the node's laurel config (TOML lines) with directory set
+// to logDir, user left out, and its [auditlog] writing audit.log with no
+// rotation; the rest as the node has it.
+func laurelConfig(node []string, logDir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "directory = %q\n", logDir)
+	section := ""
+	auditlog := false
+	for _, l := range node {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			section = strings.Trim(t, "[] ")
+			b.WriteString(l + "\n")
+			if section == "auditlog" {
+				auditlog = true
+				b.WriteString("file = \"audit.log\"\nsize = 1099511627776\ngenerations = 1\n")
+			}
+			continue
+		}
+		k, _, _ := strings.Cut(t, "=")
+		k = strings.TrimSpace(k)
+		if (section == "" && (k == "directory" || k == "user")) ||
+			(section == "auditlog" && (k == "file" || k == "size" || k == "generations")) {
+			continue
+		}
+		b.WriteString(l + "\n")
+	}
+	if !auditlog {
+		b.WriteString("[auditlog]\nfile = \"audit.log\"\nsize = 1099511627776\ngenerations = 1\n")
+	}
+	return b.String()
+}
+
+// waitFile waits until path exists: laurel opens its log once auditd
+// started it.
+func (m *auditdMode) waitFile(ctx context.Context, w *watcher, path string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if w.exited() {
+			return fmt.Errorf("auditd exited at start: %s", w.output())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not write %s within 30s of auditd's start: %s", m.plugin, path, w.output())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

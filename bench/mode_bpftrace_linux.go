@@ -86,6 +86,11 @@ type bpftraceMode struct {
 	cpu cpuMeter
 }
 
+func init() {
+	registerMode(modeSpec{name: "bpftrace", rank: 70, inDefault: true, inQuick: true, peer: true,
+		make: func(env modeEnv) (Mode, error) { return NewBpftraceMode(env.hasCgroup), nil }})
+}
+
 // NewBpftraceMode returns mode bpftrace; hasCgroup says whether workloads
 // run in a cgroup of their own to filter on.
 func NewBpftraceMode(hasCgroup bool) Mode { return &bpftraceMode{hasCgroup: hasCgroup} }

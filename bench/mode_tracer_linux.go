@@ -23,7 +23,10 @@ type tracerMode struct {
 	name    string
 	backend string
 	probes  string // "" or "syscalls"
-	self    string
+	// events is watch's --events: exec alone for ebpf-exec, the match of
+	// execsnoop; exec, fork and signal otherwise.
+	events string
+	self   string
 
 	w       *watcher
 	label   string
@@ -33,15 +36,29 @@ type tracerMode struct {
 	wait0 uint64
 }
 
-// NewTracerMode returns mode audit, ebpf or ebpf-syscalls, running self
+func init() {
+	for _, s := range []modeSpec{
+		{name: "audit", rank: 10, inDefault: true, inQuick: true, floor: "audit-floor", audit: true},
+		{name: "ebpf", rank: 30, inDefault: true, inQuick: true, floor: "ebpf-floor"},
+		{name: "ebpf-syscalls", rank: 50, inDefault: true},
+		{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true},
+	} {
+		s.make = func(env modeEnv) (Mode, error) { return NewTracerMode(s.name, env.self) }
+		registerMode(s)
+	}
+}
+
+// NewTracerMode returns mode audit, ebpf, ebpf-syscalls or ebpf-exec, running self
 // (this program) as the watcher.
 func NewTracerMode(name, self string) (Mode, error) {
-	m := &tracerMode{name: name, self: self}
+	m := &tracerMode{name: name, self: self, events: "exec,fork,signal"}
 	switch name {
 	case "audit", "ebpf":
 		m.backend = name
 	case "ebpf-syscalls":
 		m.backend, m.probes = "ebpf", "syscalls"
+	case "ebpf-exec":
+		m.backend, m.events = "ebpf", "exec"
 	default:
 		return nil, fmt.Errorf("not a tracer mode: %q", name)
 	}
@@ -65,7 +82,7 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	// auditd and the floors do (the default, drop, can only cost less:
 	// it drops where block waits); --stats-file gives the figures as JSON.
 	args := []string{"watch", "--backend", m.backend, "--format", "json",
-		"--output", m.logPath(run), "--events", "exec,fork,signal",
+		"--output", m.logPath(run), "--events", m.events,
 		"--backpressure", "block", "--stats-file", m.statsPath(run)}
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
@@ -150,7 +167,7 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
 	obs.Seen = c.Total()
-	obs.Note = joinNote(obs.Note, countNote(run.Workload, c))
+	obs.Note = joinNote(obs.Note, countNote(run.Workload, expectedOf(m.name, run.Workload), c))
 	return obs, nil
 }
 
@@ -165,10 +182,10 @@ func (m *tracerMode) Teardown() error {
 
 // countNote says which classes differ from what the workload must make,
 // and what was set apart.
-func countNote(w *Workload, c treeCount) string {
+func countNote(w *Workload, want Tally, c treeCount) string {
 	note := ""
-	if w.Known && c.Tally != w.Expected {
-		note = fmt.Sprintf("saw %s, expected %s", c.Tally, w.Expected)
+	if w.Known && c.Tally != want {
+		note = fmt.Sprintf("saw %s, expected %s", c.Tally, want)
 	}
 	if c.FailedForks > 0 {
 		note = joinNote(note, fmt.Sprintf("%d fork calls that made no process (restarted clones) not counted", c.FailedForks))

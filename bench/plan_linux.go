@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,10 @@ type Options struct {
 	HigherIsBetter bool
 	// Count fixes the built-in workloads' counts (0: sized by Target).
 	Count int64
+	// Rates are the events a second the rate workloads (exec-rate,
+	// signal-rate) are paced at, each a workload of its own (none:
+	// DefaultRates). Without Count, each runs for Target.
+	Rates []float64
 	// Target is how long each built-in workload's untraced run lasts at
 	// least (0: DefaultTarget, or QuickTarget with Quick).
 	Target time.Duration
@@ -71,11 +76,6 @@ const (
 	DefaultTarget    = time.Second
 	QuickTarget      = 300 * time.Millisecond
 )
-
-// QuickModes is what --quick runs without --modes: DefaultModes but
-// ebpf-syscalls, an alternative probe set whose syscall tracepoints take a
-// second or more to attach and detach on every run.
-var QuickModes = []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "auditd", "bpftrace"}
 
 // Bench is a prepared bench run: storages mounted, workload cgroup made,
 // workloads sized, modes chosen. Close undoes all of it.
@@ -140,9 +140,22 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		names = Builtins()
 	}
 	for _, n := range names {
-		if !slices.Contains(Builtins(), n) && !isApp(n) && n != "apps" {
-			return nil, tracer.Usagef("unknown workload %q: use %s, the application workloads %s (or apps: all installed ones), or give a command after --",
-				n, strings.Join(Builtins(), ", "), strings.Join(Apps(), ", "))
+		if !slices.Contains(Builtins(), n) && !isApp(n) && n != "apps" && !IsRate(n) {
+			return nil, tracer.Usagef("unknown workload %q: use %s, the rate workloads %s (with --rate), the application workloads %s (or apps: all installed ones), or give a command after --",
+				n, strings.Join(Builtins(), ", "), strings.Join(RateWorkloads, ", "), strings.Join(Apps(), ", "))
+		}
+	}
+	rates := o.Rates
+	switch {
+	case len(rates) > 0 && !slices.ContainsFunc(names, IsRate):
+		return nil, tracer.Usagef("--rate paces %s: add one of them to --workload, e.g. --workload exec-rate --rate %s",
+			strings.Join(RateWorkloads, " or "), strconv.FormatFloat(rates[0], 'f', -1, 64))
+	case len(rates) == 0:
+		rates = DefaultRates
+	}
+	for _, r := range rates {
+		if !(r >= 1 && r <= 1e6) {
+			return nil, tracer.Usagef("--rate %v is out of range: give events a second from 1 to 1000000, e.g. 300", r)
 		}
 	}
 	if names, err = expandWorkloads(names); err != nil {
@@ -186,7 +199,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	if o.RestartAuditd && !root {
 		return nil, tracer.Usagef("--restart-auditd needs root: run it with sudo")
 	}
-	touchesAudit := slices.ContainsFunc(modes, func(m string) bool { return strings.HasPrefix(m, "audit") })
+	touchesAudit := slices.ContainsFunc(modes, usesAudit)
 	var nodeAud *nodeAuditd
 	if root && (touchesAudit || o.RestartAuditd) {
 		if nodeAud, err = findNodeAuditd(); err != nil {
@@ -265,6 +278,20 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	}
 	for _, n := range names {
 		var w *Workload
+		if IsRate(n) {
+			// Paced, not calibrated: the count is the rate times the target.
+			for _, r := range rates {
+				count := o.Count
+				if count == 0 {
+					count = max(1, int64(math.Round(r*target.Seconds())))
+				}
+				if w, err = NewRate(n, r, count, o.Self); err != nil {
+					return nil, err
+				}
+				b.Workloads = append(b.Workloads, w)
+			}
+			continue
+		}
 		if isApp(n) {
 			if o.Count > 0 {
 				w, err = NewApp(n, o.Count)
@@ -378,21 +405,11 @@ func parseModes(in []string) ([]string, error) {
 }
 
 func newMode(name, self string, hasCgroup bool) (Mode, error) {
-	switch name {
-	case "none":
-		return noneMode{}, nil
-	case "audit", "ebpf", "ebpf-syscalls":
-		return NewTracerMode(name, self)
-	case "audit-floor":
-		return &auditFloorMode{self: self}, nil
-	case "ebpf-floor":
-		return &ebpfFloorMode{}, nil
-	case "auditd", "auditd-incremental", "auditd-sync", "auditd-data":
-		return NewAuditdMode(name, self)
-	case "bpftrace":
-		return NewBpftraceMode(hasCgroup), nil
+	spec, ok := modeSpecs[name]
+	if !ok {
+		return nil, tracer.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
 	}
-	return nil, tracer.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
+	return spec.make(modeEnv{self: self, hasCgroup: hasCgroup})
 }
 
 // Run runs the bench (see Runner.Run).

@@ -101,3 +101,38 @@ func jiffiesToSeconds(j float64) float64 {
 	}
 	return j / float64(hz)
 }
+
+// descendantsCPU is the CPU time so far of each process below root (its
+// children, theirs, ...), by pid: the audit dispatcher's plugins.
+func descendantsCPU(root int) map[int]float64 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	cpu := map[int]float64{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if st, ok := tracer.ParseProcStat(b); ok {
+			parent[pid] = int(st.PPID)
+			cpu[pid] = float64(st.UTime+st.STime) / tracer.ClockTicks
+		}
+	}
+	out := map[int]float64{}
+	for pid := range parent {
+		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
+			if p == root {
+				out[pid] = cpu[pid]
+				break
+			}
+		}
+	}
+	return out
+}

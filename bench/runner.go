@@ -233,9 +233,10 @@ loop:
 	for _, w := range r.Workloads {
 		for _, st := range states {
 			res := result.Row{Workload: w.Name, Mode: st.v.Mode.Name(), Storage: st.v.StorageLabel(),
-				Count: w.Count, EventsExpected: -1, EventsSeen: -1}
+				Count: w.Count, EventsExpected: -1, EventsSeen: -1, RatePerS: w.Rate}
+			want := expectedOf(st.v.Mode.Name(), w)
 			if w.Known {
-				res.EventsExpected = w.Expected.Total()
+				res.EventsExpected = want.Total()
 			}
 			samples := st.samples[w]
 			if len(samples) == 0 {
@@ -283,6 +284,11 @@ loop:
 				}
 				res.Note = joinNote(fmt.Sprintf("processes slept %s (median) on a full audit backlog", what), res.Note)
 			}
+			events := int64(0)
+			if w.Known {
+				events = want.Total()
+			}
+			SummarizeCost(&res, w, samples, events, st != base)
 			if st.err != nil {
 				res.Note = joinNote(res.Note, "failed: "+st.err.Error())
 			}
@@ -411,7 +417,9 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	if err := v.Mode.Start(ctx, run); err != nil {
 		return Sample{}, fmt.Errorf("starting %s: %w", v.Mode.Name(), err)
 	}
+	busy0 := nodeBusyCPU()
 	s, werr := runWorkload(ctx, w, run, tids, r.Cgroup)
+	s.NodeBusy = max(nodeBusyCPU()-busy0, 0)
 	if werr == nil {
 		run.Threads, werr = readTids(tids)
 	}
@@ -430,4 +438,15 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	s.TracerCPU, s.KauditdCPU, s.BacklogWait = obs.TracerCPU, obs.KauditdCPU, obs.BacklogWait
 	s.Note, s.Label = obs.Note, obs.Label
 	return s, nil
+}
+
+// nodeBusyCPU is the node's busy CPU time so far, all CPUs, in seconds:
+// the first line of /proc/stat but idle and iowait (0 when unreadable).
+func nodeBusyCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseBusy(line)
 }

@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/tracer-dev/tracer/bench/result"
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // Sample is what one run of a workload under one mode measured.
@@ -32,6 +36,8 @@ type Sample struct {
 	// operations it says it did; 0 without one.
 	Metric float64
 	Ops    int64
+	// NodeBusy is the node's busy CPU time (all CPUs) while the workload ran.
+	NodeBusy float64
 }
 
 // CPUPct is (user+sys)/elapsed in percent, as /usr/bin/time prints it.
@@ -219,4 +225,72 @@ func SummarizeFloor(r *result.Row, floor string, samples, floorSamples []Sample)
 	r.Floor = floor
 	r.RatioFloor = Median(ratios)
 	r.RatioFloorCI95, _ = interval(ratios)
+}
+
+// rateHeldShare is the share of its --rate a rate workload must reach for
+// the rate to count as held: below it, the machine could not keep up and
+// the round measured something else.
+const rateHeldShare = 0.9
+
+// SummarizeCost adds to r the rate a rate workload reached and whether it
+// held it, the node's busy CPU, and (for a watching mode, events > 0) the
+// watcher's CPU per event: its processes' and kauditd's CPU over the events
+// the workload made of the classes the mode watches. Rounds that did not
+// hold the rate are left out of the per-event figure and named in the note.
+func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, watching bool) {
+	var busy, per []float64
+	var achieved []float64
+	held := true
+	var short []string
+	for _, s := range samples {
+		busy = append(busy, s.NodeBusy)
+		if w.Rate > 0 && s.Elapsed > 0 {
+			a := float64(w.Count) / s.Elapsed
+			achieved = append(achieved, a)
+			if a < rateHeldShare*w.Rate {
+				held = false
+				short = append(short, fmt.Sprintf("round %d reached %.0f/s", s.Round, a))
+				continue
+			}
+		}
+		if watching && events > 0 {
+			per = append(per, (s.TracerCPU+s.KauditdCPU)/float64(events)*1e6)
+		}
+	}
+	r.NodeBusyCPUS = Median(busy)
+	if w.Rate > 0 {
+		r.RatePerS = w.Rate
+		r.RateAchievedPerS = math.Round(Median(achieved))
+		r.RateHeld = &held
+		if !held {
+			r.Note = joinNote(r.Note, fmt.Sprintf("rate %.0f/s not held (%s): left out of the CPU per event", w.Rate, strings.Join(short, ", ")))
+		}
+	}
+	if len(per) == 0 {
+		return
+	}
+	m := math.Round(Median(per)*100) / 100
+	r.WatcherCPUPerEventUS = &m
+	if lo, hi, ok := RatioCI95(per); ok {
+		r.WatcherCPUPerEventCI95 = []float64{math.Round(lo*100) / 100, math.Round(hi*100) / 100}
+	}
+}
+
+// parseBusy reads the "cpu" line of /proc/stat: user, nice, system, idle,
+// iowait, irq, softirq, steal (guest time is inside user), in clock
+// ticks; it returns all but idle and iowait, in seconds.
+func parseBusy(line string) float64 {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy float64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		busy += n
+	}
+	return busy / tracer.ClockTicks
 }

@@ -49,6 +49,9 @@ type Workload struct {
 	// set, its working directory.
 	Credential *syscall.Credential
 	Dir        string
+	// Rate, for exec-rate and signal-rate, is the events a second the
+	// workload is paced at (spawns, signals); 0 for the others.
+	Rate float64
 	// server, when set, starts what the workload's client talks to; the
 	// runner starts it before the workload's first round and stops it
 	// after the last (see startServer).
@@ -184,6 +187,50 @@ func NewPaced(name string, events int64, rate float64, self string) (*Workload, 
 	return &Workload{
 		Name: name, Desc: fmt.Sprintf("%s, paced at %s %s a second; %d %s", b.desc, r, b.countNoun, n, b.countNoun),
 		Count: n, Expected: b.expected(n), Known: true, GoRuntime: true, Env: goLoopEnv,
+		argv: func(tids string) []string {
+			return []string{self, "bench", "workload", name, "--count", count, "--rate", r, "--tids", tids}
+		},
+	}, nil
+}
+
+// RateWorkloads are the workloads paced at a steady rate (--rate), the way
+// laurel's authors measure a watcher: a loop that makes one event at fixed
+// intervals, so that every mode is asked for the same events per second
+// and what it costs per event can be compared.
+var RateWorkloads = []string{"exec-rate", "signal-rate"}
+
+// DefaultRates are the rates (events a second) the rate workloads run at
+// without --rate.
+var DefaultRates = []float64{100, 300, 1000}
+
+// IsRate reports whether name is a rate workload.
+func IsRate(name string) bool { return name == "exec-rate" || name == "signal-rate" }
+
+// NewRate returns rate workload name paced at rate events a second for n
+// events: exec-rate spawns /bin/true (fork, exec, wait) n times,
+// signal-rate sends SIGUSR1 n times to a child it started (/bin/cat, the
+// signal ignored, which ends when its input closes). Both are a Go loop of
+// self.
+func NewRate(name string, rate float64, n int64, self string) (*Workload, error) {
+	var exp Tally
+	var desc, noun string
+	switch name {
+	case "exec-rate":
+		exp, desc, noun = Tally{Exec: 1 + n, Fork: n}, "/bin/true spawned at a steady rate (1 fork, 1 exec each)", "spawns"
+	case "signal-rate":
+		// The loop's exec, then the child's fork and exec, then the kills.
+		exp, desc, noun = Tally{Exec: 2, Fork: 1, Signal: n}, "SIGUSR1 sent at a steady rate to a child process that ignores it", "signals"
+	default:
+		return nil, fmt.Errorf("unknown rate workload %q: use %s", name, strings.Join(RateWorkloads, " or "))
+	}
+	if rate <= 0 || n <= 0 {
+		return nil, fmt.Errorf("workload %s needs a positive rate and count, not %v and %d", name, rate, n)
+	}
+	count := strconv.FormatInt(n, 10)
+	r := strconv.FormatFloat(rate, 'f', -1, 64)
+	return &Workload{
+		Name: name, Desc: fmt.Sprintf("%s; %d %s at %s a second", desc, n, noun, r),
+		Count: n, Expected: exp, Known: true, GoRuntime: true, Env: goLoopEnv, Rate: rate,
 		argv: func(tids string) []string {
 			return []string{self, "bench", "workload", name, "--count", count, "--rate", r, "--tids", tids}
 		},

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,6 +125,39 @@ type Row struct {
 	// events seen to them, where the mode counts events.
 	Ops         int64    `json:"ops,omitempty"`
 	EventsPerOp *float64 `json:"events_per_op,omitempty"`
+
+	// Rate workloads (exec-rate, signal-rate) and the watcher's cost per
+	// event; every field is optional.
+
+	// RatePerS is the events a second a rate workload was paced at;
+	// RateAchievedPerS the median rate it reached (its events over its
+	// elapsed time). RateHeld is false when a round fell short of the
+	// rate (by more than a tenth): the machine could not hold it, and
+	// that round's figures are left out of WatcherCPUPerEventUS.
+	RatePerS         float64 `json:"rate_per_s,omitempty"`
+	RateAchievedPerS float64 `json:"rate_achieved_per_s,omitempty"`
+	RateHeld         *bool   `json:"rate_held,omitempty"`
+	// WatcherCPUPerEventUS is the watcher's CPU per event, in
+	// microseconds: the CPU of the watching processes plus kauditd's, over
+	// the events the workload made of the classes the mode watches; the
+	// median over rounds (rounds that held the rate), with its 95%
+	// interval. Nil for none, and where the workload's events are not known.
+	WatcherCPUPerEventUS   *float64  `json:"watcher_cpu_per_event_us,omitempty"`
+	WatcherCPUPerEventCI95 []float64 `json:"watcher_cpu_per_event_ci95,omitempty"`
+	// NodeBusyCPUS is the node's busy CPU (all CPUs, every process and the
+	// kernel) while the workload ran, median over rounds: what the watcher's
+	// figure is beside.
+	NodeBusyCPUS float64 `json:"node_busy_cpu_s,omitempty"`
+}
+
+// WorkloadLabel is the row's workload as tables show it: with its rate
+// for a rate workload ("exec-rate 300/s"), so that rows of one workload at
+// several rates stay apart.
+func (r Row) WorkloadLabel() string {
+	if r.RatePerS > 0 {
+		return r.Workload + " " + strconv.FormatFloat(r.RatePerS, 'f', -1, 64) + "/s"
+	}
+	return r.Workload
 }
 
 // SweepStep is one run of a --sweep: a workload paced at TargetPerS under

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ type benchOptions struct {
 	storage       string
 	logDir        string
 	count         int64
+	rate          string
 	target        time.Duration
 	sweep         bool
 	restartAuditd bool
@@ -57,6 +59,8 @@ func newBenchCmd() *cobra.Command {
 			"again after, as it was. The exit status is 0 when this tool's own modes worked; a\n" +
 			"peer mode (auditd, bpftrace) that failed is listed with its cause.\n\n" +
 			"Workloads: " + strings.Join(bench.Builtins(), ", ") + ", or a command after --.\n" +
+			"Rate workloads, run when named, pace their events at --rate a second (laurel's method)\n" +
+			"and add the watcher's CPU per event: " + strings.Join(bench.RateWorkloads, ", ") + ".\n" +
 			"Application workloads, run when named (apps: all installed ones), compare their own\n" +
 			"throughput per mode: " + strings.Join(bench.Apps(), ", ") + ".\n" +
 			"A command's own figure is compared the same way with --metric REGEX.\n" +
@@ -65,6 +69,7 @@ func newBenchCmd() *cobra.Command {
   tracer bench -o bench.json --sweep
   tracer bench --workload signal-storm --modes none,audit,audit-floor,ebpf,ebpf-floor --rounds 9
   tracer bench --workload cis-shell --modes auditd,auditd-sync,audit --storage ssd,hdd --restart-auditd
+  tracer bench --workload exec-rate --rate 300 --target 10s --modes ebpf-exec,execsnoop,ebpf,libbpf-tools,audit,auditd,laurel
   tracer bench --modes none,ebpf -- make -j2
   tracer bench --cgroup /kubepods.slice --modes none,audit,ebpf -- ./load.sh
   tracer bench --workload redis,nginx,stress-fork --modes none,audit,ebpf
@@ -94,6 +99,7 @@ func newBenchCmd() *cobra.Command {
 	fl.BoolVar(&o.quick, "quick", false, fmt.Sprintf("a short run: %d to %d rounds, workloads sized to %s untraced", bench.QuickMinRounds, bench.QuickRounds, bench.QuickTarget))
 	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
 	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")
+	fl.StringVar(&o.rate, "rate", "", "events a second the rate workloads ("+strings.Join(bench.RateWorkloads, ", ")+") are paced at, comma-separated for several (default "+joinRates(bench.DefaultRates)+"); each runs for --target")
 	fl.Int64Var(&o.count, "count", 0, "fix the workloads' count (iterations, kills, calls, spawns) instead of sizing them by --target")
 	fl.DurationVar(&o.target, "target", 0, fmt.Sprintf("size each built-in workload so that its untraced run lasts at least this long (default %s, --quick %s)", bench.DefaultTarget, bench.QuickTarget))
 	fl.BoolVar(&o.sweep, "sweep", false, "also raise the event rate of signal-storm and exec-storm step by step: each mode's highest rate with nothing lost")
@@ -101,6 +107,27 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&o.cgroup, "cgroup", "", "run the workloads in a cgroup made below this cgroup v2 (a pod, a service) and have the tracer modes watch only it and what is below it")
 	cmd.AddCommand(newWorkloadCmd())
 	return cmd
+}
+
+func joinRates(rs []float64) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, strconv.FormatFloat(r, 'f', -1, 64))
+	}
+	return strings.Join(s, ",")
+}
+
+// parseRates reads --rate: events a second, comma-separated.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		r, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, tracer.Usagef("--rate %q is not a number of events a second: give e.g. --rate 300 or --rate 100,300,1000", f)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {
@@ -125,6 +152,10 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			return err
 		}
 	}
+	rates, err := parseRates(o.rate)
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this program: %w", err)
@@ -139,7 +170,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	prog := newBenchProgress()
 	b, err := bench.Prepare(ctx, bench.Options{
 		Workloads: splitList(o.workloads), Command: command, Metric: o.metric, HigherIsBetter: o.higherBetter,
-		Count: o.count, Target: o.target,
+		Count: o.count, Target: o.target, Rates: rates,
 		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
 		Storage: splitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
 		Cgroup: o.cgroup,

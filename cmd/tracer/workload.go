@@ -10,15 +10,15 @@ import (
 )
 
 // newWorkloadCmd is the hidden `tracer bench workload` command that runs the
-// Go loops of bench's built-in workloads (signal-storm, syscall-tax, and
-// the sweep's paced exec-storm) as a process of their own. It hangs under
+// Go loops of bench's built-in workloads (signal-storm, syscall-tax, the
+// sweep's paced exec-storm, and the rate workloads exec-rate and signal-rate) as a process of their own. It hangs under
 // bench, which owns it.
 func newWorkloadCmd() *cobra.Command {
 	var count int64
 	var rate float64
 	var tids string
 	cmd := &cobra.Command{
-		Use:          "workload signal-storm|syscall-tax|exec-storm --count N [--rate R]",
+		Use:          "workload signal-storm|syscall-tax|exec-storm|exec-rate|signal-rate --count N [--rate R]",
 		Short:        "Run a built-in bench workload loop (used by tracer bench)",
 		Hidden:       true,
 		Args:         cobra.ExactArgs(1),

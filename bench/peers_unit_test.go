@@ -1,0 +1,95 @@
+//go:build linux
+
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tracer-dev/tracer/bench/result"
+)
+
+func TestModeRegistry(t *testing.T) {
+	want := []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls", "ebpf-exec",
+		"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "laurel", "bpftrace", "libbpf-tools", "execsnoop"}
+	if !slices.Equal(ModeNames, want) {
+		t.Errorf("ModeNames = %v, want %v", ModeNames, want)
+	}
+	if slices.Contains(QuickModes, "ebpf-syscalls") || !slices.Contains(DefaultModes, "ebpf-syscalls") {
+		t.Errorf("--quick leaves out ebpf-syscalls alone: default %v, quick %v", DefaultModes, QuickModes)
+	}
+	for _, m := range []string{"laurel", "libbpf-tools", "execsnoop", "auditd", "bpftrace"} {
+		if !IsPeer(m) || !slices.Contains(QuickModes, m) {
+			t.Errorf("%s: peer %v, in QuickModes %v", m, IsPeer(m), slices.Contains(QuickModes, m))
+		}
+	}
+	if FloorOf("laurel") != "audit-floor" || FloorOf("ebpf-exec") != "" || !usesAudit("laurel") || usesAudit("libbpf-tools") {
+		t.Error("laurel's floor is audit's, ebpf-exec has none, laurel uses audit, libbpf-tools not")
+	}
+	w := &Workload{Expected: Tally{Exec: 5, Fork: 4, Signal: 1}}
+	if expectedOf("execsnoop", w) != (Tally{Exec: 5}) || expectedOf("ebpf-exec", w) != (Tally{Exec: 5}) || expectedOf("libbpf-tools", w) != w.Expected {
+		t.Error("exec-only modes expect the execs alone")
+	}
+}
+
+func TestLaurelConfig(t *testing.T) {
+	node := strings.Split(`# Write log files relative to this directory
+directory = "/var/log/laurel"
+user = "_laurel"
+statusreport-period = 0
+
+[auditlog]
+file = "audit.log"
+size = 5000000
+generations = 10
+
+[transform]
+execve-argv = [ "array" ]
+`, "\n")
+	got := laurelConfig(node, "/run/x/laurel")
+	for _, want := range []string{"directory = \"/run/x/laurel\"\n", "[auditlog]\nfile = \"audit.log\"\nsize = 1099511627776\ngenerations = 1\n",
+		"statusreport-period = 0\n", "[transform]\nexecve-argv = [ \"array\" ]\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"_laurel", "/var/log/laurel\"", "5000000", "generations = 10"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("config keeps %q:\n%s", gone, got)
+		}
+	}
+	if got := laurelConfig(nil, "/d"); !strings.Contains(got, "directory = \"/d\"\n[auditlog]\nfile = \"audit.log\"") {
+		t.Errorf("no node config: %s", got)
+	}
+}
+
+func TestSummarizeCost(t *testing.T) {
+	w := &Workload{Count: 300, Rate: 300}
+	// Round 2 reached 200/s: the rate was not held there.
+	samples := []Sample{
+		{Round: 1, Elapsed: 1.0, TracerCPU: 0.03, KauditdCPU: 0.003, NodeBusy: 0.5},
+		{Round: 2, Elapsed: 1.5, TracerCPU: 0.9, NodeBusy: 0.9},
+		{Round: 3, Elapsed: 1.02, TracerCPU: 0.033, KauditdCPU: 0.0, NodeBusy: 0.6},
+	}
+	var r result.Row
+	SummarizeCost(&r, w, samples, 601, true)
+	if r.RateHeld == nil || *r.RateHeld || r.RatePerS != 300 || r.RateAchievedPerS != 294 {
+		t.Errorf("rate: held %v, asked %v, reached %v; want not held, 300, 294", r.RateHeld, r.RatePerS, r.RateAchievedPerS)
+	}
+	// Rounds 1 and 3: 0.033 s over 601 events, 54.91 us each.
+	if r.WatcherCPUPerEventUS == nil || *r.WatcherCPUPerEventUS != 54.91 || len(r.WatcherCPUPerEventCI95) != 2 {
+		t.Errorf("per event %v %v, want 54.91 us from rounds 1 and 3", r.WatcherCPUPerEventUS, r.WatcherCPUPerEventCI95)
+	}
+	if r.NodeBusyCPUS != 0.6 || !strings.Contains(r.Note, "round 2 reached 200/s") {
+		t.Errorf("node busy %v, note %q", r.NodeBusyCPUS, r.Note)
+	}
+	var base result.Row
+	SummarizeCost(&base, w, samples[:1], 601, false)
+	if base.WatcherCPUPerEventUS != nil || base.RateHeld == nil || !*base.RateHeld {
+		t.Errorf("none: per event %v, held %v", base.WatcherCPUPerEventUS, base.RateHeld)
+	}
+	if got := parseBusy("cpu  100 5 50 1000 20 3 2 1 0 0"); got != 1.61 {
+		t.Errorf("parseBusy = %v, want 1.61", got)
+	}
+}
