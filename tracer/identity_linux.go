@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -23,8 +24,10 @@ func readBootID() []byte {
 // process is reaped (a zombie still answers).
 func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
 	var id ProcIdentity
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
 	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
-	stat, err := os.ReadFile(dir + "/stat")
+	stat, err := readProcFile(dir+"/stat", bp)
 	if err != nil {
 		return id, fmt.Errorf("reading process %d: %w", pid, err)
 	}
@@ -38,7 +41,7 @@ func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
 	if st.State == 'Z' {
 		return id, nil
 	}
-	if cg, err := os.ReadFile(dir + "/cgroup"); err == nil {
+	if cg, err := readProcFile(dir+"/cgroup", bp); err == nil {
 		id.Cgroup, _ = ParseProcCgroup(cg)
 	}
 	return id, nil
@@ -46,12 +49,49 @@ func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
 
 // ReadStartTicks reads only pid's start time (for a parent's ExecID).
 func ReadStartTicks(pid uint32) (uint64, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	stat, err := readProcFile("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/stat", bp)
 	if err != nil {
 		return 0, false
 	}
 	_, start, ok := ParseStat(stat)
 	return start, ok
+}
+
+// procBufs are the buffers of the /proc reads on the event path.
+var procBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// readProcFile reads a small /proc file into *bp (grown as needed) with
+// plain syscalls. os.ReadFile stats the file, registers it with the
+// netpoller and allocates a File: the audit backend reads two files per
+// fork and per exec, and those steps were half its CPU at a few hundred
+// execs a second. The bytes are valid until *bp is used again.
+func readProcFile(path string, bp *[]byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	b := (*bp)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			*bp = b
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			*bp = b
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
 }
 
 // CgroupMount finds where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup

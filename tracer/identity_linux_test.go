@@ -3,9 +3,11 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,5 +34,30 @@ func TestReadProcIdentityZombie(t *testing.T) {
 	}
 	if id.Cgroup != "" || id.ExecID.PID != pid {
 		t.Errorf("zombie %d: %+v, want its exec id and no cgroup", pid, id)
+	}
+}
+
+// readProcFile reads a /proc file whole however long it is, as os.ReadFile
+// does: /proc/self/status is longer than the pooled buffer's first size.
+func TestReadProcFileWhole(t *testing.T) {
+	for _, path := range []string{"/proc/self/status", "/proc/self/stat", "/proc/self/cgroup"} {
+		b := make([]byte, 0, 16)
+		got, err := readProcFile(path, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// status holds counters that move between two reads: compare
+		// the stable first line and the length's order.
+		first := func(b []byte) string { l, _, _ := strings.Cut(string(b), "\n"); return l }
+		if first(got) != first(want) || len(got) < len(want)/2 || len(got) == 0 {
+			t.Errorf("%s: read %d bytes (%q...), os.ReadFile %d", path, len(got), first(got), len(want))
+		}
+	}
+	if _, err := readProcFile("/proc/no-such-pid/stat", new([]byte)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want ErrNotExist", err)
 	}
 }

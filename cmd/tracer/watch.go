@@ -26,6 +26,7 @@ type watchOptions struct {
 	target   targetFlags // watch_target.go
 	// statsFile receives the exit summary as JSON (tracer.StatsFile).
 	statsFile string
+	rotate    rotateFlags // rotate.go
 }
 
 func newWatchCmd() *cobra.Command {
@@ -56,6 +57,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
 	o.target.register(cmd)
+	o.rotate.register(cmd)
 	return cmd
 }
 
@@ -78,6 +80,10 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			return err
 		}
 	}
+	rot, err := o.rotate.rotation(o.output)
+	if err != nil {
+		return err
+	}
 	if o.duration < 0 {
 		return tracer.Usagef("--duration must be positive")
 	}
@@ -88,7 +94,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
-	out, err := openOutput(o.output)
+	out, reopen, err := openWatchOutput(o.output, rot)
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,14 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	defer stop(nil)
 	sd := newShutdown(stop)
 	defer sd.release()
-	stopOnHangup(out, stop)
+	if reopen != nil {
+		// SIGHUP reopens FILE (logrotate); with stdout it ends the watch,
+		// as a terminal's hangup should.
+		sd.onHangup(reopenOnHangup(reopen))
+	}
+	if f, ok := out.(*os.File); ok {
+		stopOnHangup(f, stop)
+	}
 	info := io.Writer(os.Stderr) // banner, notes, summary: not with --quiet
 	if o.sel.quiet {
 		info = io.Discard

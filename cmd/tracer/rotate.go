@@ -1,0 +1,107 @@
+//go:build linux
+
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
+)
+
+// rotateFlags are watch's --output-max-size and --output-keep: --output
+// FILE for a watch that runs for months.
+type rotateFlags struct {
+	maxSize string
+	keep    int
+	flags   *pflag.FlagSet // to tell --output-keep given from its default
+}
+
+const (
+	defaultOutputKeep = 5
+	// minOutputSize catches a size given without its unit (100 for 100MB).
+	minOutputSize = 4096
+)
+
+func (r *rotateFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	r.flags = fl
+	fl.StringVar(&r.maxSize, "output-max-size", "", "with --output FILE: before FILE would grow past SIZE (e.g. 100MB, 512KB, 1GiB), it becomes FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE starts; files end at a line's end. FILE is then continued, not emptied, at start")
+	fl.IntVar(&r.keep, "output-keep", defaultOutputKeep, "with --output-max-size: how many rotated files to keep, FILE.1 (the newest) to FILE.N")
+}
+
+// rotation checks the flags against --output.
+func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
+	if r.maxSize == "" {
+		if r.flags.Changed("output-keep") {
+			return sink.Rotation{}, tracer.Usagef("--output-keep goes with --output-max-size: add --output-max-size SIZE (e.g. 100MB), or drop --output-keep where logrotate keeps the files (SIGHUP reopens FILE)")
+		}
+		return sink.Rotation{}, nil
+	}
+	if !isFileOutput(output) {
+		return sink.Rotation{}, tracer.Usagef("--output-max-size rotates a file: name one with --output FILE")
+	}
+	n, err := sink.ParseSize(r.maxSize)
+	if err != nil {
+		return sink.Rotation{}, tracer.Usagef("--output-max-size: %v", err)
+	}
+	if n < minOutputSize {
+		return sink.Rotation{}, tracer.Usagef("--output-max-size %s is %d bytes, under the least of 4KiB: give a unit, e.g. 100MB", r.maxSize, n)
+	}
+	if r.keep < 1 {
+		return sink.Rotation{}, tracer.Usagef("--output-keep %d: keep at least 1 rotated file (FILE.1)", r.keep)
+	}
+	return sink.Rotation{MaxSize: n, Keep: r.keep, OnError: func(err error) {
+		if err != nil {
+			slog.Warn("rotating --output fails; writing goes on in FILE past --output-max-size, nothing lost, and rotating is tried again", "err", err)
+		} else {
+			slog.Warn("rotating --output again")
+		}
+	}}, nil
+}
+
+// isFileOutput reports whether an --output value names a file, not stdout
+// or a destination that takes events (journal, syslog, OTLP).
+func isFileOutput(s string) bool {
+	if s == "" || s == "-" || strings.Contains(s, "://") {
+		return false
+	}
+	for _, d := range []string{"journal", "syslog"} {
+		if s == d || strings.HasPrefix(s, d+":") {
+			return false
+		}
+	}
+	return true
+}
+
+// openWatchOutput opens watch's --output FILE as a sink.RotatingFile
+// (mode 0600, never through a symbolic link: tracer.CreateOutput), and
+// returns its Reopen for SIGHUP; or stdout, and no reopen.
+func openWatchOutput(path string, rot sink.Rotation) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return os.Stdout, nil, nil
+	}
+	f, err := sink.OpenRotatingFile(path, rot)
+	if err != nil {
+		return nil, nil, tracer.Usagef("cannot write --output: %v", err)
+	}
+	return f, f.Reopen, nil
+}
+
+// reopenOnHangup is what SIGHUP does to a watch writing --output FILE:
+// logrotate renamed FILE and asks for a new one.
+func reopenOnHangup(reopen func() error) func() {
+	return func() {
+		if err := reopen(); err != nil {
+			slog.Warn("SIGHUP: reopening --output failed; writing goes on in the file open until now", "err", err)
+			return
+		}
+		slog.Debug("SIGHUP: reopened --output")
+	}
+}

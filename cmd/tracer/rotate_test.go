@@ -1,0 +1,169 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+)
+
+// --output-max-size and --output-keep refuse what cannot work in one
+// line, before anything is installed; no root needed.
+func TestOutputRotationBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "events.jsonl")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--output-max-size", "10XB", "-o", out}, "is not a size"},
+		{[]string{"--output-max-size", "1.5MB", "-o", out}, "is not a size"},
+		{[]string{"--output-max-size", "100", "-o", out}, "give a unit"},
+		{[]string{"--output-max-size", "10MB"}, "name one with --output FILE"},
+		{[]string{"--output-max-size", "10MB", "-o", "-"}, "name one with --output FILE"},
+		{[]string{"--output-keep", "3", "-o", out}, "--output-keep goes with --output-max-size"},
+		{[]string{"--output-max-size", "10MB", "--output-keep", "0", "-o", out}, "keep at least 1"},
+	}
+	for _, c := range cases {
+		args := append([]string{"watch", "--backend", "ebpf", "--duration", "1s"}, c.args...)
+		code, stdout, stderr := runTracer(t, nil, args...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("tracer %v: exit %d, stderr %q; want exit 2 and one line containing %q", args, code, stderr, c.want)
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Error("a refused watch created --output")
+	}
+}
+
+// A watch writing --output FILE with --output-max-size 1MB --output-keep 2
+// under logrotate: two storms of 3,000 signals (about 1.3MB of JSON each),
+// FILE renamed and SIGHUP sent between them. SIGHUP does not end the
+// watch; FILE is made again at once, 0600; every signal of both storms is
+// in the files (FILE, FILE.1, FILE.2 and the renamed one), none past 1MB;
+// the links another user left at FILE.1 and FILE.2 were replaced, their
+// target untouched; --stats-file counts what the files hold.
+func TestWatchOutputRotatesAndReopens(t *testing.T) {
+	tracertest.NeedRoot(t)
+	// Storms of SIGUSR1 would be counted by the audit tests beside this one.
+	tracertest.LockAudit(t)
+	const kills = 3000
+	const limit = 1_000_000 // 1MB
+	storm := buildStorm(t, false)
+	dir := filepath.Join(t.TempDir(), "tmp")
+	mustDo(t, os.Mkdir(dir, 0o755), os.Chmod(dir, 0o1777))
+	victim := filepath.Join(t.TempDir(), "victim")
+	mustDo(t, os.WriteFile(victim, []byte("keep me\n"), 0o644))
+	out := filepath.Join(dir, "events.jsonl")
+	for _, s := range []string{".1", ".2"} {
+		mustDo(t, os.Symlink(victim, out+s), os.Lchown(out+s, 65534, 65534))
+	}
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--signal", "USR1", "--format", "json",
+		"--output", out, "--output-max-size", "1MB", "--output-keep", "2", "--stats-file", stats)
+	runStorm := func() int {
+		cmd := exec.Command(storm, strconv.Itoa(kills))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			w.stop(t)
+			t.Fatalf("storm: %v %s", err, b)
+		}
+		return cmd.Process.Pid
+	}
+	// waitLines waits until the files hold n lines of pid's signals.
+	files := []string{out, out + ".1", out + ".2", out + "-20261201"}
+	waitLines := func(pid, n int) int {
+		got := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			got = 0
+			for _, f := range files {
+				if _, err := os.Lstat(f); err == nil {
+					k, _ := countSignalLines(t, f, pid, 10)
+					got += k
+				}
+			}
+			if got >= n {
+				break
+			}
+		}
+		return got
+	}
+	first := runStorm()
+	waitLines(first, kills)
+	// logrotate: rename, then SIGHUP.
+	mustDo(t, os.Rename(out, out+"-20261201"))
+	mustDo(t, w.cmd.Process.Signal(syscall.SIGHUP))
+	var fi os.FileInfo
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if fi, err = os.Lstat(out); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		w.stop(t)
+		t.Fatalf("FILE not made again after SIGHUP: %v\n%s", err, w.stderr())
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("FILE after SIGHUP: mode %v, want a regular file 0600", fi.Mode())
+	}
+	second := runStorm()
+	waitLines(second, kills)
+	w.stop(t)
+	if w.cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("watch exit status %d after SIGHUP and SIGTERM, want 0", w.cmd.ProcessState.ExitCode())
+	}
+	seen, lost, stages := w.summary(t)
+
+	total := 0
+	counts := map[int]int{}
+	for _, f := range files {
+		fi, err := os.Lstat(f)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+			continue
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want a regular file 0600", filepath.Base(f), fi.Mode())
+		}
+		if fi.Size() > limit {
+			t.Errorf("%s: %d bytes, past --output-max-size 1MB", filepath.Base(f), fi.Size())
+		}
+		a, n := countSignalLines(t, f, first, 10)
+		b, _ := countSignalLines(t, f, second, 10)
+		counts[first] += a
+		counts[second] += b
+		total += n
+		t.Logf("%s: %d bytes, %d lines (%d of the first storm, %d of the second)", filepath.Base(f), fi.Size(), n, a, b)
+	}
+	if _, err := os.Lstat(out + ".3"); err == nil {
+		t.Error("FILE.3 exists: --output-keep 2")
+	}
+	if counts[first] != kills || counts[second] != kills {
+		t.Errorf("the files hold %d and %d signals of the two storms, want %d each", counts[first], counts[second], kills)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+		t.Errorf("the target of the link at FILE.1 now holds %q", head(string(b)))
+	}
+	if lost != 0 || seen != total {
+		t.Errorf("watch saw %d, lost %d (%s); the files hold %d lines", seen, lost, stages, total)
+	}
+	var sf struct {
+		Seen uint64 `json:"events_seen"`
+		Lost uint64 `json:"lost_total"`
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatalf("--stats-file: %v", err)
+	}
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Seen != uint64(seen) || sf.Lost != 0 {
+		t.Errorf("--stats-file says seen %d, lost %d (%v); the summary %d, %d", sf.Seen, sf.Lost, err, seen, lost)
+	}
+}
