@@ -25,6 +25,7 @@ var reportHTML = func() *htmltemplate.Template {
 	funcs["interval"] = func(r result.Row) string { return strings.Replace(interval(r), "-", "\u2013", 1) }
 	funcs["floorcell"] = func(r result.Row) string { return strings.ReplaceAll(floorCell(r), "-", "\u2013") }
 	funcs["svgchart"] = svgChart
+	funcs["pereventchart"] = perEventSVG
 	funcs["modeColorCSS"] = func(m string) htmltemplate.CSS { return htmltemplate.CSS(modeColor(m)) }
 	funcs["chartModes"] = func(cs []Chart) []string {
 		var out []string
@@ -70,6 +71,10 @@ var modeColors = map[string]string{
 	"ebpf":          "#2f6fb0",
 	"ebpf-syscalls": "#5aa0d8",
 	"bpftrace":      "#3c9d5d",
+	"laurel":        "#a0522d",
+	"ebpf-exec":     "#1d4f80",
+	"libbpf-tools":  "#6bbf59",
+	"execsnoop":     "#2e7d32",
 }
 
 func modeColor(m string) string {

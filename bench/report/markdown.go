@@ -79,6 +79,7 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 				"workload": "the workload could go no faster here"}[limit]
 		},
 		"textchart": textChart,
+		"us":        usText,
 		"figure":    FormatFigure,
 		"change":    ChangeCell,
 		"changeiv":  changeIntervalCell,

@@ -55,6 +55,10 @@ type Node struct {
 	// Apps are the application workloads (and commands with --metric):
 	// their own figure per mode.
 	Apps []App
+	// PerEvent is the watcher's CPU per event of each rate workload, by
+	// mode and rate; Peers where this tool stands against each peer.
+	PerEvent []PerEventTable
+	Peers    []PeerComparison
 }
 
 // Chart is one workload's bars: the elapsed-time ratio to mode none
@@ -216,12 +220,13 @@ type NoEBPF struct {
 // reportModeOrder puts the modes in the order readers compare them, each
 // backend next to its floor.
 var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
-	"auditd-data": 6, "ebpf": 7, "ebpf-floor": 8, "ebpf-syscalls": 9, "bpftrace": 10}
+	"auditd-data": 6, "laurel": 7, "ebpf": 8, "ebpf-floor": 9, "ebpf-syscalls": 10, "bpftrace": 11, "libbpf-tools": 12,
+	"ebpf-exec": 13, "execsnoop": 14}
 
 var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3,
 	// The application workloads, in the order bench runs them.
 	"redis": 4, "nginx": 5, "sysbench-cpu": 6, "sysbench-threads": 7, "stress-fork": 8, "stress-vfork": 9,
-	"stress-exec": 10, "stress-kill": 11, "stress-sigq": 12, "stress-clone": 13}
+	"stress-exec": 10, "stress-kill": 11, "stress-sigq": 12, "stress-clone": 13, "exec-rate": 14, "signal-rate": 15}
 
 func reportRank(m map[string]int, s string) int {
 	if r, ok := m[s]; ok {
@@ -286,6 +291,8 @@ func newReportNode(source string, f *result.File) *Node {
 	n.Charts = reportCharts(n.Rows, n.Label)
 	n.Rec = recommend(n)
 	n.Apps = appSections(n.Rows)
+	n.PerEvent = perEventTables(n.Rows)
+	n.Peers = peerComparisons(n.Rows)
 	for _, r := range n.Rows {
 		if r.MaxEventsPerS != nil {
 			n.Ceilings = append(n.Ceilings, r)
@@ -362,6 +369,9 @@ func sortResults(rs []result.Row) {
 		if a.Workload != b.Workload {
 			return a.Workload < b.Workload
 		}
+		if a.RatePerS != b.RatePerS {
+			return a.RatePerS < b.RatePerS
+		}
 		if ma, mb := reportRank(reportModeOrder, a.Mode), reportRank(reportModeOrder, b.Mode); ma != mb {
 			return ma < mb
 		}
@@ -387,8 +397,8 @@ func (n *Node) Label(r result.Row) string {
 func reportCharts(rows []result.Row, label func(result.Row) string) []Chart {
 	var out []Chart
 	for _, r := range rows {
-		if len(out) == 0 || out[len(out)-1].Workload != r.Workload {
-			out = append(out, Chart{Workload: r.Workload, Max: 1.5})
+		if len(out) == 0 || out[len(out)-1].Workload != r.WorkloadLabel() {
+			out = append(out, Chart{Workload: r.WorkloadLabel(), Max: 1.5})
 		}
 		c := &out[len(out)-1]
 		ratio := r.RatioElapsed
@@ -465,12 +475,12 @@ func reportStorage(rows []result.Row) *Storage {
 		if r.Storage == "" {
 			continue
 		}
-		k := r.Workload + "\x00" + r.Mode
+		k := r.WorkloadLabel() + "\x00" + r.Mode
 		j, ok := idx[k]
 		if !ok {
 			j = len(s.Rows)
 			idx[k] = j
-			s.Rows = append(s.Rows, StorageRow{Workload: r.Workload, Mode: r.Mode, Cells: make([]*result.Row, len(kinds))})
+			s.Rows = append(s.Rows, StorageRow{Workload: r.WorkloadLabel(), Mode: r.Mode, Cells: make([]*result.Row, len(kinds))})
 		}
 		for ki, kind := range kinds {
 			if kind == r.Storage {
@@ -768,7 +778,7 @@ func newReportFleet(nodes []*Node) *Fleet {
 			if n.Storage != nil && r.Storage != "" {
 				label += " (" + r.Storage + ")"
 			}
-			k := r.Workload + "\x00" + label
+			k := r.WorkloadLabel() + "\x00" + label
 			a, ok := accs[k]
 			if !ok {
 				a = &acc{label: label}
@@ -777,7 +787,7 @@ func newReportFleet(nodes []*Node) *Fleet {
 				if label != r.Mode {
 					st = r.Storage
 				}
-				keys = append(keys, result.Row{Workload: r.Workload, Mode: r.Mode, Storage: st})
+				keys = append(keys, result.Row{Workload: r.WorkloadLabel(), Mode: r.Mode, Storage: st})
 			}
 			a.ratios = append(a.ratios, r.RatioElapsed)
 			a.names = append(a.names, n.Name)

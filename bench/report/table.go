@@ -48,12 +48,12 @@ func WriteTable(out io.Writer, results []result.Row) error {
 			if strings.HasPrefix(r.Skipped, "failed") {
 				what = "FAILED"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\n", r.Workload, r.Name(), storage, what)
-			notes = append(notes, fmt.Sprintf("%s %s: %s", r.Workload, r.Name(), r.Skipped))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\n", r.WorkloadLabel(), r.Name(), storage, what)
+			notes = append(notes, fmt.Sprintf("%s %s: %s", r.WorkloadLabel(), r.Name(), r.Skipped))
 			continue
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%.2fs\t%.2f..%.2f\t%.2f\t%.2f\t%.0f%%\t%.2fx\t%s\t%s\t%s\t%s\t%s",
-			r.Workload, r.Name(), storage, r.ElapsedS, r.ElapsedMinS, r.ElapsedMaxS, r.UserS, r.SysS, r.CPUPct,
+			r.WorkloadLabel(), r.Name(), storage, r.ElapsedS, r.ElapsedMinS, r.ElapsedMaxS, r.UserS, r.SysS, r.CPUPct,
 			r.RatioElapsed, intervalCell(r), lossFlag(r), floorCell(r), events(r), tracerCPU(r))
 		if sweep {
 			line += "\t" + maxRateCell(r)
@@ -63,7 +63,7 @@ func WriteTable(out io.Writer, results []result.Row) error {
 		}
 		fmt.Fprintln(tw, line)
 		if r.Note != "" {
-			label := r.Workload + " " + r.Name()
+			label := r.WorkloadLabel() + " " + r.Name()
 			if r.Storage != "" {
 				label += "@" + r.Storage
 			}

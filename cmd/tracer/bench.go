@@ -201,6 +201,9 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	if err := report.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
+	if err := report.WritePerEventTable(os.Stdout, results); err != nil {
+		return err
+	}
 	if steps := b.Runner.SweepSteps; len(steps) > 0 {
 		if err := report.WriteSweepTable(os.Stdout, results, steps); err != nil {
 			return err
