@@ -1,0 +1,516 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// OTLP defaults. A batch goes out when this many events wait, or on the
+// pipeline's next kick (every 100 ms), whichever comes first.
+const (
+	otlpQueueEvents  = 16384
+	otlpBatch        = 1024
+	otlpCloseTimeout = 5 * time.Second
+	// One request may take this long; a failed one is tried again for up
+	// to otlpRetryFor (a collector restarting), while the queue holds
+	// what comes meanwhile.
+	otlpRequestTimeout = 5 * time.Second
+	otlpRetryFor       = 10 * time.Second
+	otlpDefaultPort    = "4318"
+)
+
+// IsOTLP reports whether an --output value names an OTLP collector
+// (otlp://HOST:PORT, or otlps:// for TLS).
+func IsOTLP(output string) bool {
+	return strings.HasPrefix(output, "otlp://") || strings.HasPrefix(output, "otlps://")
+}
+
+// OTLPOptions tune an OTLPSink beyond the watch's output options.
+type OTLPOptions struct {
+	// Version is the resource's service.version.
+	Version string
+	// QueueEvents bounds the events waiting to be exported (0: 16384).
+	QueueEvents int
+	// CloseTimeout bounds how long Close waits for the collector (0: 5 s).
+	CloseTimeout time.Duration
+}
+
+// OTLPSink exports events as OpenTelemetry log records over OTLP/HTTP
+// (protobuf): a short message as the body, the event's kernel time as the
+// timestamp, and its ECS document (AppendECS) flattened into attributes.
+//
+// Write copies the event into a bounded queue and returns at once: a
+// full queue drops the event, counted at stage queue (in block mode,
+// Write waits for room until Abort). One goroutine turns queued events
+// into records and exports them in batches; every event of a batch the
+// collector did not take (down, refusing, too slow, after retries) is
+// counted at stage output. The SDK's own BatchProcessor is not used: its
+// queue drops without a count and its export errors go to a global
+// handler, where here each record's fate is known.
+type OTLPSink struct {
+	opts     tracer.OutputOptions
+	closeFor time.Duration
+	exporter sdklog.Exporter
+	provider *sdklog.LoggerProvider
+	logger   otellog.Logger
+	proc     *collectProcessor
+	ctx      context.Context // the exports'; cancelled when Close gives up
+	cancel   context.CancelFunc
+	msg      []byte // the exporter goroutine's
+	wake     chan struct{}
+	closing  chan struct{}
+	done     chan struct{}
+
+	mu       sync.Mutex
+	pending  []tracer.Event // filled by Write, swapped out by the exporter
+	limit    int
+	room     chan struct{} // closed when the exporter takes pending (block mode)
+	closed   bool
+	progress chan struct{} // closed when finished grows
+	accepted uint64        // events queued
+	// finished are accepted events exported or counted lost; lostOutput
+	// and lostQueue as OutputLoss says.
+	finished, lostOutput, lostQueue uint64
+	abandoned                       bool
+	failing                         bool
+	closeOnce                       sync.Once
+}
+
+// NewOTLPSink exports to target, an otlp:// or otlps:// URL (HOST:PORT,
+// port 4318 when left out, path /v1/logs unless given).
+func NewOTLPSink(target string, opts tracer.OutputOptions, o OTLPOptions) (*OTLPSink, error) {
+	endpoint, secure, path, err := parseOTLPTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	eopts := []otlploghttp.Option{
+		otlploghttp.WithEndpoint(endpoint),
+		otlploghttp.WithTimeout(otlpRequestTimeout),
+		otlploghttp.WithRetry(otlploghttp.RetryConfig{
+			Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: otlpRetryFor,
+		}),
+	}
+	if !secure {
+		eopts = append(eopts, otlploghttp.WithInsecure())
+	}
+	if path != "" {
+		eopts = append(eopts, otlploghttp.WithURLPath(path))
+	}
+	exp, err := otlploghttp.New(context.Background(), eopts...)
+	if err != nil {
+		return nil, fmt.Errorf("making the OTLP exporter: %w", err)
+	}
+	return newOTLPSink(exp, opts, o)
+}
+
+// newOTLPSink exports through exp (tests pass their own).
+func newOTLPSink(exp sdklog.Exporter, opts tracer.OutputOptions, o OTLPOptions) (*OTLPSink, error) {
+	if o.QueueEvents <= 0 {
+		o.QueueEvents = otlpQueueEvents
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = otlpCloseTimeout
+	}
+	res, err := otlpResource(o.Version)
+	if err != nil {
+		return nil, err
+	}
+	proc := &collectProcessor{}
+	provider := sdklog.NewLoggerProvider(
+		sdklog.WithResource(res),
+		sdklog.WithProcessor(proc),
+		// An ECS document has a bounded set of fields: keep them all.
+		sdklog.WithAttributeCountLimit(-1),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &OTLPSink{
+		opts: opts, closeFor: o.CloseTimeout, exporter: exp, provider: provider,
+		logger: provider.Logger("tracer", otellog.WithInstrumentationVersion(o.Version)),
+		proc:   proc, ctx: ctx, cancel: cancel,
+		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
+		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents,
+		room: make(chan struct{}), progress: make(chan struct{}),
+	}
+	go s.run()
+	return s, nil
+}
+
+// otlpResource names the sender: service.name tracer, its version, the
+// node. OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME add to or
+// override them, as in any OpenTelemetry SDK (a DaemonSet passes
+// k8s.node.name that way).
+func otlpResource(version string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.name", "tracer")}
+	if version != "" {
+		attrs = append(attrs, attribute.String("service.version", version))
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		attrs = append(attrs, attribute.String("host.name", h))
+	}
+	res, err := resource.Merge(resource.NewSchemaless(attrs...), resource.Environment())
+	if err != nil {
+		return nil, fmt.Errorf("making the OTLP resource: %w", err)
+	}
+	return res, nil
+}
+
+// parseOTLPTarget reads otlp://HOST[:PORT][/PATH] (plain HTTP) or
+// otlps:// (TLS, checked against the system's roots).
+func parseOTLPTarget(target string) (endpoint string, secure bool, path string, err error) {
+	bad := func(why string) error {
+		return tracer.Usagef("bad --output %q: %s (use otlp://HOST:PORT, e.g. otlp://127.0.0.1:4318, or otlps:// for TLS)", target, why)
+	}
+	u, perr := url.Parse(target)
+	switch {
+	case perr != nil:
+		return "", false, "", bad("not a URL")
+	case u.Scheme != "otlp" && u.Scheme != "otlps":
+		return "", false, "", bad("the scheme is otlp or otlps")
+	case u.Host == "" || u.Hostname() == "":
+		return "", false, "", bad("no host")
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", false, "", bad("only a host, a port and a path")
+	}
+	port := u.Port()
+	if port == "" {
+		port = otlpDefaultPort
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", false, "", bad("the port is a number from 1 to 65535")
+	}
+	if u.Path != "" && u.Path != "/" {
+		path = u.Path
+	}
+	return net.JoinHostPort(u.Hostname(), port), u.Scheme == "otlps", path, nil
+}
+
+// Write queues a copy of e; it never waits in drop mode.
+func (s *OTLPSink) Write(e *tracer.Event) error {
+	s.mu.Lock()
+	for !s.closed && len(s.pending) >= s.limit {
+		if s.opts.Backpressure != tracer.BackpressureBlock {
+			s.lostQueue++
+			s.mu.Unlock()
+			return nil
+		}
+		room := s.room
+		s.mu.Unlock()
+		s.Kick()
+		select {
+		case <-room:
+		case <-s.opts.Abort:
+			s.mu.Lock()
+			s.lostQueue++
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Lock()
+	}
+	if s.closed {
+		s.lostOutput++
+		s.mu.Unlock()
+		return nil
+	}
+	n := len(s.pending)
+	if n < cap(s.pending) {
+		// Reuse the slot's slices: backends reuse theirs, so e's are copied.
+		s.pending = s.pending[:n+1]
+		copyEvent(&s.pending[n], e)
+	} else {
+		var c tracer.Event
+		copyEvent(&c, e)
+		s.pending = append(s.pending, c)
+	}
+	s.accepted++
+	full := len(s.pending) >= min(otlpBatch, s.limit)
+	s.mu.Unlock()
+	if full {
+		s.Kick()
+	}
+	return nil
+}
+
+// copyEvent makes dst a copy of src that shares no slice with it.
+func copyEvent(dst, src *tracer.Event) {
+	argv, anc := dst.Argv[:0], dst.Ancestors[:0]
+	*dst = *src
+	dst.Argv = append(argv, src.Argv...)
+	dst.Ancestors = append(anc, src.Ancestors...)
+}
+
+// Kick has the queued events exported now.
+func (s *OTLPSink) Kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Flush waits until every event written so far was exported or counted
+// lost, for at most the close timeout, or until Abort.
+func (s *OTLPSink) Flush() error {
+	s.mu.Lock()
+	target := s.accepted
+	s.mu.Unlock()
+	s.Kick()
+	return s.waitFinished(target, time.After(s.closeFor))
+}
+
+func (s *OTLPSink) waitFinished(target uint64, deadline <-chan time.Time) error {
+	for {
+		s.mu.Lock()
+		if s.finished >= target {
+			s.mu.Unlock()
+			return nil
+		}
+		progress := s.progress
+		s.mu.Unlock()
+		select {
+		case <-progress:
+		case <-deadline:
+			return errors.New("the OTLP collector did not take the events in time")
+		case <-s.opts.Abort:
+			return errors.New("output abandoned")
+		}
+	}
+}
+
+// Close exports what is queued, for at most the close timeout (less on
+// Abort); whatever did not go out by then is counted lost at stage output.
+func (s *OTLPSink) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.closing)
+		timer := time.NewTimer(s.closeFor)
+		defer timer.Stop()
+		select {
+		case <-s.done:
+		case <-timer.C:
+		case <-s.opts.Abort:
+		}
+		// An export still running is cancelled; the exporter goroutine
+		// then counts what it held. Should it not return promptly, what
+		// is left is counted here.
+		s.cancel()
+		select {
+		case <-s.done:
+		case <-time.After(time.Second):
+			s.abandon()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.provider.Shutdown(ctx)
+		_ = s.exporter.Shutdown(ctx)
+	})
+	return nil
+}
+
+// abandon counts every accepted event not yet finished as lost.
+func (s *OTLPSink) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abandoned {
+		return
+	}
+	s.abandoned = true
+	n := s.accepted - s.finished
+	s.lostOutput += n
+	s.finish(n)
+}
+
+// finish records n more finished events; s.mu is held.
+func (s *OTLPSink) finish(n uint64) {
+	s.finished += n
+	close(s.progress)
+	s.progress = make(chan struct{})
+}
+
+// Loss reports events dropped by a full queue and events the collector
+// did not take.
+func (s *OTLPSink) Loss() tracer.OutputLoss {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return tracer.OutputLoss{Queue: s.lostQueue, Output: s.lostOutput}
+}
+
+// run is the exporter goroutine.
+func (s *OTLPSink) run() {
+	defer close(s.done)
+	var (
+		batch []tracer.Event
+		f     flattener
+		buf   []byte
+		kvs   []attribute.KeyValue
+	)
+	for {
+		closing := false
+		select {
+		case <-s.wake:
+		case <-s.closing:
+			closing = true
+		}
+		for {
+			s.mu.Lock()
+			batch, s.pending = s.pending, batch[:0]
+			close(s.room)
+			s.room = make(chan struct{})
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for start := 0; start < len(batch); start += otlpBatch {
+				part := batch[start:min(start+otlpBatch, len(batch))]
+				failed := 0
+				s.proc.records = s.proc.records[:0]
+				for i := range part {
+					var err error
+					buf = AppendECS(buf[:0], &part[i])
+					if kvs, err = f.flatten(kvs[:0], buf); err != nil {
+						failed++ // never for AppendECS's documents; counted all the same
+						continue
+					}
+					s.emit(&part[i], kvs)
+				}
+				s.export(s.proc.records, failed)
+			}
+			if !closing {
+				break
+			}
+		}
+		if closing {
+			return
+		}
+	}
+}
+
+// emit turns one event into a record (collectProcessor keeps it).
+func (s *OTLPSink) emit(e *tracer.Event, kvs []attribute.KeyValue) {
+	var r otellog.Record
+	r.SetTimestamp(e.Time)
+	r.SetObservedTimestamp(time.Now())
+	sev, text := otlpSeverity(e)
+	r.SetSeverity(sev)
+	r.SetSeverityText(text)
+	s.msg = appendMessage(s.msg[:0], e)
+	r.SetBody(attribute.StringValue(string(s.msg)))
+	r.AddAttributes(kvs...)
+	s.logger.Emit(s.ctx, r)
+}
+
+// export sends records and counts them, with failed events that never
+// became records.
+func (s *OTLPSink) export(records []sdklog.Record, failed int) {
+	lost := uint64(failed)
+	var err error
+	if len(records) > 0 {
+		if s.ctx.Err() != nil {
+			err = s.ctx.Err()
+		} else {
+			err = s.exporter.Export(s.ctx, records)
+		}
+		if rejected, ok := partialSuccess(err); ok {
+			lost += min(uint64(rejected), uint64(len(records)))
+		} else if err != nil {
+			lost += uint64(len(records))
+		}
+	}
+	s.mu.Lock()
+	if !s.abandoned {
+		s.lostOutput += lost
+		s.finish(uint64(len(records) + failed))
+	}
+	notify, nowFailing := false, err != nil
+	if nowFailing != s.failing && (len(records) > 0) {
+		s.failing, notify = nowFailing, true
+	}
+	s.mu.Unlock()
+	if notify && s.opts.OnFailing != nil && !errors.Is(err, context.Canceled) {
+		if nowFailing {
+			s.opts.OnFailing(fmt.Errorf("exporting to the OTLP collector: %w", err))
+		} else {
+			s.opts.OnFailing(nil)
+		}
+	}
+}
+
+// partialSuccess reads how many records the collector rejected from the
+// exporter's partial-success error (its type is internal to the
+// exporter, so it is found by name). ok is false for any other error.
+func partialSuccess(err error) (rejected int64, ok bool) {
+	if err == nil {
+		return 0, false
+	}
+	errs := []error{err}
+	for len(errs) > 0 {
+		e := errs[len(errs)-1]
+		errs = errs[:len(errs)-1]
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			errs = append(errs, u.Unwrap()...)
+			continue
+		case interface{ Unwrap() error }:
+			if w := u.Unwrap(); w != nil {
+				errs = append(errs, w)
+			}
+			continue
+		}
+		v := reflect.ValueOf(e)
+		if v.Kind() == reflect.Struct && v.Type().Name() == "PartialSuccess" {
+			if f := v.FieldByName("RejectedItems"); f.IsValid() && f.Kind() == reflect.Int64 {
+				rejected += f.Int()
+				ok = true
+				continue
+			}
+		}
+		return 0, false // another error: the batch failed
+	}
+	return rejected, ok
+}
+
+// otlpSeverity maps the journal's and syslog's severity (message.go) to
+// OpenTelemetry's, as the OpenTelemetry log data model maps syslog's.
+func otlpSeverity(e *tracer.Event) (otellog.Severity, string) {
+	switch severity(e) {
+	case sevWarning:
+		return otellog.SeverityWarn, "WARN"
+	case sevNotice:
+		return otellog.SeverityInfo2, "NOTICE"
+	}
+	return otellog.SeverityInfo, "INFO"
+}
+
+// collectProcessor keeps each record the logger emits for the exporter
+// goroutine, which calls the logger and the exporter itself.
+type collectProcessor struct {
+	records []sdklog.Record
+}
+
+func (p *collectProcessor) OnEmit(_ context.Context, r *sdklog.Record) error {
+	p.records = append(p.records, r.Clone())
+	return nil
+}
+
+func (p *collectProcessor) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
+func (p *collectProcessor) Shutdown(context.Context) error                         { return nil }
+func (p *collectProcessor) ForceFlush(context.Context) error                       { return nil }
+
+var _ tracer.LossReporter = (*OTLPSink)(nil)
+var _ tracer.Kicker = (*OTLPSink)(nil)
