@@ -15,9 +15,14 @@ BIN := bin/tracer
 # apt-install stops and disables them again: bench runs its own servers.
 DEMO_PACKAGES := auditd bpftrace
 APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stress-ng
-TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES)
+# PACKAGE_TEST_PACKAGES check make package's output: rpm (rpm -qp,
+# rpm2cpio), rpmlint, logrotate (the snippet's syntax) and systemd
+# (systemd-analyze verify; installing it starts nothing where systemd is
+# not PID 1).
+PACKAGE_TEST_PACKAGES := rpm rpmlint logrotate systemd
+TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES) $(PACKAGE_TEST_PACKAGES)
 
-.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check
+.PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check package
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -53,6 +58,20 @@ man: build ## generate the man pages from the commands' help: build/man/tracer.8
 	rm -rf build/man
 	./$(BIN) man build/man
 
+# make package's work directory and output; the package test sets both.
+PKG_BUILD ?= build/package
+DIST ?= dist
+
+# The binary is static (CGO_ENABLED=0): one file for RHEL 7's glibc and
+# RHEL 9's. The package's version is the one the binary reports, made rpm-
+# and deb-safe (deploy/package/main.go). Needs an amd64 host: the binary
+# writes its own man pages.
+package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nfpm): binary, tracer.service, config, logrotate, docs, man pages
+	rm -rf $(PKG_BUILD) && mkdir -p $(PKG_BUILD)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(PKG_BUILD)/tracer ./cmd/tracer
+	$(PKG_BUILD)/tracer man $(PKG_BUILD)/man && gzip -9n $(PKG_BUILD)/man/*.8
+	$(GO) -C deploy/package run . -binary $(abspath $(PKG_BUILD))/tracer -man $(abspath $(PKG_BUILD))/man -root $(CURDIR) -out $(abspath $(DIST))
+
 demo: deps-demo build ## the main job: a short side-by-side comparison of the backends on built-in workloads
 	./$(BIN) bench --quick -o bench-quick.json
 	./$(BIN) report --format md bench-quick.json
@@ -69,6 +88,7 @@ test: deps vet lint cross fmt-check check-generated ## all tests, as root: unit 
 	$(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory test-beside-auditd
 	cd deploy && $(GO) test -count=1 ./...
+	cd deploy/package && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
 
 # The packages whose root tests touch audit state (tracertest.LockAudit).
@@ -162,4 +182,4 @@ bench-apps: build ## application workloads (redis, nginx, sysbench, stress-ng) u
 	./$(BIN) report --format md bench-apps.json
 
 clean: ## remove build outputs
-	rm -rf bin build bench-quick.json bench.json bench-apps.json
+	rm -rf bin build dist bench-quick.json bench.json bench-apps.json
