@@ -5,8 +5,11 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	// The schemas pipelines speak (ecs, ocsf) register as --format values.
-	_ "github.com/tracer-dev/tracer/tracer/sink"
+	"github.com/tracer-dev/tracer/tracer/sink"
 )
+
+// The schemas name the product that wrote each event, with its version.
+func init() { sink.ProductVersion = version }
 
 // formatList names watch's --format values for its help: "text, json,
 // ecs or ocsf".

@@ -1,10 +1,8 @@
 package sink
 
 import (
-	"os"
 	"path"
 	"strconv"
-	"sync"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -14,16 +12,6 @@ import (
 const ECSVersion = "9.4.0"
 
 func init() { tracer.RegisterFormat("ecs", AppendECS) }
-
-// hostname is the node's name, read once: every event of a watch is of one
-// node. Empty when it cannot be read (host is then left out).
-var hostname = sync.OnceValue(func() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	return h
-})
 
 // AppendECS appends e as one Elastic Common Schema document (a JSON
 // object, no newline), as docs/events.md maps each field. process.* is
@@ -38,7 +26,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 	b = tracer.AppendJSONString(b, e.Type.String())
 	b = append(b, `,"module":"tracer","dataset":"tracer.process","provider":`...)
 	b = tracer.AppendJSONString(b, e.Backend)
-	if hasRet(e) {
+	if carriesRet(e) {
 		if e.Ret == 0 {
 			b = append(b, `,"outcome":"success"`...)
 		} else {
@@ -46,7 +34,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 		}
 	}
 	b = append(b, '}')
-	if h := hostname(); h != "" {
+	if h := nodeHostname(); h != "" {
 		b = append(b, `,"host":{"name":`...)
 		b = tracer.AppendJSONString(b, h)
 		b = append(b, `,"hostname":`...)
@@ -62,7 +50,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 		b = tracer.AppendJSONString(b, e.ContainerID)
 		b = append(b, '}')
 	}
-	if hasRet(e) && e.Ret != 0 {
+	if carriesRet(e) && e.Ret != 0 {
 		b = append(b, `,"error":{"code":`...)
 		if name := tracer.ErrnoName(-e.Ret); name != "" {
 			b = tracer.AppendJSONString(b, name)
@@ -86,12 +74,6 @@ func ecsEventType(t tracer.EventType) string {
 		return "end"
 	}
 	return "info"
-}
-
-// hasRet reports whether e carries a syscall's return value: an exec, and
-// a signal a process sent with a syscall.
-func hasRet(e *tracer.Event) bool {
-	return e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Syscall != ""
 }
 
 // appendECSProcess appends process: the event's process, its parent, and
@@ -124,7 +106,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = append(b, `],"args_count":`...)
 		b = strconv.AppendInt(b, int64(len(e.Argv)), 10)
 		b = append(b, `,"command_line":`...)
-		b = tracer.AppendJSONString(b, commandLine(e.Argv))
+		b = tracer.AppendJSONString(b, shellCommandLine(e.Argv))
 	}
 	if e.Type == tracer.TypeExit && !e.Killed() {
 		b = append(b, `,"exit_code":`...)
@@ -294,40 +276,4 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 		b = tracer.AppendJSONString(b, k.Syscall)
 	}
 	return append(b, '}')
-}
-
-// commandLine joins argv as a shell would read it back: an argument with
-// a space, a quote or another character a shell treats specially is
-// single-quoted, so that "a b" and "a" "b" never give the same line.
-func commandLine(argv []string) string {
-	var b []byte
-	for i, a := range argv {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = appendShellWord(b, a)
-	}
-	return string(b)
-}
-
-func appendShellWord(b []byte, s string) []byte {
-	plain := s != ""
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == ':' || c == '=' ||
-			c == '+' || c == '@' || c == '%' || c >= 0x80
-	}
-	if plain {
-		return append(b, s...)
-	}
-	b = append(b, '\'')
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			b = append(b, `'\''`...)
-		} else {
-			b = append(b, s[i])
-		}
-	}
-	return append(b, '\'')
 }

@@ -1,0 +1,322 @@
+package sink
+
+import (
+	"path"
+	"strconv"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// OCSFVersion is the Open Cybersecurity Schema Framework release the ocsf
+// format follows (testdata/ocsf holds that release's schema of the class).
+const OCSFVersion = "1.8.0"
+
+func init() { tracer.RegisterFormat("ocsf", AppendOCSF) }
+
+// The class every event is: Process Activity (1007), of System Activity (1).
+const ocsfClassUID = 1007
+
+// Process Activity's activities (activity_id).
+const (
+	ocsfLaunch    = 1
+	ocsfTerminate = 2
+	ocsfOther     = 99
+)
+
+// ocsfClass is every event's class and severity (informational: tracer
+// reports what happened and judges none of it).
+const ocsfClass = `,"category_uid":1,"category_name":"System Activity","class_uid":1007,"class_name":"Process Activity","severity_id":1,"severity":"Informational"`
+
+// AppendOCSF appends e as one OCSF Process Activity event (a JSON object,
+// no newline), as docs/events.md maps each field: actor is who acted
+// (the process that execs, forks, signals, or kills), process is what it
+// acted on (the new program, the child, the signalled process, the
+// process that ended). What OCSF has no attribute for is under unmapped.
+// Strings are escaped as in the JSON lines.
+func AppendOCSF(b []byte, e *tracer.Event) []byte {
+	activity, name := ocsfActivity(e)
+	b = append(b, `{"activity_id":`...)
+	b = strconv.AppendInt(b, int64(activity), 10)
+	b = append(b, `,"activity_name":`...)
+	b = tracer.AppendJSONString(b, name)
+	b = append(b, ocsfClass...)
+	b = append(b, `,"type_uid":`...)
+	b = strconv.AppendInt(b, ocsfClassUID*100+int64(activity), 10)
+	b = append(b, `,"type_name":`...)
+	b = tracer.AppendJSONString(b, "Process Activity: "+ocsfActivityCaption(activity))
+	b = append(b, `,"time":`...)
+	b = strconv.AppendInt(b, e.Time.UnixMilli(), 10)
+	switch e.Type {
+	case tracer.TypeExec:
+		b = append(b, `,"launch_type_id":3,"launch_type":"Exec"`...)
+	case tracer.TypeFork:
+		b = append(b, `,"launch_type_id":2,"launch_type":"Fork"`...)
+	case tracer.TypeExit:
+		if !e.Killed() {
+			b = append(b, `,"exit_code":`...)
+			b = strconv.AppendInt(b, int64(e.ExitCode), 10)
+		}
+	}
+	if carriesRet(e) {
+		if e.Ret == 0 {
+			b = append(b, `,"status_id":1,"status":"Success"`...)
+		} else {
+			b = append(b, `,"status_id":2,"status":"Failure","status_code":`...)
+			b = tracer.AppendJSONString(b, errnoCode(e.Ret))
+		}
+	}
+	b = append(b, `,"metadata":{"version":"`+OCSFVersion+`","product":{"name":"tracer","vendor_name":"tracer","version":`...)
+	b = tracer.AppendJSONString(b, ProductVersion)
+	b = append(b, `},"log_provider":`...)
+	b = tracer.AppendJSONString(b, e.Backend)
+	b = append(b, `,"profiles":["container","linux/linux_users"],"extensions":[{"name":"linux","uid":"1","version":"`+OCSFVersion+`"}]}`...)
+	b = append(b, `,"device":{"type_id":0,"type":"Unknown"`...)
+	if h := nodeHostname(); h != "" {
+		b = append(b, `,"hostname":`...)
+		b = tracer.AppendJSONString(b, h)
+	}
+	// The boot id that starts every exec id: the uids below are unique
+	// within this boot.
+	b = append(b, `,"boot_uid":`...)
+	b = tracer.AppendJSONString(b, tracer.BootID())
+	b = append(b, '}')
+	b = appendOCSFActor(b, e)
+	b = appendOCSFTarget(b, e)
+	b = appendOCSFUnmapped(b, e)
+	return append(b, '}')
+}
+
+// ocsfActivity is e's activity_id and activity_name: an exec and a fork
+// launch (launch_type_id says which), an exit terminates, and a signal
+// is an activity Process Activity does not define (Other, named Signal).
+func ocsfActivity(e *tracer.Event) (int, string) {
+	switch e.Type {
+	case tracer.TypeExec, tracer.TypeFork:
+		return ocsfLaunch, "Launch"
+	case tracer.TypeExit:
+		return ocsfTerminate, "Terminate"
+	case tracer.TypeSignal:
+		return ocsfOther, "Signal"
+	}
+	return ocsfOther, ocsfTitle(e.Type.String())
+}
+
+// ocsfActivityCaption is the schema's caption of an activity, for type_name.
+func ocsfActivityCaption(activity int) string {
+	switch activity {
+	case ocsfLaunch:
+		return "Launch"
+	case ocsfTerminate:
+		return "Terminate"
+	}
+	return "Other"
+}
+
+// ocsfTitle capitalizes an event type's name for activity_name.
+func ocsfTitle(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// errnoCode names a failed syscall's return value (-2: ENOENT).
+func errnoCode(ret int64) string {
+	if name := tracer.ErrnoName(-ret); name != "" {
+		return name
+	}
+	return strconv.FormatInt(ret, 10)
+}
+
+// appendOCSFActor appends actor: the event's process, but for what the
+// kernel did on its own (a kernel signal, a kernel kill), where the actor
+// is the kernel (app_name kernel or oom-killer), and for a process killed
+// by another, where it is the sender.
+func appendOCSFActor(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"actor":{`...)
+	switch {
+	case e.Type == tracer.TypeSignal && e.Origin == tracer.OriginKernel:
+		b = append(b, `"app_name":"kernel"`...)
+	case e.Type == tracer.TypeExit && e.Killed() && e.KilledBy.Origin == tracer.OriginKernel:
+		b = append(b, `"app_name":`...)
+		b = tracer.AppendJSONString(b, e.KilledBy.Comm)
+	case e.Type == tracer.TypeExit && e.Killed() && e.KilledBy.Origin == tracer.OriginUser:
+		k := &e.KilledBy
+		b = append(b, `"process":`...)
+		b = appendOCSFProcRef(b, int64(k.PID), k.Comm, k.ExecID)
+	default:
+		b = append(b, `"process":`...)
+		b = appendOCSFProcess(b, e, e.Comm, false)
+	}
+	return append(b, '}')
+}
+
+// appendOCSFTarget appends process: what the actor acted on.
+func appendOCSFTarget(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"process":`...)
+	switch e.Type {
+	case tracer.TypeExec:
+		name := e.Comm
+		if e.Ret == 0 && e.Filename != "" {
+			name = path.Base(e.Filename)
+		}
+		return appendOCSFProcess(b, e, name, true)
+	case tracer.TypeFork:
+		// The child (or thread) has the forker's name and user, and the
+		// forker as its parent; its exec id is in its own events.
+		b = append(b, `{"pid":`...)
+		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
+		b = append(b, `,"name":`...)
+		b = tracer.AppendJSONString(b, e.Comm)
+		b = appendOCSFUser(b, e)
+		b = append(b, `,"parent_process":`...)
+		b = appendOCSFProcRef(b, int64(e.PID), e.Comm, e.ExecID)
+		return append(b, '}')
+	case tracer.TypeSignal:
+		if e.Origin == tracer.OriginKernel {
+			return appendOCSFProcess(b, e, e.Comm, false)
+		}
+		return appendOCSFProcRef(b, int64(e.TargetPID), e.TargetComm, e.TargetExecID)
+	}
+	return appendOCSFProcess(b, e, e.Comm, false)
+}
+
+// appendOCSFProcess appends the event's process as a process object, with
+// name; image adds the program an exec starts (file, cmd_line).
+func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byte {
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendUint(b, uint64(e.PID), 10)
+	if !e.ExecID.IsZero() {
+		b = append(b, `,"uid":"`...)
+		b = tracer.AppendExecID(b, e.ExecID)
+		b = append(b, '"')
+	}
+	b = append(b, `,"name":`...)
+	b = tracer.AppendJSONString(b, name)
+	if image {
+		b = append(b, `,"cmd_line":`...)
+		b = tracer.AppendJSONString(b, shellCommandLine(e.Argv))
+		b = append(b, `,"file":{"name":`...)
+		b = tracer.AppendJSONString(b, path.Base(e.Filename))
+		b = append(b, `,"path":`...)
+		b = tracer.AppendJSONString(b, e.Filename)
+		if e.Ret == 0 {
+			b = append(b, `,"type_id":1,"type":"Regular File"}`...) // execve runs nothing else
+		} else {
+			b = append(b, `,"type_id":0,"type":"Unknown"}`...)
+		}
+	}
+	b = appendOCSFUser(b, e)
+	if e.AUID != tracer.UnsetID {
+		b = append(b, `,"auid":`...)
+		b = strconv.AppendUint(b, uint64(e.AUID), 10)
+	}
+	ppid := int64(e.ParentExecID.PID)
+	if e.Type == tracer.TypeExec && e.PPID != 0 {
+		ppid = int64(e.PPID)
+	}
+	if ppid != 0 || !e.ParentExecID.IsZero() {
+		pname := ""
+		if len(e.Ancestors) > 0 && e.Ancestors[0].ExecID == e.ParentExecID {
+			pname = e.Ancestors[0].Comm
+		}
+		b = append(b, `,"parent_process":`...)
+		b = appendOCSFProcRef(b, ppid, pname, e.ParentExecID)
+	}
+	if e.ContainerID != "" {
+		b = append(b, `,"container":{"uid":`...)
+		b = tracer.AppendJSONString(b, e.ContainerID)
+		b = append(b, '}')
+	}
+	if len(e.Ancestors) > 0 {
+		b = append(b, `,"ancestry":[`...)
+		for i := range e.Ancestors {
+			a := &e.Ancestors[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendOCSFProcRef(b, int64(a.PID), a.Comm, a.ExecID)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendOCSFUser appends the process's user: its real uid.
+func appendOCSFUser(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"user":{"uid":"`...)
+	b = strconv.AppendUint(b, uint64(e.UID), 10)
+	return append(b, `"}`...)
+}
+
+// appendOCSFProcRef appends a process known by its pid, and its name and
+// exec id where known.
+func appendOCSFProcRef(b []byte, pid int64, name string, id tracer.ExecID) []byte {
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendInt(b, pid, 10)
+	if !id.IsZero() {
+		b = append(b, `,"uid":"`...)
+		b = tracer.AppendExecID(b, id)
+		b = append(b, '"')
+	}
+	if name != "" {
+		b = append(b, `,"name":`...)
+		b = tracer.AppendJSONString(b, name)
+	}
+	return append(b, '}')
+}
+
+// appendOCSFUnmapped appends unmapped: tracer's fields that OCSF has no
+// attribute for, named as in the JSON lines.
+func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"unmapped":{"type":"`...)
+	b = append(b, e.Type.String()...)
+	b = append(b, '"')
+	if e.Cgroup != "" {
+		b = append(b, `,"cgroup":`...)
+		b = tracer.AppendJSONString(b, e.Cgroup)
+	}
+	if e.Unit != "" {
+		b = append(b, `,"unit":`...)
+		b = tracer.AppendJSONString(b, e.Unit)
+	}
+	switch e.Type {
+	case tracer.TypeExec:
+		// cmd_line is one string; the arguments as the process got them.
+		b = append(b, `,"argv":[`...)
+		for i, a := range e.Argv {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = tracer.AppendJSONString(b, a)
+		}
+		b = append(b, ']')
+		if e.ArgvTruncated {
+			b = append(b, `,"argv_truncated":true`...)
+		}
+	case tracer.TypeFork:
+		b = append(b, `,"syscall":`...)
+		b = tracer.AppendJSONString(b, e.Syscall)
+	case tracer.TypeSignal:
+		if e.Syscall != "" {
+			b = append(b, `,"syscall":`...)
+			b = tracer.AppendJSONString(b, e.Syscall)
+		}
+		b = appendECSSignal(b, e)
+	case tracer.TypeExit:
+		if e.Killed() {
+			b = appendECSSignal(b, e)
+			if !e.CoreUnknown {
+				b = append(b, `,"core_dumped":`...)
+				b = strconv.AppendBool(b, e.CoreDumped)
+			}
+			if k := &e.KilledBy; k.Seen() {
+				b = appendECSKiller(b, e, k)
+			}
+			if e.OOMKill {
+				b = append(b, `,"oom_kill":true`...)
+			}
+		}
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,120 @@
+package sink
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink/schematest"
+)
+
+// schemaEvents are events of every type and shape docs/events.md gives,
+// with every optional field somewhere, and strings a hostile process picks.
+func schemaEvents() map[string]*tracer.Event {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	id := func(pid uint32, start uint64) tracer.ExecID { return tracer.ExecID{PID: pid, Start: start} }
+	base := func(typ tracer.EventType) *tracer.Event {
+		return &tracer.Event{
+			Time: t0, Backend: "ebpf", Type: typ, PID: 4300, Comm: "sh\x1b[2J", UID: 1000, AUID: 1000,
+			ExecID: id(4300, 700), ParentExecID: id(4200, 650), Cgroup: "/system.slice/docker-" + cid + ".scope",
+			ContainerID: cid, Unit: "docker-" + cid + ".scope",
+		}
+	}
+	ev := map[string]*tracer.Event{}
+
+	e := base(tracer.TypeExec)
+	e.PPID, e.Filename = 4200, "/usr/bin/ls"
+	e.Argv = []string{"ls", "a b", `"},"x":1,"`, "\xff\u202e"}
+	e.ArgvTruncated = true
+	e.Ancestors = []tracer.Ancestor{{PID: 4200, Comm: "bash", ExecID: id(4200, 650)}, {PID: 1, Comm: "systemd", ExecID: id(1, 2)}}
+	ev["exec"] = e
+
+	e = base(tracer.TypeExec)
+	e.Backend, e.PPID, e.Filename, e.Argv, e.Ret = "audit", 4200, "/nonexistent/x", []string{"x"}, -2
+	e.ExecID, e.ParentExecID, e.Cgroup, e.ContainerID, e.Unit, e.AUID = tracer.ExecID{}, tracer.ExecID{}, "", "", "", tracer.UnsetID
+	ev["exec failed, nothing known of the process"] = e
+
+	e = base(tracer.TypeFork)
+	e.ChildPID, e.Syscall = 4301, "clone3"
+	ev["fork"] = e
+
+	e = base(tracer.TypeSignal)
+	e.TargetPID, e.Signal, e.Syscall, e.Ret = 4301, 9, "kill", 0
+	e.Code, e.HasCode, e.Origin, e.Result = tracer.SIUser, true, tracer.OriginUser, tracer.ResultDelivered
+	e.TargetComm, e.TargetExecID = "victim", id(4301, 710)
+	ev["signal"] = e
+
+	e = base(tracer.TypeSignal)
+	e.Backend, e.TargetPID, e.Signal, e.Syscall, e.Ret = "audit", -4300, 15, "kill", -3
+	e.Code, e.HasCode, e.Origin = tracer.SIUser, true, tracer.OriginUser
+	ev["signal to a group, failed"] = e
+
+	e = base(tracer.TypeSignal)
+	e.TargetPID, e.Signal = 4300, 11
+	e.Code, e.HasCode, e.Origin, e.Result = 1, true, tracer.OriginKernel, tracer.ResultDelivered
+	e.TargetComm, e.TargetExecID = e.Comm, e.ExecID
+	ev["kernel signal"] = e
+
+	e = base(tracer.TypeExit)
+	e.ExitCode = 3
+	ev["exit"] = e
+
+	e = base(tracer.TypeExit)
+	e.ExitCode, e.ParentExecID = -1, tracer.ExecID{}
+	ev["exit -1, parent unknown"] = e
+
+	e = base(tracer.TypeExit)
+	e.Signal = 9
+	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: 4200, Comm: "bash", ExecID: id(4200, 650), Code: tracer.SIUser, Syscall: "kill"}
+	ev["killed by a process"] = e
+
+	e = base(tracer.TypeExit)
+	e.Signal, e.CoreDumped = 11, true
+	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "kernel", Code: 1}
+	ev["killed by a fault"] = e
+
+	e = base(tracer.TypeExit)
+	e.Signal, e.OOMKill = 9, true
+	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "oom-killer", Code: tracer.SIKernel}
+	ev["killed by the OOM killer"] = e
+
+	e = base(tracer.TypeExit)
+	e.Backend, e.Signal, e.CoreUnknown = "audit", 6, true
+	ev["killed, sender not seen (audit)"] = e
+	return ev
+}
+
+const cid = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// Every event the encoders make is valid ECS 9.4.0 and valid OCSF 1.8.0
+// Process Activity, checked against the schemas' own definitions.
+func TestSchemasValidate(t *testing.T) {
+	for name, e := range schemaEvents() {
+		for _, f := range []struct {
+			name     string
+			enc      tracer.Encoder
+			validate func([]byte) error
+		}{
+			{"ecs", AppendECS, schematest.ECS},
+			{"ocsf", AppendOCSF, schematest.OCSF},
+		} {
+			doc := f.enc(nil, e)
+			if !json.Valid(doc) {
+				t.Errorf("%s %s: not JSON: %s", f.name, name, doc)
+				continue
+			}
+			if err := f.validate(doc); err != nil {
+				t.Errorf("%s %s: %v\n%s", f.name, name, err, doc)
+			}
+		}
+	}
+}
+
+// The schemas' versions are the ones the encoders say they follow.
+func TestSchemaVersions(t *testing.T) {
+	if ECSVersion != schematest.ECSVersion || OCSFVersion != schematest.OCSFVersion {
+		t.Errorf("encoders follow ECS %s and OCSF %s; testdata has ECS %s and OCSF %s",
+			ECSVersion, OCSFVersion, schematest.ECSVersion, schematest.OCSFVersion)
+	}
+}
