@@ -36,8 +36,8 @@ var ocsfSchema []byte
 
 // ecsField is one field of ecs_flat.yml.
 type ecsField struct {
-	Type          string   `yaml:"type"`
-	Normalize     []string `yaml:"normalize"`
+	Type          string       `yaml:"type"`
+	Normalize     []string     `yaml:"normalize"`
 	AllowedValues []ecsAllowed `yaml:"allowed_values"`
 }
 
