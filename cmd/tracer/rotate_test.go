@@ -167,3 +167,26 @@ func TestWatchOutputRotatesAndReopens(t *testing.T) {
 		t.Errorf("--stats-file says seen %d, lost %d (%v); the summary %d, %d", sf.Seen, sf.Lost, err, seen, lost)
 	}
 }
+
+// With stdout, SIGHUP still ends the watch (a terminal's hangup), as a
+// normal end: rules or probes removed, the summary printed, exit 0.
+func TestWatchStdoutEndsOnSIGHUP(t *testing.T) {
+	tracertest.NeedRoot(t)
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "exec")
+	mustDo(t, w.cmd.Process.Signal(syscall.SIGHUP))
+	ended := make(chan error, 1)
+	go func() {
+		<-w.done
+		ended <- w.cmd.Wait()
+	}()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("watch after SIGHUP: %v\n%s", err, w.stderr())
+		}
+	case <-time.After(10 * time.Second):
+		_ = w.cmd.Process.Kill()
+		t.Fatalf("watch to stdout still runs 10 s after SIGHUP:\n%s", w.stderr())
+	}
+	w.summary(t)
+}
