@@ -9,5 +9,5 @@
 //	go generate ./bpf
 package bpf
 
-//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 -type event_hdr -type event -type exec_event -type exec_key -type comm_key -type signal_key Tracer tracer.bpf.c -- -I.
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 -type event_hdr -type event -type exec_event -type exec_key -type comm_key -type signal_key -type throttle_event Tracer tracer.bpf.c -- -I.
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 Floor floor.bpf.c -- -I.

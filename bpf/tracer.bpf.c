@@ -61,6 +61,7 @@ enum event_type {
 	EV_SIGNAL = 3,
 	EV_EXIT = 4,
 	EV_MAX = 5,
+	EV_THROTTLE = 5, /* a source over --rate-limit (struct throttle_event) */
 };
 
 /* Syscalls; decode.go names them. */
@@ -85,6 +86,7 @@ enum syscall_id {
 /* event_hdr.flags */
 #define EVF_COMPAT 1	   /* made by a 32-bit (ia32) syscall */
 #define EVF_ARGV_TRUNC 2 /* argv had more than ARGC_MAX arguments, or one could not be read */
+#define EVF_THR_PROCESS 4 /* throttle: the source is the process h.pid (root cgroup), not its cgroup */
 
 /* Where records are lost, indexes of the lost map (tracer.LossStage differs). */
 enum lost_index {
@@ -175,6 +177,22 @@ struct exec_start {
 	__u64 argv;
 };
 
+/*
+ * A source of events went over --rate-limit (see rate_pass): the header is
+ * the first process whose event the window left out, its time the window's
+ * end. As long as a struct event, so that it travels as one.
+ */
+struct throttle_event {
+	struct event_hdr h;
+	__u64 wstart;	  /* the window: ktime ns */
+	__u64 wend;
+	__u64 dropped[4]; /* events left out in it: exec, fork, signal, exit */
+	__u64 _pad;
+};
+
+_Static_assert(sizeof(struct throttle_event) == sizeof(struct event), "throttle_event travels as an event");
+/* Only cast to: this puts its type in the object's BTF, for bpf2go. */
+const struct throttle_event *unused_throttle_event __attribute__((unused));
 _Static_assert(sizeof(struct event_hdr) == 72, "event_hdr layout");
 _Static_assert(sizeof(struct event) == 128, "event layout");
 _Static_assert(__builtin_offsetof(struct exec_event, data) == 96, "exec_event layout");
@@ -215,6 +233,7 @@ const volatile __u32 cfg_self_tgid = 0;	    /* tracer itself: never an event */
 const volatile __u8 cfg_keep_preempt = 0;   /* report runtime preemption SIGURGs (--signal URG or all) */
 const volatile __u8 cfg_keep_existence = 0; /* report signal 0 (--signal 0 or all) */
 const volatile __u8 cfg_exec_failures = 0;  /* report failed exec attempts (--exec-failures) */
+const volatile __u32 cfg_rate_limit = 0;    /* --rate-limit: events a second per source (0: none) */
 
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
@@ -755,6 +774,222 @@ static __always_inline bool pass_current(struct task_struct___who *task, __u32 *
 	return pass_comm(comm->c) && (!cfg_cgroup_id || pass_cgroup((void *)bpf_get_current_task()));
 }
 
+/* ---- --rate-limit ---- */
+
+/*
+ * A source of events is a cgroup v2, or a process of the root cgroup (on a
+ * node that uses cgroup v1 alone, every process). Its window is one second
+ * of ktime; state packs the window and the events it passed so far, so
+ * that one compare-and-swap moves either. Events over the limit are
+ * counted here (dropped, and the throttled map) and never reach the ring;
+ * the window's throttle record goes out at the source's next event in a
+ * later window, or from rate_sweep, run by user space.
+ */
+struct rate_key {
+	__u64 cgid; /* 0: the source is the process tgid */
+	__u32 tgid;
+	__u32 _pad;
+};
+
+struct rate {
+	__u64 state;	  /* window (seconds of ktime) << 32 | events passed in it */
+	__u64 dropped[4]; /* left out in the window: exec, fork, signal, exit */
+	/* The first process the window left out (who_pid 0: none yet). */
+	__u64 who_start;
+	__u64 who_cgid;
+	__u32 who_pid;
+	__u32 who_uid;
+	__u32 who_auid;
+	__u32 _pad;
+	char who_comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct rate_key);
+	__type(value, struct rate);
+} rates SEC(".maps");
+
+/* Events left out by the limit, by type: Stats.Throttled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} throttled SEC(".maps");
+
+#define NS_PER_SEC 1000000000ULL
+
+/* Sends the throttle record of window win of source k, ending at end,
+ * taking r's counts (each count goes to exactly one record, whatever runs
+ * at once). Nothing when the window left nothing out. */
+static __always_inline void rate_report(void *ctx, const struct rate_key *k, struct rate *r, __u64 win, __u64 end,
+					__u64 now)
+{
+	__u32 pid = __sync_lock_test_and_set(&r->who_pid, 0);
+	__u64 d[4], sum = 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		d[i] = __sync_lock_test_and_set(&r->dropped[i], 0);
+		sum += d[i];
+	}
+	if (!sum)
+		return;
+	struct throttle_event *t = (struct throttle_event *)ev_reserve(now);
+	if (!t) {
+		lost_inc(LOST_OUTPUT);
+		return;
+	}
+	struct event_hdr *h = &t->h;
+	h->ktime = end;
+	h->pid = pid;
+	h->uid = r->who_uid;
+	h->auid = r->who_auid;
+	h->type = EV_THROTTLE;
+	h->syscall = SC_NONE;
+	h->flags = k->cgid ? 0 : EVF_THR_PROCESS;
+	h->_pad = 0;
+	__builtin_memcpy(h->comm, r->who_comm, COMM_LEN);
+	h->start = r->who_start;
+	h->pstart = 0;
+	h->cgid = r->who_cgid;
+	h->ppid = 0;
+	h->repeat = 0;
+	t->wstart = win * NS_PER_SEC;
+	t->wend = end;
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		t->dropped[i] = d[i];
+	t->_pad = 0;
+	ev_submit(ctx, (struct event *)t, now);
+}
+
+/* The first event a window leaves out names the source's process. */
+static __always_inline void rate_who(struct rate *r, struct task_struct___who *task, __u32 tgid, const char *comm,
+				     __u64 cgid)
+{
+	if (r->who_pid || __sync_val_compare_and_swap(&r->who_pid, 0, tgid) != 0)
+		return;
+	__builtin_memcpy(r->who_comm, comm, COMM_LEN);
+	r->who_cgid = cgid;
+	r->who_auid = current_auid(task);
+	if (task) {
+		r->who_uid = task->cred->uid.val;
+		r->who_start = task->group_leader->start_boottime;
+	} else {
+		struct task_struct___who *t = (void *)bpf_get_current_task();
+		r->who_uid = (__u32)bpf_get_current_uid_gid();
+		r->who_start = BPF_CORE_READ(t, group_leader, start_boottime);
+	}
+}
+
+/*
+ * Whether an event of type (1..4) of process tgid (task, or the current
+ * task when NULL) at now may go out under --rate-limit. One that is over
+ * the limit is counted and not sent. Checked before anything is reserved
+ * or batched; without --rate-limit the verifier drops all of it.
+ */
+static __always_inline bool rate_pass(void *ctx, struct task_struct___who *task, __u32 tgid, const char *comm,
+				      __u8 type, __u64 now)
+{
+	if (!cfg_rate_limit)
+		return true;
+	struct rate_key k = {};
+	__u64 cgid = task ? task->cgroups->dfl_cgrp->kn->id : bpf_get_current_cgroup_id();
+	if (cgid > 1)
+		k.cgid = cgid;
+	else
+		k.tgid = tgid; /* the root cgroup */
+	__u64 win = now / NS_PER_SEC;
+	struct rate *r = bpf_map_lookup_elem(&rates, &k);
+	if (!r) {
+		struct rate init = {};
+		init.state = win << 32 | 1;
+		if (bpf_map_update_elem(&rates, &k, &init, BPF_NOEXIST) == 0)
+			return true;
+		r = bpf_map_lookup_elem(&rates, &k);
+		if (!r)
+			return true; /* no room: passed rather than left out unsaid */
+	}
+	/* A few tries: another CPU may move the state between the read and the swap. */
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u64 s = *(volatile __u64 *)&r->state;
+		__u64 sw = s >> 32;
+		if (sw < win) {
+			/* The first event of a new window: it passes, and the window
+			 * before is said. (A CPU whose clock lags, sw > win, counts in
+			 * the window the source is in.) */
+			if (__sync_val_compare_and_swap(&r->state, s, win << 32 | 1) == s) {
+				rate_report(ctx, &k, r, sw, (sw + 1) * NS_PER_SEC, now);
+				return true;
+			}
+			continue;
+		}
+		if ((__u32)s >= cfg_rate_limit)
+			break;
+		if (__sync_val_compare_and_swap(&r->state, s, s + 1) == s)
+			return true;
+	}
+	__u32 idx = type - 1;
+	if (idx < 4)
+		__sync_fetch_and_add(&r->dropped[idx], 1);
+	rate_who(r, task, tgid, comm, cgid);
+	idx = type;
+	__u64 *v = bpf_map_lookup_elem(&throttled, &idx);
+	if (v)
+		*v += 1;
+	return false;
+}
+
+/* What rate_sweep_one is told. */
+struct sweep_ctx {
+	__u64 now;
+	__u64 final; /* the end: every window, over or not */
+};
+
+static long rate_sweep_one(void *map, const void *key, void *value, void *data)
+{
+	const struct rate_key *k = key;
+	struct rate *r = value;
+	struct sweep_ctx *sc = data;
+	if (!r->dropped[0] && !r->dropped[1] && !r->dropped[2] && !r->dropped[3])
+		return 0;
+	__u64 s = *(volatile __u64 *)&r->state;
+	__u64 sw = s >> 32, win = sc->now / NS_PER_SEC;
+	__u64 end = (sw + 1) * NS_PER_SEC;
+	if (sc->final) {
+		rate_report(NULL, k, r, sw, end < sc->now ? end : sc->now, sc->now);
+		return 0;
+	}
+	/* Over: a window that ended in silence is said now, and the source
+	 * starts the current one. */
+	if (sw < win && __sync_val_compare_and_swap(&r->state, s, win << 32) == s)
+		rate_report(NULL, k, r, sw, end, sc->now);
+	return 0;
+}
+
+/* Run by user space (BPF_PROG_TEST_RUN) every few hundred ms: says the
+ * throttled windows that are over. Needs a ring buffer. */
+SEC("raw_tp")
+int rate_sweep(void *ctx)
+{
+	struct sweep_ctx sc = {.now = bpf_ktime_get_ns(), .final = 0};
+	bpf_for_each_map_elem(&rates, rate_sweep_one, &sc, 0);
+	return 0;
+}
+
+/* Run by user space once the programs are detached: says every window
+ * that left events out. */
+SEC("raw_tp")
+int rate_final(void *ctx)
+{
+	struct sweep_ctx sc = {.now = bpf_ktime_get_ns(), .final = 1};
+	bpf_for_each_map_elem(&rates, rate_sweep_one, &sc, 0);
+	return 0;
+}
+
 /* ---- exec ---- */
 
 static __always_inline void exec_count(const char *comm, const char *filename, bool kernel)
@@ -909,6 +1144,10 @@ static __always_inline int exec_exit(void *ctx, long ret)
 		exec_count(st->h.comm, filename, false);
 		goto out;
 	}
+	__u64 now = now_ns();
+	/* In the window of the event's time, its call's. */
+	if (!rate_pass(ctx, NULL, st->h.pid, st->h.comm, EV_EXEC, st->h.ktime))
+		goto out;
 	__builtin_memcpy(&e->h, &st->h, sizeof(e->h));
 	e->ppid = st->ppid;
 	e->ret = ret;
@@ -916,7 +1155,7 @@ static __always_inline int exec_exit(void *ctx, long ret)
 			      : exec_args(e, (const char *)st->filename, (const void *)st->argv, st->h.flags & EVF_COMPAT);
 	if (size > DATA_MAX)
 		size = DATA_MAX;
-	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now_ns());
+	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);
 out:
 	bpf_map_delete_elem(&execs, &key);
 	return 0;
@@ -999,6 +1238,8 @@ static __always_inline int on_fork(void *ctx, __u8 sc, long ret, struct task_str
 		return 0;
 	}
 	__u64 now = now_ns();
+	if (!rate_pass(ctx, task, tgid, comm.c, EV_FORK, now))
+		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
@@ -1023,9 +1264,11 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
+/* rated: sched_signal applied --rate-limit already (rate_pass), and the
+ * event passed. */
 static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 ttgid, __s32 sig, long ret, bool compat,
 					struct task_struct___who *task, const struct sig_info *si,
-					const struct repeat_key *key)
+					const struct repeat_key *key, bool rated)
 {
 	union comm comm;
 	__u32 tgid;
@@ -1038,6 +1281,8 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 
 		return 0;
 	}
 	__u64 now = now_ns();
+	if (!rated && !rate_pass(ctx, task, tgid, comm.c, EV_SIGNAL, now))
+		return 0;
 	if (cfg_batch) {
 		__u32 zero = 0;
 		struct batch *b = bpf_map_lookup_elem(&batches, &zero);
@@ -1106,7 +1351,7 @@ static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __u32 ttg
 		__u64 id = bpf_get_current_pid_tgid();
 		ttgid = (__u32)target == (__u32)id ? (__u32)(id >> 32) : (__u32)target;
 	}
-	return on_signal_si(ctx, sc, target, ttgid, sig, ret, compat, NULL, NULL, NULL);
+	return on_signal_si(ctx, sc, target, ttgid, sig, ret, compat, NULL, NULL, NULL, false);
 }
 
 static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, struct task_struct___who *task)
@@ -1120,6 +1365,8 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
 		return 0;
 	}
 	__u64 now = now_ns();
+	if (!rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
+		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
@@ -1450,10 +1697,13 @@ int tp_exit_signal(struct sys_exit_ctx *ctx)
 	ev->ret = ctx->ret;
 	if (ev->h.syscall == SC_PIDFD_SEND_SIGNAL)
 		ev->a = ctx->ret == 0 ? pidfd_target(ev->a) : 0;
-	if (cfg_count_only)
+	if (cfg_count_only) {
 		signal_count(ev->h.comm, ev->a, ev->b);
-	else
-		output(ctx, ev, sizeof(*ev), now_ns());
+	} else {
+		/* In the window of the event's time, its call's. */
+		if (rate_pass(ctx, NULL, ev->h.pid, ev->h.comm, EV_SIGNAL, ev->h.ktime))
+			output(ctx, ev, sizeof(*ev), now_ns());
+	}
 	bpf_map_delete_elem(&pending, &key);
 	return 0;
 }
@@ -1676,6 +1926,8 @@ int sched_exec(__u64 *ctx)
 	struct task_struct___who *cur = current_btf();
 	__u8 sc = current_syscall(cur, &regs, &compat);
 	__u64 now = now_ns();
+	if (!rate_pass(ctx, cur, tgid, comm.c, EV_EXEC, now))
+		goto out;
 	fill_hdr(&e->h, EV_EXEC, sc, tgid, comm.c, now, cur);
 	e->h.flags = compat ? EVF_COMPAT : 0;
 	struct task_struct *task = (struct task_struct *)key;
@@ -1748,6 +2000,8 @@ static __always_inline bool killed_exit(void *ctx, struct task_struct___who *tas
 	if (cfg_count_only || !pass_current(task, &tgid, &comm))
 		goto out;
 	__u64 now = now_ns();
+	if (!rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
+		goto out;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
@@ -1932,6 +2186,8 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___who *t,
 	if (!pass_comm(comm.c) || !pass_cgroup(t))
 		return 0;
 	__u64 now = now_ns();
+	if (!rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))
+		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
@@ -2053,6 +2309,7 @@ int sched_signal(__u64 *ctx)
 		return 0; /* the syscall probes report it */
 	long ret = result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0;
 	struct repeat_key k;
+	bool rated = false;
 	if (cfg_batch) {
 		struct task_struct___who *p = cur->real_parent;
 		k.start = cur->start_boottime;
@@ -2080,6 +2337,11 @@ int sched_signal(__u64 *ctx)
 		 * interrupted (busy). The filters passed for the same sender
 		 * this tick. */
 		if (b && !b->busy && b->tick == now_ns() && same_key(&b->last, &k) && pass_pid(cur->tgid)) {
+			/* Over the limit, it is left out here; passed, it is one
+			 * more repeat, or on_signal_si's without a second count. */
+			rated = true;
+			if (!rate_pass(ctx, cur, cur->tgid, (const char *)k.comm, EV_SIGNAL, b->tick))
+				return 0;
 			__u32 off = b->len - sizeof(struct event);
 			barrier_var(off);
 			/* A valid key has a record: off is in the batch. */
@@ -2094,7 +2356,8 @@ int sched_signal(__u64 *ctx)
 		}
 	}
 	sig_target(&si, target);
-	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
+	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL,
+			    rated);
 }
 
 SEC("tp_btf/sched_process_fork")

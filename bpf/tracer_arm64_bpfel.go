@@ -129,11 +129,40 @@ type TracerKiller struct {
 	Comm    [16]int8
 }
 
+type TracerRate struct {
+	_        structs.HostLayout
+	State    uint64
+	Dropped  [4]uint64
+	WhoStart uint64
+	WhoCgid  uint64
+	WhoPid   uint32
+	WhoUid   uint32
+	WhoAuid  uint32
+	Pad      uint32
+	WhoComm  [16]int8
+}
+
+type TracerRateKey struct {
+	_    structs.HostLayout
+	Cgid uint64
+	Tgid uint32
+	Pad  uint32
+}
+
 type TracerSignalKey struct {
 	_      structs.HostLayout
 	Comm   [16]int8
 	Target int32
 	Sig    int32
+}
+
+type TracerThrottleEvent struct {
+	_       structs.HostLayout
+	H       TracerEventHdr
+	Wstart  uint64
+	Wend    uint64
+	Dropped [4]uint64
+	Pad     uint64
 }
 
 type TracerTickTime struct {
@@ -160,7 +189,9 @@ const (
 	TracerMapLost                     = "lost"
 	TracerMapOomVictims               = "oom_victims"
 	TracerMapPending                  = "pending"
+	TracerMapRates                    = "rates"
 	TracerMapSignalCounts             = "signal_counts"
+	TracerMapThrottled                = "throttled"
 	TracerMapTick                     = "tick"
 	TracerMapTotals                   = "totals"
 	TracerMapTrackOn                  = "track_on"
@@ -188,6 +219,8 @@ const (
 	TracerProgOomVictim               = "oom_victim"
 	TracerProgOomVictimPid            = "oom_victim_pid"
 	TracerProgProcExit                = "proc_exit"
+	TracerProgRateFinal               = "rate_final"
+	TracerProgRateSweep               = "rate_sweep"
 	TracerProgSchedExec               = "sched_exec"
 	TracerProgSchedExit               = "sched_exit"
 	TracerProgSchedFork               = "sched_fork"
@@ -227,6 +260,7 @@ const (
 	TracerVarCfgKeepExistence         = "cfg_keep_existence"
 	TracerVarCfgKeepPreempt           = "cfg_keep_preempt"
 	TracerVarCfgPerfbuf               = "cfg_perfbuf"
+	TracerVarCfgRateLimit             = "cfg_rate_limit"
 	TracerVarCfgSelfTgid              = "cfg_self_tgid"
 	TracerVarCfgSigAll                = "cfg_sig_all"
 	TracerVarCfgSigHi                 = "cfg_sig_hi"
@@ -236,6 +270,7 @@ const (
 	TracerVarCfgWakeBytes             = "cfg_wake_bytes"
 	TracerVarLastFillCheck            = "last_fill_check"
 	TracerVarLastWake                 = "last_wake"
+	TracerVarUnusedThrottleEvent      = "unused_throttle_event"
 )
 
 // LoadTracer returns the embedded CollectionSpec for Tracer.
@@ -303,6 +338,8 @@ type TracerProgramSpecs struct {
 	OomVictim               *ebpf.ProgramSpec `ebpf:"oom_victim"`
 	OomVictimPid            *ebpf.ProgramSpec `ebpf:"oom_victim_pid"`
 	ProcExit                *ebpf.ProgramSpec `ebpf:"proc_exit"`
+	RateFinal               *ebpf.ProgramSpec `ebpf:"rate_final"`
+	RateSweep               *ebpf.ProgramSpec `ebpf:"rate_sweep"`
 	SchedExec               *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit               *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork               *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -350,7 +387,9 @@ type TracerMapSpecs struct {
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	OomVictims   *ebpf.MapSpec `ebpf:"oom_victims"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
+	Rates        *ebpf.MapSpec `ebpf:"rates"`
 	SignalCounts *ebpf.MapSpec `ebpf:"signal_counts"`
+	Throttled    *ebpf.MapSpec `ebpf:"throttled"`
 	Tick         *ebpf.MapSpec `ebpf:"tick"`
 	Totals       *ebpf.MapSpec `ebpf:"totals"`
 	TrackOn      *ebpf.MapSpec `ebpf:"track_on"`
@@ -361,27 +400,29 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
-	CfgBatch         *ebpf.VariableSpec `ebpf:"cfg_batch"`
-	CfgCgroupId      *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
-	CfgCgroupLevel   *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse        *ebpf.VariableSpec `ebpf:"cfg_coarse"`
-	CfgCommHi        *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
-	CfgCommLo        *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
-	CfgCommOn        *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
-	CfgCountOnly     *ebpf.VariableSpec `ebpf:"cfg_count_only"`
-	CfgExecFailures  *ebpf.VariableSpec `ebpf:"cfg_exec_failures"`
-	CfgKeepExistence *ebpf.VariableSpec `ebpf:"cfg_keep_existence"`
-	CfgKeepPreempt   *ebpf.VariableSpec `ebpf:"cfg_keep_preempt"`
-	CfgPerfbuf       *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
-	CfgSelfTgid      *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
-	CfgSigAll        *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
-	CfgSigHi         *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
-	CfgSigLo         *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
-	CfgSigSched      *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
-	CfgTypes         *ebpf.VariableSpec `ebpf:"cfg_types"`
-	CfgWakeBytes     *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
-	LastFillCheck    *ebpf.VariableSpec `ebpf:"last_fill_check"`
-	LastWake         *ebpf.VariableSpec `ebpf:"last_wake"`
+	CfgBatch            *ebpf.VariableSpec `ebpf:"cfg_batch"`
+	CfgCgroupId         *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel      *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
+	CfgCoarse           *ebpf.VariableSpec `ebpf:"cfg_coarse"`
+	CfgCommHi           *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
+	CfgCommLo           *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
+	CfgCommOn           *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
+	CfgCountOnly        *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgExecFailures     *ebpf.VariableSpec `ebpf:"cfg_exec_failures"`
+	CfgKeepExistence    *ebpf.VariableSpec `ebpf:"cfg_keep_existence"`
+	CfgKeepPreempt      *ebpf.VariableSpec `ebpf:"cfg_keep_preempt"`
+	CfgPerfbuf          *ebpf.VariableSpec `ebpf:"cfg_perfbuf"`
+	CfgRateLimit        *ebpf.VariableSpec `ebpf:"cfg_rate_limit"`
+	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgSigAll           *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
+	CfgSigHi            *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
+	CfgSigLo            *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
+	CfgSigSched         *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
+	CfgTypes            *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgWakeBytes        *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
+	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
+	LastWake            *ebpf.VariableSpec `ebpf:"last_wake"`
+	UnusedThrottleEvent *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 }
 
 // TracerObjects contains all objects after they have been loaded into the kernel.
@@ -418,7 +459,9 @@ type TracerMaps struct {
 	Lost         *ebpf.Map `ebpf:"lost"`
 	OomVictims   *ebpf.Map `ebpf:"oom_victims"`
 	Pending      *ebpf.Map `ebpf:"pending"`
+	Rates        *ebpf.Map `ebpf:"rates"`
 	SignalCounts *ebpf.Map `ebpf:"signal_counts"`
+	Throttled    *ebpf.Map `ebpf:"throttled"`
 	Tick         *ebpf.Map `ebpf:"tick"`
 	Totals       *ebpf.Map `ebpf:"totals"`
 	TrackOn      *ebpf.Map `ebpf:"track_on"`
@@ -441,7 +484,9 @@ func (m *TracerMaps) Close() error {
 		m.Lost,
 		m.OomVictims,
 		m.Pending,
+		m.Rates,
 		m.SignalCounts,
+		m.Throttled,
 		m.Tick,
 		m.Totals,
 		m.TrackOn,
@@ -453,27 +498,29 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
-	CfgBatch         *ebpf.Variable `ebpf:"cfg_batch"`
-	CfgCgroupId      *ebpf.Variable `ebpf:"cfg_cgroup_id"`
-	CfgCgroupLevel   *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse        *ebpf.Variable `ebpf:"cfg_coarse"`
-	CfgCommHi        *ebpf.Variable `ebpf:"cfg_comm_hi"`
-	CfgCommLo        *ebpf.Variable `ebpf:"cfg_comm_lo"`
-	CfgCommOn        *ebpf.Variable `ebpf:"cfg_comm_on"`
-	CfgCountOnly     *ebpf.Variable `ebpf:"cfg_count_only"`
-	CfgExecFailures  *ebpf.Variable `ebpf:"cfg_exec_failures"`
-	CfgKeepExistence *ebpf.Variable `ebpf:"cfg_keep_existence"`
-	CfgKeepPreempt   *ebpf.Variable `ebpf:"cfg_keep_preempt"`
-	CfgPerfbuf       *ebpf.Variable `ebpf:"cfg_perfbuf"`
-	CfgSelfTgid      *ebpf.Variable `ebpf:"cfg_self_tgid"`
-	CfgSigAll        *ebpf.Variable `ebpf:"cfg_sig_all"`
-	CfgSigHi         *ebpf.Variable `ebpf:"cfg_sig_hi"`
-	CfgSigLo         *ebpf.Variable `ebpf:"cfg_sig_lo"`
-	CfgSigSched      *ebpf.Variable `ebpf:"cfg_sig_sched"`
-	CfgTypes         *ebpf.Variable `ebpf:"cfg_types"`
-	CfgWakeBytes     *ebpf.Variable `ebpf:"cfg_wake_bytes"`
-	LastFillCheck    *ebpf.Variable `ebpf:"last_fill_check"`
-	LastWake         *ebpf.Variable `ebpf:"last_wake"`
+	CfgBatch            *ebpf.Variable `ebpf:"cfg_batch"`
+	CfgCgroupId         *ebpf.Variable `ebpf:"cfg_cgroup_id"`
+	CfgCgroupLevel      *ebpf.Variable `ebpf:"cfg_cgroup_level"`
+	CfgCoarse           *ebpf.Variable `ebpf:"cfg_coarse"`
+	CfgCommHi           *ebpf.Variable `ebpf:"cfg_comm_hi"`
+	CfgCommLo           *ebpf.Variable `ebpf:"cfg_comm_lo"`
+	CfgCommOn           *ebpf.Variable `ebpf:"cfg_comm_on"`
+	CfgCountOnly        *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgExecFailures     *ebpf.Variable `ebpf:"cfg_exec_failures"`
+	CfgKeepExistence    *ebpf.Variable `ebpf:"cfg_keep_existence"`
+	CfgKeepPreempt      *ebpf.Variable `ebpf:"cfg_keep_preempt"`
+	CfgPerfbuf          *ebpf.Variable `ebpf:"cfg_perfbuf"`
+	CfgRateLimit        *ebpf.Variable `ebpf:"cfg_rate_limit"`
+	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgSigAll           *ebpf.Variable `ebpf:"cfg_sig_all"`
+	CfgSigHi            *ebpf.Variable `ebpf:"cfg_sig_hi"`
+	CfgSigLo            *ebpf.Variable `ebpf:"cfg_sig_lo"`
+	CfgSigSched         *ebpf.Variable `ebpf:"cfg_sig_sched"`
+	CfgTypes            *ebpf.Variable `ebpf:"cfg_types"`
+	CfgWakeBytes        *ebpf.Variable `ebpf:"cfg_wake_bytes"`
+	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`
+	LastWake            *ebpf.Variable `ebpf:"last_wake"`
+	UnusedThrottleEvent *ebpf.Variable `ebpf:"unused_throttle_event"`
 }
 
 // TracerPrograms contains all programs after they have been loaded into the kernel.
@@ -503,6 +550,8 @@ type TracerPrograms struct {
 	OomVictim               *ebpf.Program `ebpf:"oom_victim"`
 	OomVictimPid            *ebpf.Program `ebpf:"oom_victim_pid"`
 	ProcExit                *ebpf.Program `ebpf:"proc_exit"`
+	RateFinal               *ebpf.Program `ebpf:"rate_final"`
+	RateSweep               *ebpf.Program `ebpf:"rate_sweep"`
 	SchedExec               *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit               *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork               *ebpf.Program `ebpf:"sched_fork"`
@@ -557,6 +606,8 @@ func (p *TracerPrograms) Close() error {
 		p.OomVictim,
 		p.OomVictimPid,
 		p.ProcExit,
+		p.RateFinal,
+		p.RateSweep,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

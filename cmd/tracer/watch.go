@@ -26,6 +26,7 @@ type watchOptions struct {
 	target   targetFlags // watch_target.go
 	// statsFile receives the exit summary as JSON (tracer.StatsFile).
 	statsFile string
+	rate      rateFlags   // watch_ratelimit.go
 	rotate    rotateFlags // rotate.go
 }
 
@@ -57,6 +58,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
 	o.target.register(cmd)
+	o.rate.register(cmd)
 	o.rotate.register(cmd)
 	return cmd
 }
@@ -73,6 +75,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		return err
 	}
 	if err := o.target.apply(&cfg); err != nil {
+		return err
+	}
+	if err := o.rate.apply(&cfg); err != nil {
 		return err
 	}
 	if o.statsFile != "" {
@@ -165,9 +170,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		}
 	}
 	st := res.Stats
-	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)\n",
+	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)%s\n",
 		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary(),
-		st.TotalFiltered(), st.FilterSummary())
+		st.TotalFiltered(), st.FilterSummary(), o.rate.summary(st, res.StatsFile.ThrottleEvents))
 	if res.CloseErr != nil {
 		slog.Warn("removing rules or probes", "err", res.CloseErr)
 	}

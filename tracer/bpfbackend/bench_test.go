@@ -25,7 +25,7 @@ import (
 )
 
 // buildLoop compiles testdata/loop.c.
-func buildLoop(b *testing.B) string {
+func buildLoop(b testing.TB) string {
 	b.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	out := filepath.Join(b.TempDir(), "loop")

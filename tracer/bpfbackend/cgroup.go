@@ -195,6 +195,7 @@ func (b *Backend) newDecoder() *decoder {
 	d := newDecoder()
 	b.mu.Lock()
 	d.cgroups = b.cgroups
+	d.limit = b.cfg.RateLimit
 	b.mu.Unlock()
 	return d
 }

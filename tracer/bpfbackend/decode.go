@@ -48,6 +48,11 @@ const (
 	offXSyscall = 126
 	eventSize   = 128
 
+	// struct throttle_event: as long as struct event.
+	offWStart  = 72 // the window, ktime ns
+	offWEnd    = 80
+	offDropped = 88 // events left out: exec, fork, signal, exit (4 x u64)
+
 	// struct exec_event.
 	offPPID         = 72
 	offFilenameSize = 76
@@ -84,6 +89,10 @@ const FilenameMax = 255
 // arguments, or one could not be read whole.
 const flagArgvTrunc = 2
 
+// flagThrottleProcess in a throttle record's flags (EVF_THR_PROCESS): the
+// source is the process, in the root cgroup, not its cgroup.
+const flagThrottleProcess = 4
+
 // syscallNames names enum syscall_id.
 var syscallNames = [...]string{
 	"", "execve", "execveat", "fork", "vfork", "clone", "clone3",
@@ -100,6 +109,7 @@ type decoder struct {
 	clock   clock
 	strings map[string]string
 	cgroups *cgroupNames // nil: cgroups are not named
+	limit   uint32       // --rate-limit, for throttle events
 	// The last string interned and the last cgroup named: a storm's
 	// records repeat them, and a map lookup costs more than the rest of
 	// the record's decoding.
@@ -278,8 +288,29 @@ func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {
 			d.decodeExit(raw, e)
 		}
 		return nil
+	case tracer.TypeThrottle:
+		return d.decodeThrottle(raw, e)
 	}
 	return fmt.Errorf("unknown record type %d", raw[offType])
+}
+
+// decodeThrottle reads a throttle record (struct throttle_event); its
+// header, decoded already, is the first process the window left out.
+func (d *decoder) decodeThrottle(raw []byte, e *tracer.Event) error {
+	if len(raw) < eventSize {
+		return fmt.Errorf("%w: throttle record of %d bytes", errShortRecord, len(raw))
+	}
+	le := binary.LittleEndian
+	t := &e.Throttle
+	t.Source, t.CgroupID = tracer.SourceCgroup, le.Uint64(raw[offCgid:])
+	if raw[offFlags]&flagThrottleProcess != 0 {
+		t.Source, t.CgroupID = tracer.SourceProcess, 0
+	}
+	t.Start, t.End, t.Limit = d.clock.wall(le.Uint64(raw[offWStart:])), d.clock.wall(le.Uint64(raw[offWEnd:])), d.limit
+	for i, typ := range tracer.AllTypes {
+		t.Add(typ, le.Uint64(raw[offDropped+8*i:]))
+	}
+	return nil
 }
 
 func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {

@@ -225,6 +225,7 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 	var h bpf.TracerEventHdr
 	var ev bpf.TracerEvent
 	var ex bpf.TracerExecEvent
+	var th bpf.TracerThrottleEvent
 	checks := []struct {
 		name      string
 		got, want uintptr
@@ -261,6 +262,10 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"exec ret", unsafe.Offsetof(ex.Ret), offExecRet},
 		{"argc", unsafe.Offsetof(ex.Argc), offArgc},
 		{"data", unsafe.Offsetof(ex.Data), offData},
+		{"wstart", unsafe.Offsetof(th.Wstart), offWStart},
+		{"wend", unsafe.Offsetof(th.Wend), offWEnd},
+		{"dropped", unsafe.Offsetof(th.Dropped), offDropped},
+		{"throttle size", unsafe.Sizeof(th), eventSize},
 		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + tracer.ArgvMax*128}, // ARG_MAX: 128 bytes per argument, NUL included
 		{"exec key size", unsafe.Sizeof(bpf.TracerExecKey{}), execKeySize},
 		{"signal key size", unsafe.Sizeof(bpf.TracerSignalKey{}), signalKeySize},

@@ -79,8 +79,9 @@ type Backend struct {
 	perf      *perf.Reader
 	bpfStats  io.Closer
 	cgroups   *cgroupNames // names the cgroup ids of records
+	sweep     bool         // rate_sweep and rate_final are loaded (--rate-limit)
 
-	events   [tracer.TypeExit + 1]atomic.Uint64
+	events   [tracer.TypeThrottle + 1]atomic.Uint64
 	perfLost atomic.Uint64
 	badRecs  atomic.Uint64
 
@@ -264,6 +265,15 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	if b.batch {
 		progs = append(progs, probe{name: "flush_batch", prog: "flush_batch", hook: hookNone})
 	}
+	// A throttle that ends in silence is said by a sweep of the rate
+	// limit's map, where the kernel can run one (Linux 5.13+); elsewhere
+	// at the source's next event, or never.
+	b.sweep = cfg.RateLimit > 0 && !cfg.CountOnly && b.transport == "ringbuf" &&
+		features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnForEachMapElem) == nil && haveRunOnCPU()
+	if b.sweep {
+		progs = append(progs, probe{name: "rate_sweep", prog: "rate_sweep", hook: hookNone},
+			probe{name: "rate_final", prog: "rate_final", hook: hookNone})
+	}
 	if spec.Programs, err = programSpecs(spec, progs); err != nil {
 		return err
 	}
@@ -392,6 +402,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_keep_preempt":   boolByte(cfg.Signals.KeepsNoise(tracer.FilteredPreemption)),
 		"cfg_keep_existence": boolByte(cfg.Signals.KeepsNoise(tracer.FilteredExistence)),
 		"cfg_exec_failures":  boolByte(cfg.ExecFailures),
+		"cfg_rate_limit":     rateLimit(cfg),
 	}
 	cg, err := cgroupFilter(cfg.Cgroup)
 	if err != nil {
@@ -431,7 +442,18 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeSignal))
 	unused("killers", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
 	unused("oom_victims", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
+	unused("rates", rateLimit(cfg) != 0)
 	return nil
+}
+
+// rateLimit is cfg_rate_limit: --rate-limit when streaming, 0 when
+// counting (trace counts one command's events in kernel maps: nothing
+// floods an output).
+func rateLimit(cfg tracer.Config) uint32 {
+	if cfg.CountOnly {
+		return 0
+	}
+	return cfg.RateLimit
 }
 
 func boolByte(v bool) uint8 {
@@ -540,14 +562,19 @@ func (b *Backend) setRunning(on bool) {
 
 func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
 	flush := b.flushFunc()
+	sweep, final := b.sweepFuncs()
 	stop := context.AfterFunc(ctx, func() {
 		// The probes stop first, so that what the CPUs batched and the
 		// ring holds is all they took: nothing is left for Close to free.
 		b.detach()
 		flush()
+		final()
 		_ = rd.Flush()
 	})
 	defer stop()
+	if sweep != nil {
+		go tracer.Every(ctx, rateSweepEvery, sweep)
+	}
 	d := b.newDecoder()
 	ev := new(tracer.Event)
 	var rec ringbuf.Record
@@ -602,7 +629,7 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 // stands for 1 + its repeat count events. The batch's events are counted
 // once at its end: one locked add per batch, not per event.
 func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
-	var n [tracer.TypeExit + 1]uint64
+	var n [tracer.TypeThrottle + 1]uint64
 	for len(raw) > 0 {
 		rec, repeat, ok := nextRecord(raw)
 		raw = raw[len(rec):]
@@ -665,6 +692,25 @@ func (b *Backend) unread() uint64 {
 	return n
 }
 
+// rateSweepEvery is how often the rate limit's windows are swept: a
+// throttle that ends in silence is said within about this long after its
+// window.
+const rateSweepEvery = 200 * time.Millisecond
+
+// sweepFuncs returns what says the rate limit's throttled windows that are
+// over (nil without a sweep), and what says all of them, at the end.
+func (b *Backend) sweepFuncs() (sweep, final func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.sweep || b.coll == nil {
+		return nil, func() {}
+	}
+	run := func(p *ebpf.Program) func() {
+		return func() { _, _ = p.Run(&ebpf.RunOptions{}) }
+	}
+	return run(b.coll.Programs["rate_sweep"]), run(b.coll.Programs["rate_final"])
+}
+
 // flushFunc returns what sends every CPU's batched records to the ring:
 // flush_batch run on each CPU.
 func (b *Backend) flushFunc() func() {
@@ -692,14 +738,14 @@ func (b *Backend) flushLocked() func() {
 }
 
 func (b *Backend) deliver(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
-	var n [tracer.TypeExit + 1]uint64
+	var n [tracer.TypeThrottle + 1]uint64
 	if b.decodeEmit(d, raw, ev, emit, &n) {
 		b.events[ev.Type].Add(1)
 	}
 }
 
 // decodeEmit decodes one record, counts it in n and emits it.
-func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event), n *[tracer.TypeExit + 1]uint64) bool {
+func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event), n *[tracer.TypeThrottle + 1]uint64) bool {
 	if err := d.decode(raw, ev); err != nil {
 		b.badRecs.Add(1)
 		return false
@@ -737,6 +783,9 @@ func (b *Backend) kernelStats() tracer.Stats {
 	st.Lost[tracer.LostKernel] = lost[lostMap]
 	st.Lost[tracer.LostReassembly] = b.badRecs.Load()
 	copy(st.Filtered[:], sumPerCPU(b.coll.Maps["filtered"], uint32(tracer.NumFilterReasons)))
+	if b.cfg.RateLimit > 0 {
+		copy(st.Throttled[:], sumPerCPU(b.coll.Maps["throttled"], uint32(tracer.TypeExit+1)))
+	}
 	if b.bpfStats != nil {
 		for name, prog := range b.coll.Programs {
 			ps, err := prog.Stats()

@@ -28,7 +28,7 @@ type Collector struct {
 	version string
 
 	events, backendEvents, lost, lostLower     *prometheus.Desc
-	filtered                                   *prometheus.Desc
+	filtered, throttled                        *prometheus.Desc
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
 	auditSocketBuffer                          *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
@@ -56,6 +56,9 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		filtered: prometheus.NewDesc(fq("events", "filtered_total"),
 			"Events left out as runtime noise, by reason (runtime-preemption: SIGURG a runtime sent its own threads; existence-check: signal 0); not loss.",
 			[]string{"backend", "reason"}, nil),
+		throttled: prometheus.NewDesc(fq("events", "throttled_total"),
+			"Events --rate-limit left out, by type (throttle events say whose); not loss.",
+			[]string{"backend", "type"}, nil),
 		auditBacklog: prometheus.NewDesc(fq("audit", "backlog"),
 			"Audit records queued in the kernel, waiting for the reader (at the backend's last poll).",
 			nil, nil),
@@ -82,7 +85,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered,
+	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled,
 		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.buildInfo} {
 		ch <- d
 	}
@@ -98,6 +101,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			float64(c.p.Emitted(t)), c.backend, t.String())
 		ch <- prometheus.MustNewConstMetric(c.backendEvents, prometheus.CounterValue,
 			float64(st.EventsOf(t)), c.backend, t.String())
+		ch <- prometheus.MustNewConstMetric(c.throttled, prometheus.CounterValue,
+			float64(st.Throttled[t]), c.backend, t.String())
 	}
 	for s := tracer.LossStage(0); s < tracer.NumLossStages; s++ {
 		ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue,

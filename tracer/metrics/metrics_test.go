@@ -125,6 +125,7 @@ func TestCollectorAudit(t *testing.T) {
 	b.st.Lost[tracer.LostReassembly] = 13
 	b.st.LowerBound[tracer.LostRingbuf] = true
 	b.st.AuditBacklog, b.st.AuditBacklogLimit, b.st.AuditKernelLost = 5, 8192, 1234
+	b.st.Throttled[tracer.TypeSignal] = 14
 	s, err := New(p, b, Options{Version: "1.2.3"})
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +174,10 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_events_lost_lower_bound{backend="audit",stage="output"}`:                           0,
 		`tracer_events_filtered_total{backend="audit",reason="runtime-preemption"}`:                0,
 		`tracer_events_filtered_total{backend="audit",reason="existence-check"}`:                   0,
+		`tracer_events_throttled_total{backend="audit",type="exec"}`:                               0,
+		`tracer_events_throttled_total{backend="audit",type="fork"}`:                               0,
+		`tracer_events_throttled_total{backend="audit",type="signal"}`:                             14,
+		`tracer_events_throttled_total{backend="audit",type="exit"}`:                               0,
 		`tracer_audit_backlog{}`:                                                                   5,
 		`tracer_audit_backlog_limit{}`:                                                             8192,
 		`tracer_audit_kernel_lost{}`:                                                               1234,
