@@ -20,7 +20,11 @@ APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stre
 # (systemd-analyze verify; installing it starts nothing where systemd is
 # not PID 1).
 PACKAGE_TEST_PACKAGES := rpm rpmlint logrotate systemd
-TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES) $(PACKAGE_TEST_PACKAGES)
+# The log daemons watch --output journal and syslog are tested against
+# (each test runs its own: systemd-journald in private namespaces, rsyslogd
+# on its own socket and ports).
+LOG_TEST_PACKAGES := rsyslog systemd
+TEST_PACKAGES := $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES) $(PACKAGE_TEST_PACKAGES) $(LOG_TEST_PACKAGES)
 
 .PHONY: help deps deps-demo build demo test test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check package
 

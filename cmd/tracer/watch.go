@@ -92,6 +92,15 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if o.duration < 0 {
 		return tracer.Usagef("--duration must be positive")
 	}
+	newSink, err := logDestination(o) // destination.go: the journal, syslog
+	if err != nil {
+		return err
+	}
+	if newSink == nil {
+		if newSink, err = otlpDestination(o); err != nil { // otlp.go
+			return err
+		}
+	}
 	b, err := newBackend(o.backend)
 	if err != nil {
 		return err
@@ -99,9 +108,14 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
-	out, reopen, err := openWatchOutput(o.output, rot)
-	if err != nil {
-		return err
+	var (
+		out    io.Writer
+		reopen func() error
+	)
+	if newSink == nil {
+		if out, reopen, err = openWatchOutput(o.output, rot); err != nil {
+			return err
+		}
 	}
 	if o.backend == "ebpf" {
 		if err := batchScheduling(); err != nil {
@@ -132,7 +146,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		until = "for " + o.duration.String() + "; Ctrl-C stops sooner"
 	}
 	res, err := watch.Run(ctx, watch.Options{
-		Backend: b, Config: cfg, Format: o.format, Output: out, Time: timeMode,
+		Backend: b, Config: cfg, Format: o.format, Output: out, NewSink: newSink, Time: timeMode,
 		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: tracer.StateDir,
 		Note: func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
