@@ -21,9 +21,9 @@ import (
 
 // buildRun is one cold go build under one watcher.
 type buildRun struct {
-	mode    string  // "default" or "all"
-	urg     int     // SIGURG events the watcher wrote
-	counted int     // SIGURG sent by tgkill in the build, by the independent counter
+	mode    string // "default" or "all"
+	urg     int    // SIGURG events the watcher wrote
+	counted int    // SIGURG sent by tgkill in the build, by the independent counter
 	stats   tracer.StatsFile
 	cpu     float64 // the watcher's CPU seconds over the build (/proc/PID/stat)
 	idle    float64 // its CPU seconds per second before the build, idle
