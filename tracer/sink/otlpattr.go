@@ -120,17 +120,17 @@ func (f *flattener) value() (attribute.Value, bool, error) {
 	if f.skipSpace() >= len(f.b) {
 		return attribute.Value{}, false, f.errorf("want a value")
 	}
-	switch c := f.b[f.i]; {
-	case c == '"':
+	switch f.b[f.i] {
+	case '"':
 		s, err := f.string()
 		return attribute.StringValue(s), true, err
-	case c == '[':
+	case '[':
 		v, err := f.array()
 		return v, true, err
-	case c == '{':
+	case '{':
 		v, err := f.mapValue()
 		return v, true, err
-	case c == 't' || c == 'f' || c == 'n':
+	case 't', 'f', 'n':
 		for _, w := range []string{"true", "false", "null"} {
 			if len(f.b)-f.i >= len(w) && string(f.b[f.i:f.i+len(w)]) == w {
 				f.i += len(w)
