@@ -42,6 +42,13 @@ func IsOTLP(output string) bool {
 	return strings.HasPrefix(output, "otlp://") || strings.HasPrefix(output, "otlps://")
 }
 
+// CheckOTLP checks an otlp:// or otlps:// --output value, in a one-line
+// usage error.
+func CheckOTLP(target string) error {
+	_, _, _, err := parseOTLPTarget(target)
+	return err
+}
+
 // OTLPOptions tune an OTLPSink beyond the watch's output options.
 type OTLPOptions struct {
 	// Version is the resource's service.version.
@@ -100,20 +107,23 @@ func NewOTLPSink(target string, opts tracer.OutputOptions, o OTLPOptions) (*OTLP
 	if err != nil {
 		return nil, err
 	}
-	eopts := []otlploghttp.Option{
-		otlploghttp.WithEndpoint(endpoint),
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	if path == "" {
+		path = "/v1/logs"
+	}
+	// The whole URL, so that --output wins over OTEL_EXPORTER_OTLP_ENDPOINT
+	// and _INSECURE; the SDK's other variables (headers, a CA, a client
+	// certificate, compression) apply as in any OpenTelemetry SDK.
+	exp, err := otlploghttp.New(context.Background(),
+		otlploghttp.WithEndpointURL(scheme+"://"+endpoint+path),
 		otlploghttp.WithTimeout(otlpRequestTimeout),
 		otlploghttp.WithRetry(otlploghttp.RetryConfig{
 			Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: otlpRetryFor,
 		}),
-	}
-	if !secure {
-		eopts = append(eopts, otlploghttp.WithInsecure())
-	}
-	if path != "" {
-		eopts = append(eopts, otlploghttp.WithURLPath(path))
-	}
-	exp, err := otlploghttp.New(context.Background(), eopts...)
+	)
 	if err != nil {
 		return nil, fmt.Errorf("making the OTLP exporter: %w", err)
 	}

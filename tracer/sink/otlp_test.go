@@ -228,6 +228,28 @@ func hostnameForTest() (string, error) {
 	return doc.Host.Name, err
 }
 
+// TestOTLPOutputWinsOverTheEnvironment: the SDK's endpoint variables do
+// not redirect what --output names; OTEL_RESOURCE_ATTRIBUTES adds to the
+// resource.
+func TestOTLPOutputWinsOverTheEnvironment(t *testing.T) {
+	c := newCollector(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://elsewhere.invalid:1/prefix")
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "false")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node-7")
+	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, s, 3)
+	s.Close()
+	if l := s.Loss(); l != (tracer.OutputLoss{}) || len(c.got()) != 3 {
+		t.Fatalf("loss %+v, %d records, want 3 and none lost", l, len(c.got()))
+	}
+	if r := c.res[0]; r["k8s.node.name"] != "node-7" || r["service.name"] != "tracer" {
+		t.Errorf("resource %v", r)
+	}
+}
+
 // writeN writes n events and says how long the slowest Write took.
 func writeN(t *testing.T, s tracer.Sink, n int) time.Duration {
 	t.Helper()
