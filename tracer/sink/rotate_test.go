@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 func TestParseSize(t *testing.T) {
@@ -442,14 +443,19 @@ func (ty *tally) file(t *testing.T, path string) {
 }
 
 // A million events through the JSON sink's output queue into a rotating
-// file, 10MB a file and 3 kept, while logrotate renames FILE and sends
-// SIGHUP every 100 ms: the lines in the kept files, the files renamed
-// away and the files rotation removed, with the loss counted at stage
-// queue and output, are the events written, each once; no file is past
-// the limit by more than a line; every file is 0600; every line is JSON.
+// file, 10MB a file and 3 kept, with a SIGHUP (Reopen) every 100 ms and,
+// every third, logrotate's rename of FILE before it: the lines in the
+// kept files, the files renamed away and the files rotation removed, with
+// the loss counted at stage queue and output, are the events written,
+// each once; no file is past the limit by more than a line; every file is
+// 0600; every line is JSON. With -short (the -race pass, several times
+// slower) 200,000 events into 1MB files.
 func TestRotateUnderReopenLosesNothing(t *testing.T) {
-	const events = 1_000_000
-	limit, err := ParseSize("10MB")
+	events, size := 1_000_000, "10MB"
+	if testing.Short() {
+		events, size = 200_000, "1MB"
+	}
+	limit, err := ParseSize(size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,6 +466,7 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ty := &tally{seen: make([]bool, events), limit: limit}
+	reopens := 0
 	// The files are read at the end: reading them here would stall the
 	// writer, and the queue would drop (and count) what it cannot hold.
 	var read []string
@@ -486,10 +493,19 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 				return
 			case <-tick.C:
 			}
+			// Renamed every third time only, so that FILE grows to the
+			// limit between renames on a machine half as fast as this.
 			name := filepath.Join(dir, fmt.Sprintf("events.jsonl-%d", k))
-			err := os.Rename(path, name)
+			var err error
+			if k%3 == 2 {
+				err = os.Rename(path, name)
+			}
 			if rerr := r.Reopen(); rerr != nil {
 				t.Errorf("Reopen: %v", rerr)
+			}
+			reopens++
+			if k%3 != 2 {
+				continue
 			}
 			if err == nil {
 				aside = append(aside, name)
@@ -501,7 +517,13 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	start := time.Now()
+	// Paced to take 2 s at least: a fast machine would be done before
+	// the third tick.
+	const pace = 2 * time.Second
 	for i := range events {
+		if i%1000 == 0 {
+			time.Sleep(time.Until(start.Add(pace * time.Duration(i) / time.Duration(events))))
+		}
 		e := tracer.Event{
 			Time: base.Add(time.Duration(i) * time.Microsecond), Backend: "ebpf", PID: uint32(i), Comm: "storm",
 			UID: 1000, AUID: 1000, ExecID: tracer.ExecID{PID: uint32(i), Start: 77}, Cgroup: "/user.slice/user-1000.slice/session-3.scope",
@@ -542,9 +564,9 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 		t.Error("FILE.4 exists: only 3 rotated files are kept")
 	}
 	loss := s.Loss()
-	t.Logf("%d events in %v; %d files read: %d renamed away, %d removed past --output-keep, %d kept; %d lines (longest %d bytes); lost: queue %d, output %d",
-		events, took.Round(time.Millisecond), ty.files, moved, dropped, kept, ty.lines, ty.maxLine, loss.Queue, loss.Output)
-	if got := uint64(ty.lines) + loss.Queue + loss.Output; got != events {
+	t.Logf("%d events in %v, %d reopens; %d files read: %d renamed away, %d removed past --output-keep, %d kept; %d lines (longest %d bytes); lost: queue %d, output %d",
+		events, took.Round(time.Millisecond), reopens, ty.files, moved, dropped, kept, ty.lines, ty.maxLine, loss.Queue, loss.Output)
+	if got := uint64(ty.lines) + loss.Queue + loss.Output; got != uint64(events) {
 		t.Errorf("%d lines + %d lost = %d, want the %d events written", ty.lines, loss.Queue+loss.Output, got, events)
 	}
 	if moved < 3 || dropped == 0 {
@@ -555,9 +577,7 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 // The torn end of a line a full disk left is taken back: the file holds
 // whole lines, and what Write counts is what they hold.
 func TestRotateTakesBackTornLine(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: mounts a small tmpfs to fill")
-	}
+	tracertest.NeedRoot(t) // mounts a small tmpfs to fill
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
 		t.Fatalf("mount tmpfs: %v", err)
