@@ -148,6 +148,8 @@ func newOTLPSink(exp sdklog.Exporter, opts tracer.OutputOptions, o OTLPOptions) 
 		sdklog.WithProcessor(proc),
 		// An ECS document has a bounded set of fields: keep them all.
 		sdklog.WithAttributeCountLimit(-1),
+		// Its keys are unique: no need for the SDK to check each record.
+		sdklog.WithAllowKeyDuplication(),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &OTLPSink{
