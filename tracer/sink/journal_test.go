@@ -379,3 +379,14 @@ func TestJournaldTakesTheEntries(t *testing.T) {
 		t.Errorf("TRACER_ARGV %s", argv)
 	}
 }
+
+// The cost on the pipeline's goroutine: encoding an entry (the send is
+// the sender goroutine's).
+func BenchmarkJournalEncode(b *testing.B) {
+	var j Journal
+	e := testEvents()[0]
+	buf := make([]byte, 0, 4096)
+	for b.Loop() {
+		buf, _ = j.encode(buf[:0], &e)
+	}
+}

@@ -184,7 +184,8 @@ func (s *Syslog) encode(b []byte, e *tracer.Event) []byte {
 	b = append(b, " - "...)
 	b = append(b, s.line...)
 	if s.framed {
-		n := strconv.AppendInt(nil, int64(len(b)-msg), 10)
+		var nb [12]byte
+		n := strconv.AppendInt(nb[:0], int64(len(b)-msg), 10)
 		n = append(n, ' ')
 		copy(b[start:], n)
 		b = append(b[:start+len(n)], b[msg:]...)

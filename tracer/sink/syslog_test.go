@@ -294,3 +294,12 @@ func TestRsyslogTakesEveryEvent(t *testing.T) {
 		checkJSONBody(t, l.Msg, e)
 	}
 }
+
+func BenchmarkSyslogEncode(b *testing.B) {
+	s := &Syslog{enc: tracer.AppendJSON, framed: true, host: "node-1", procid: "4242"}
+	e := testEvents()[0]
+	buf := make([]byte, 0, 4096)
+	for b.Loop() {
+		buf = s.encode(buf[:0], &e)
+	}
+}
