@@ -18,7 +18,8 @@ func otlpDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, 
 	if scheme, _, found := strings.Cut(o.output, "://"); !found || !strings.HasPrefix(scheme, "otlp") {
 		return nil, nil
 	}
-	if o.flags.Changed("format") && o.format != "ecs" {
+	// An empty --format= (tracer.service's TRACER_FORMAT left empty) is the default.
+	if o.flags.Changed("format") && o.format != "" && o.format != "ecs" {
 		return nil, tracer.Usagef("--output %s sends OpenTelemetry log records whose attributes are the ECS fields (docs/events.md), not --format lines: drop --format", o.output)
 	}
 	if o.flags.Changed("time") && o.sel.timeMode != "clock" {

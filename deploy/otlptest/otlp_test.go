@@ -328,7 +328,8 @@ func TestWatchExportsToCollector(t *testing.T) {
 func TestWatchCollectorDown(t *testing.T) {
 	needRoot(t)
 	m := marker(t)
-	w := startWatch(t, "--exe", m, "--output", "otlp://"+freeAddr(t))
+	// --format= empty, as tracer.service passes TRACER_FORMAT left empty.
+	w := startWatch(t, "--exe", m, "--format=", "--output", "otlp://"+freeAddr(t))
 	runMarker(t, m)
 	w.waitFor(t, "connection refused", 15*time.Second)
 	stop := time.Now()
