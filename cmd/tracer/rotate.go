@@ -27,13 +27,15 @@ const (
 	defaultOutputKeep = 5
 	// minOutputSize catches a size given without its unit (100 for 100MB).
 	minOutputSize = 4096
+	// maxOutputKeep bounds the renames of one rotation.
+	maxOutputKeep = 1000
 )
 
 func (r *rotateFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	r.flags = fl
-	fl.StringVar(&r.maxSize, "output-max-size", "", "with --output FILE: before FILE would grow past SIZE (e.g. 100MB, 512KB, 1GiB), it becomes FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE starts; files end at a line's end. FILE is then continued, not emptied, at start")
-	fl.IntVar(&r.keep, "output-keep", defaultOutputKeep, "with --output-max-size: how many rotated files to keep, FILE.1 (the newest) to FILE.N")
+	fl.StringVar(&r.maxSize, "output-max-size", "", "with --output FILE: before FILE would grow past SIZE (e.g. 100MB, 512KB, 1GiB; KB, MB, GB are powers of 1000, KiB, MiB, GiB and K, M, G of 1024), it becomes FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE starts, at a line's end; FILE is then continued, not emptied, at start. With or without it, SIGHUP reopens FILE (logrotate)")
+	fl.IntVar(&r.keep, "output-keep", defaultOutputKeep, "with --output-max-size: how many rotated files to keep, FILE.1 (the newest) to FILE.N (at most 1000)")
 }
 
 // rotation checks the flags against --output.
@@ -54,8 +56,8 @@ func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
 	if n < minOutputSize {
 		return sink.Rotation{}, tracer.Usagef("--output-max-size %s is %d bytes, under the least of 4KiB: give a unit, e.g. 100MB", r.maxSize, n)
 	}
-	if r.keep < 1 {
-		return sink.Rotation{}, tracer.Usagef("--output-keep %d: keep at least 1 rotated file (FILE.1)", r.keep)
+	if r.keep < 1 || r.keep > maxOutputKeep {
+		return sink.Rotation{}, tracer.Usagef("--output-keep %d: keep from 1 to %d rotated files", r.keep, maxOutputKeep)
 	}
 	return sink.Rotation{MaxSize: n, Keep: r.keep, OnError: func(err error) {
 		if err != nil {

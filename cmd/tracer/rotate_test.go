@@ -30,7 +30,8 @@ func TestOutputRotationBadInput(t *testing.T) {
 		{[]string{"--output-max-size", "10MB"}, "name one with --output FILE"},
 		{[]string{"--output-max-size", "10MB", "-o", "-"}, "name one with --output FILE"},
 		{[]string{"--output-keep", "3", "-o", out}, "--output-keep goes with --output-max-size"},
-		{[]string{"--output-max-size", "10MB", "--output-keep", "0", "-o", out}, "keep at least 1"},
+		{[]string{"--output-max-size", "10MB", "--output-keep", "0", "-o", out}, "keep from 1 to 1000"},
+		{[]string{"--output-max-size", "10MB", "--output-keep", "5000", "-o", out}, "keep from 1 to 1000"},
 	}
 	for _, c := range cases {
 		args := append([]string{"watch", "--backend", "ebpf", "--duration", "1s"}, c.args...)
