@@ -22,8 +22,11 @@ func logDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, e
 		if err != nil {
 			return nil, err
 		}
-		if formatGiven {
-			return nil, tracer.Usagef("--output journal stores each event as journal fields (TRACER_*, docs/events.md), not as --format lines: drop --format")
+		// The fields are tracer's own JSON fields: text and json (a
+		// service's config may name either) change nothing; a schema
+		// would be a promise the journal does not keep.
+		if formatGiven && o.format != "text" && o.format != "json" && o.format != "" {
+			return nil, tracer.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", o.format, o.format)
 		}
 		if timeGiven {
 			return nil, tracer.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
