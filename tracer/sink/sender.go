@@ -63,8 +63,6 @@ type sender struct {
 	lostQueue  atomic.Uint64
 	lostOutput atomic.Uint64
 	sendStart  atomic.Int64 // Unix ns the current send began; 0: none
-	errMu      sync.Mutex
-	err        error
 }
 
 func newSender(t transport, opts tracer.OutputOptions) *sender {
@@ -192,7 +190,6 @@ func (s *sender) count(m, n int, err error) {
 		}
 		return
 	}
-	s.setErr(err)
 	if !s.failing {
 		s.failing = true
 		if s.opts.OnFailing != nil {
@@ -266,19 +263,6 @@ func (s *sender) abandon() {
 
 func (s *sender) loss() tracer.OutputLoss {
 	return tracer.OutputLoss{Queue: s.lostQueue.Load(), Output: s.lostOutput.Load()}
-}
-
-func (s *sender) setErr(err error) {
-	s.errMu.Lock()
-	s.err = err
-	s.errMu.Unlock()
-}
-
-// lastErr is the last failed send's error (nil: none failed).
-func (s *sender) lastErr() error {
-	s.errMu.Lock()
-	defer s.errMu.Unlock()
-	return s.err
 }
 
 // link keeps one connection to a daemon: it dials on demand, and after a

@@ -303,3 +303,33 @@ func BenchmarkSyslogEncode(b *testing.B) {
 		buf = s.encode(buf[:0], &e)
 	}
 }
+
+// On a systemd node /dev/log is journald's: it reads the local form, the
+// identifier, pid, facility and severity, and keeps the JSON line as the
+// message.
+func TestJournaldReadsTheLocalForm(t *testing.T) {
+	jd := tracertest.StartJournald(t)
+	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: jd.DevLog}, "json", tracer.OutputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := testEvents()
+	for i := range ev {
+		_ = s.Write(&ev[i])
+	}
+	_ = s.Close()
+	var got []map[string]string
+	for deadline := time.Now().Add(10 * time.Second); len(got) < len(ev) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		got = jd.Entries(t, "SYSLOG_IDENTIFIER=tracer")
+	}
+	if len(got) != len(ev) || s.Loss() != (tracer.OutputLoss{}) {
+		t.Fatalf("journald has %d entries of %d; loss %+v", len(got), len(ev), s.Loss())
+	}
+	for i, f := range got {
+		if f["SYSLOG_PID"] != fmt.Sprint(os.Getpid()) || f["SYSLOG_FACILITY"] != "10" || f["PRIORITY"] != fmt.Sprint(severity(&ev[i])) {
+			t.Errorf("entry %d: SYSLOG_PID %q SYSLOG_FACILITY %q PRIORITY %q", i, f["SYSLOG_PID"], f["SYSLOG_FACILITY"], f["PRIORITY"])
+		}
+		checkJSONBody(t, f["MESSAGE"], &ev[i])
+	}
+}

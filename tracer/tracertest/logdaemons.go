@@ -22,6 +22,8 @@ import (
 type Journald struct {
 	// Socket is its native protocol socket (journal:SOCKET).
 	Socket string
+	// DevLog is its syslog socket, what /dev/log is on a systemd node.
+	DevLog string
 	dir    string
 	cmd    *exec.Cmd
 }
@@ -55,7 +57,7 @@ mount --bind %[1]s/run /run/systemd/journal
 mount --bind %[1]s/log /run/log
 mount --bind %[1]s/journald.conf /etc/systemd/journald.conf
 exec %[2]s`, dir, bin)
-	j := &Journald{Socket: filepath.Join(dir, "run", "socket"), dir: dir}
+	j := &Journald{Socket: filepath.Join(dir, "run", "socket"), DevLog: filepath.Join(dir, "run", "dev-log"), dir: dir}
 	j.cmd = exec.Command("unshare", "--mount", "--pid", "--net", "--fork", "--kill-child", "sh", "-c", script)
 	var out bytes.Buffer
 	j.cmd.Stdout, j.cmd.Stderr = &out, &out
