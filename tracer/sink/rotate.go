@@ -233,21 +233,29 @@ func (r *RotatingFile) shift() error {
 	if !r.dir.Holds(r.name, r.f) {
 		return nil
 	}
-	last := r.rotated(r.rot.Keep)
-	if r.dropping != nil && r.dir.Own(last) {
-		r.dropping(filepath.Join(filepath.Dir(r.path), last))
-	}
-	if err := r.dir.Remove(last); err != nil {
-		return err
-	}
-	for i := r.rot.Keep - 1; i >= 0; i-- {
-		from := r.rotated(i)
-		// A name another user left is not carried along: the shift
-		// onto it replaces it.
-		if i > 0 && !r.dir.Own(from) {
-			continue
+	// The files move up one as far as the first free name: one missing,
+	// or another user's (a link, a file of theirs), which the rename onto
+	// it replaces and which is never carried along. With none free, the
+	// oldest goes.
+	free := 0
+	for i := 1; i <= r.rot.Keep; i++ {
+		if !r.dir.Own(r.rotated(i)) {
+			free = i
+			break
 		}
-		if err := r.dir.Rename(from, r.rotated(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	}
+	if free == 0 {
+		free = r.rot.Keep
+		last := r.rotated(free)
+		if r.dropping != nil {
+			r.dropping(filepath.Join(filepath.Dir(r.path), last))
+		}
+		if err := r.dir.Remove(last); err != nil {
+			return err
+		}
+	}
+	for i := free - 1; i >= 0; i-- {
+		if err := r.dir.Rename(r.rotated(i), r.rotated(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

@@ -153,6 +153,33 @@ func TestRotateKeepsN(t *testing.T) {
 	}
 }
 
+// A rotated file removed by hand (FILE.2 of 3) leaves a gap: the next
+// rotation moves the files up to it and removes none.
+func TestRotateFillsGap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	for name, body := range map[string]string{path: "new\n", path + ".1": "old\n", path + ".3": "oldest\n"} {
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := OpenRotatingFile(path, Rotation{MaxSize: 4096, Keep: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dropping = func(p string) { t.Errorf("%s removed although FILE.2 was free", p) }
+	if _, err := r.Write(lines(0, 1, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for name, want := range map[string]string{path: string(lines(0, 1, 4096)), path + ".1": "new\n", path + ".2": "old\n", path + ".3": "oldest\n"} {
+		if b, _ := os.ReadFile(name); string(b) != want {
+			t.Errorf("%s holds %q, want %q", filepath.Base(name), rotHead(b), rotHead([]byte(want)))
+		}
+	}
+}
+
+func rotHead(b []byte) []byte { return b[:min(len(b), 20)] }
+
 // With a size limit a restarted tracer continues FILE; without one, FILE
 // starts afresh as before.
 func TestOpenAppendsOnlyWhenRotating(t *testing.T) {
