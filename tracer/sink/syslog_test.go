@@ -251,21 +251,27 @@ func TestSyslogTCPServerDownAndBack(t *testing.T) {
 	}
 }
 
-// The real rsyslogd takes every event on each transport.
+// The real rsyslogd takes every event on each transport. Its inputs run
+// on threads of their own, so the file's order is not the sending order:
+// each transport's events carry pids of their own.
 func TestRsyslogTakesEveryEvent(t *testing.T) {
 	rs := tracertest.StartRsyslog(t)
-	ev := testEvents()
-	for _, cfg := range []SyslogConfig{
+	const pidStep = 100000
+	cfgs := []SyslogConfig{
 		{Network: "unixgram", Addr: rs.Socket},
 		{Network: "tcp", Addr: rs.TCPAddr},
 		{Network: "udp", Addr: rs.UDPAddr},
-	} {
+	}
+	sent := map[uint32]tracer.Event{}
+	for k, cfg := range cfgs {
 		s, err := NewSyslog(cfg, "json", tracer.OutputOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range ev {
-			_ = s.Write(&ev[i])
+		for i, e := range testEvents() {
+			e.PID = uint32(k*pidStep + i)
+			sent[e.PID] = e
+			_ = s.Write(&e)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -276,22 +282,32 @@ func TestRsyslogTakesEveryEvent(t *testing.T) {
 	}
 	var lines []tracertest.SyslogLine
 	deadline := time.Now().Add(10 * time.Second)
-	for len(lines) < 3*len(ev) && time.Now().Before(deadline) {
+	for len(lines) < len(sent) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		lines = rs.Lines(t)
 	}
-	if len(lines) != 3*len(ev) {
-		t.Fatalf("rsyslogd wrote %d messages, want %d", len(lines), 3*len(ev))
+	if len(lines) != len(sent) {
+		t.Fatalf("rsyslogd wrote %d messages, want %d", len(lines), len(sent))
 	}
-	for i, l := range lines {
-		e := &ev[i%len(ev)]
-		if l.Facility != 10 || l.Severity != severity(e) || l.AppName != "tracer" || l.ProcID != fmt.Sprint(os.Getpid()) {
-			t.Errorf("message %d: %+v", i, l)
+	for _, l := range lines {
+		var got tracer.Event
+		if err := got.UnmarshalJSON([]byte(l.Msg)); err != nil {
+			t.Fatalf("message %q: %v", l.Msg, err)
 		}
-		if i >= len(ev) && l.MsgID != e.Type.String() { // RFC 5424's MSGID; the local form has none
-			t.Errorf("message %d: MSGID %q, want %s", i, l.MsgID, e.Type)
+		e, ok := sent[got.PID]
+		if !ok {
+			t.Errorf("message %q: not sent, or twice", l.Msg)
+			continue
 		}
-		checkJSONBody(t, l.Msg, e)
+		delete(sent, got.PID)
+		if l.Facility != 10 || l.Severity != severity(&e) || l.AppName != "tracer" || l.ProcID != fmt.Sprint(os.Getpid()) {
+			t.Errorf("%s over %s: %+v", e.Type, cfgs[e.PID/pidStep].Network, l)
+		}
+		// RFC 5424's MSGID; the local form has none.
+		if want := map[bool]string{true: "-", false: e.Type.String()}[e.PID < pidStep]; l.MsgID != want {
+			t.Errorf("%s over %s: MSGID %q, want %q", e.Type, cfgs[e.PID/pidStep].Network, l.MsgID, want)
+		}
+		checkJSONBody(t, l.Msg, &e)
 	}
 }
 
