@@ -25,6 +25,7 @@ import (
 	"github.com/tracer-dev/tracer/bench"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
+	"github.com/tracer-dev/tracer/tracer/sink/schematest"
 )
 
 // The docs' command lines and the output they show are the tool's: every
@@ -545,6 +546,15 @@ func checkWatchOutput(cmd *cobra.Command, out []string) []string {
 			bad("not a line tracer prints (its summary reads %q): %q", summaryText, l)
 		case state == ended:
 			bad("output after the summary: %q", l)
+		case format == "ecs" || format == "ocsf":
+			validate := schematest.ECS
+			if format == "ocsf" {
+				validate = schematest.OCSF
+			}
+			if err := validate([]byte(l)); err != nil {
+				bad("not a %s document: %v: %q", format, err, l)
+			}
+			state = events
 		case format == "json":
 			var v map[string]any
 			if err := json.Unmarshal([]byte(l), &v); err != nil || v["type"] == nil {
