@@ -3,7 +3,9 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink"
@@ -11,34 +13,48 @@ import (
 
 // logDestination returns how watch makes its sink when --output names a
 // log daemon, which takes events rather than lines: journal[:/SOCKET],
-// syslog[:/SOCKET], syslog[+tcp|+udp]://HOST:PORT (tracer/sink). It
-// returns nil for every other value (stdout, FILE, otlp://), and a usage
-// error for a destination it cannot use.
-func logDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, error), error) {
+// syslog[:/SOCKET], syslog[+tcp|+udp]://HOST:PORT (tracer/sink), and
+// what SIGHUP does then: connect to the daemon anew (a service's reload;
+// there is no file to reopen, and ending the watch would stop the
+// service). It returns nil for every other value (stdout, FILE,
+// otlp://), and a usage error for a destination it cannot use.
+func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer.Sink, error), hangup func(), err error) {
+	var reconnect atomic.Pointer[func()]
+	hangup = func() {
+		if f := reconnect.Load(); f != nil {
+			(*f)()
+			slog.Info("SIGHUP: connecting to --output anew", "output", o.output)
+		}
+	}
 	out := o.output
 	formatGiven := o.flags.Changed("format")
 	timeGiven := o.flags.Changed("time") && o.sel.timeMode != "clock"
 	if socket, ok, err := sink.ParseJournal(out); ok {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The fields are tracer's own JSON fields: text and json (a
 		// service's config may name either) change nothing; a schema
 		// would be a promise the journal does not keep.
 		if formatGiven && o.format != "text" && o.format != "json" && o.format != "" {
-			return nil, tracer.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", o.format, o.format)
+			return nil, nil, tracer.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", o.format, o.format)
 		}
 		if timeGiven {
-			return nil, tracer.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
+			return nil, nil, tracer.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
 		}
-		return func(opts tracer.OutputOptions) (tracer.Sink, error) { return sink.NewJournal(socket, opts), nil }, nil
+		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
+			j := sink.NewJournal(socket, opts)
+			f := j.Reconnect
+			reconnect.Store(&f)
+			return j, nil
+		}, hangup, nil
 	}
 	if cfg, ok, err := sink.ParseSyslog(out); ok {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if timeGiven {
-			return nil, tracer.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
+			return nil, nil, tracer.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
 		}
 		// A syslog server's pipelines parse JSON; --format text asks for
 		// the text line instead.
@@ -47,12 +63,20 @@ func logDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, e
 			format = o.format
 		}
 		if _, ok := tracer.FormatEncoder(format); !ok {
-			return nil, tracer.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
+			return nil, nil, tracer.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
 		}
-		return func(opts tracer.OutputOptions) (tracer.Sink, error) { return sink.NewSyslog(cfg, format, opts) }, nil
+		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
+			s, err := sink.NewSyslog(cfg, format, opts)
+			if err != nil {
+				return nil, err
+			}
+			f := s.Reconnect
+			reconnect.Store(&f)
+			return s, nil
+		}, hangup, nil
 	}
 	if scheme, _, found := strings.Cut(out, "://"); found && !strings.HasPrefix(scheme, "otlp") && !strings.ContainsAny(scheme, "/.") {
-		return nil, tracer.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog://HOST:PORT, syslog+udp://HOST:PORT or otlp://HOST:PORT", out, scheme)
+		return nil, nil, tracer.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog://HOST:PORT, syslog+udp://HOST:PORT or otlp://HOST:PORT", out, scheme)
 	}
-	return nil, nil
+	return nil, nil, nil
 }

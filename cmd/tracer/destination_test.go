@@ -159,6 +159,14 @@ func TestWatchToJournald(t *testing.T) {
 	jd := tracertest.StartJournald(t)
 	// --format json as the packaged service passes it: the entries are the same.
 	w := startWatcher(t, nil, d.watchArgs("journal:"+jd.Socket, "--format", "json")...)
+	// SIGHUP (a service's reload) connects anew; the watch goes on.
+	_ = w.cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(w.stderr(), "SIGHUP: connecting to --output anew"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of the SIGHUP:\n%s", w.stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	d.run(t)
 	counts := func() map[string]int {
 		got := map[string]int{}

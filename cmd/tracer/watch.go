@@ -92,7 +92,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if o.duration < 0 {
 		return tracer.Usagef("--duration must be positive")
 	}
-	newSink, err := logDestination(o) // destination.go: the journal, syslog
+	newSink, hangup, err := logDestination(o) // destination.go: the journal, syslog
 	if err != nil {
 		return err
 	}
@@ -129,6 +129,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	defer stop(nil)
 	sd := newShutdown(stop)
 	defer sd.release()
+	if hangup != nil {
+		sd.onHangup(hangup)
+	}
 	if reopen != nil {
 		// SIGHUP reopens FILE (logrotate); with stdout it ends the watch,
 		// as a terminal's hangup should.

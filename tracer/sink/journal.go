@@ -83,6 +83,10 @@ func (j *Journal) Flush() error { return j.s.flush() }
 // Close flushes and closes the socket.
 func (j *Journal) Close() error { return j.s.close() }
 
+// Reconnect makes the next send open the socket anew (SIGHUP: after
+// journald moved or restarted, without waiting for a failed send).
+func (j *Journal) Reconnect() { j.s.reconnect() }
+
 // Loss reports events the queue could not hold and events journald did
 // not take.
 func (j *Journal) Loss() tracer.OutputLoss { return j.s.loss() }
@@ -129,6 +133,7 @@ func (t *journalTransport) send(msgs [][]byte) (int, error) {
 	return sent, lastErr
 }
 
+func (t *journalTransport) reset()       { t.l.reset() }
 func (t *journalTransport) close() error { return t.l.close() }
 
 // sendMemfd passes m to journald in a sealed memfd, as sd_journal_sendv

@@ -17,6 +17,8 @@ type transport interface {
 	// send delivers msgs in order and returns how many it delivered;
 	// the others are lost. err is why one was not (nil: all were).
 	send(msgs [][]byte) (int, error)
+	// reset drops the connection: the next send dials anew, at once.
+	reset()
 	close() error
 }
 
@@ -63,6 +65,7 @@ type sender struct {
 	lostQueue  atomic.Uint64
 	lostOutput atomic.Uint64
 	sendStart  atomic.Int64 // Unix ns the current send began; 0: none
+	redial     atomic.Bool  // Reconnect asked for a new connection
 }
 
 func newSender(t transport, opts tracer.OutputOptions) *sender {
@@ -152,6 +155,9 @@ func (s *sender) run() {
 			if it.flushed == nil {
 				msgs = append(msgs, it.b)
 			}
+		}
+		if s.redial.Swap(false) {
+			s.t.reset()
 		}
 		if len(msgs) > 0 {
 			s.sendStart.Store(time.Now().UnixNano())
@@ -261,6 +267,9 @@ func (s *sender) abandon() {
 	s.lostOutput.Add(s.accepted.Load() - s.sent.Load() - s.lostOutput.Load())
 }
 
+// reconnect makes the sender dial the daemon anew before its next send.
+func (s *sender) reconnect() { s.redial.Store(true) }
+
 func (s *sender) loss() tracer.OutputLoss {
 	return tracer.OutputLoss{Queue: s.lostQueue.Load(), Output: s.lostOutput.Load()}
 }
@@ -317,6 +326,12 @@ func (l *link) fail(err error) {
 
 // ok notes a delivered message: the next failure waits the least again.
 func (l *link) ok() { l.backoff = 0 }
+
+// reset closes the connection and forgets the wait: the next get dials.
+func (l *link) reset() {
+	_ = l.close()
+	l.backoff, l.retryAt = 0, time.Time{}
+}
 
 func (l *link) close() error {
 	if l.conn == nil {

@@ -199,6 +199,11 @@ func (s *Syslog) Flush() error { return s.s.flush() }
 // Close flushes and closes the connection.
 func (s *Syslog) Close() error { return s.s.close() }
 
+// Reconnect makes the next send dial the server anew (SIGHUP: HOST
+// resolved again, a new connection after the server moved or restarted,
+// without waiting for a failed send).
+func (s *Syslog) Reconnect() { s.s.reconnect() }
+
 // Loss reports events the queue could not hold and events the server did
 // not take.
 func (s *Syslog) Loss() tracer.OutputLoss { return s.s.loss() }
@@ -233,6 +238,7 @@ func (t *dgramTransport) send(msgs [][]byte) (int, error) {
 	return sent, lastErr
 }
 
+func (t *dgramTransport) reset()       { t.l.reset() }
 func (t *dgramTransport) close() error { return t.l.close() }
 
 // tcpTransport writes a batch of framed messages at once. A write that
@@ -280,6 +286,7 @@ func (t *tcpTransport) send(msgs [][]byte) (int, error) {
 	return len(msgs), nil
 }
 
+func (t *tcpTransport) reset()       { t.l.reset() }
 func (t *tcpTransport) close() error { return t.l.close() }
 
 // peerClosed reports whether the server closed its end: a syslog server

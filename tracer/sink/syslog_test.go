@@ -251,6 +251,62 @@ func TestSyslogTCPServerDownAndBack(t *testing.T) {
 	}
 }
 
+// Reconnect (SIGHUP) makes the next send dial anew, at once: a new
+// connection to a server that is up, and no wait left from failures.
+func TestSyslogReconnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s, _ := NewSyslog(SyslogConfig{Network: "tcp", Addr: l.Addr().String()}, "json", tracer.OutputOptions{})
+	defer s.Close()
+	ev := testEvents()[0]
+	_ = s.Write(&ev)
+	_ = s.Flush()
+	c1, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	readFrame(t, bufio.NewReader(c1))
+	s.Reconnect()
+	_ = s.Write(&ev)
+	_ = s.Flush()
+	c2, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	readFrame(t, bufio.NewReader(c2))
+
+	// A server that was down: failures made the wait grow; Reconnect
+	// ends it, and the next event is sent at once.
+	addr := l.Addr().String()
+	l.Close()
+	c2.Close()
+	for range 5 {
+		_ = s.Write(&ev)
+		_ = s.Flush()
+		time.Sleep(backoffMin)
+	}
+	if lost := s.Loss().Output; lost == 0 {
+		t.Fatalf("no loss with the server down")
+	}
+	l2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	defer l2.Close()
+	lost := s.Loss().Output
+	s.Reconnect()
+	_ = s.Write(&ev)
+	_ = s.Flush()
+	if s.Loss().Output != lost {
+		t.Errorf("the event after Reconnect was lost: the sender still waited to dial")
+	}
+}
+
 // The real rsyslogd takes every event on each transport. Its inputs run
 // on threads of their own, so the file's order is not the sending order:
 // each transport's events carry pids of their own.
