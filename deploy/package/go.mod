@@ -2,7 +2,10 @@ module github.com/tracer-dev/tracer/deploy/package
 
 go 1.26.8
 
-require github.com/goreleaser/nfpm/v2 v2.48.0
+require (
+	github.com/goreleaser/nfpm/v2 v2.48.0
+	go.yaml.in/yaml/v3 v3.0.5
+)
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -40,7 +43,6 @@ require (
 	github.com/xanzy/ssh-agent v0.3.3 // indirect
 	gitlab.com/digitalxero/go-conventional-commit v1.0.7 // indirect
 	go.digitalxero.dev/rpm v0.3.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

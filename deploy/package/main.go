@@ -28,7 +28,7 @@ import (
 type options struct {
 	Binary     string // the tracer binary, linux/amd64
 	ManDir     string // the man pages, *.8.gz
-	Root       string // the repository: README.md, docs/
+	DocDir     string // README.md and docs/*.md
 	Out        string // the directory the packages go to
 	Version    string // tracer's version; empty: what Binary reports
 	Maintainer string
@@ -41,14 +41,14 @@ func main() {
 	var o options
 	flag.StringVar(&o.Binary, "binary", "", "the tracer binary to package (linux/amd64, static)")
 	flag.StringVar(&o.ManDir, "man", "", "the directory of the gzipped man pages (*.8.gz)")
-	flag.StringVar(&o.Root, "root", "../..", "the repository (README.md, docs/)")
+	flag.StringVar(&o.DocDir, "doc", "", "the directory of README.md and docs/*.md (make package copies them there)")
 	flag.StringVar(&o.Out, "out", "dist", "the directory to write the packages to")
 	flag.StringVar(&o.Version, "version", "", "the version (default: the one the binary reports, made rpm- and deb-safe)")
 	flag.StringVar(&o.Maintainer, "maintainer", defaultMaintainer, "the packages' maintainer, Name <email>")
 	flag.StringVar(&o.Config, "config", "nfpm.yaml", "the nfpm configuration")
 	flag.Parse()
-	if o.Binary == "" || o.ManDir == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "package: give -binary and -man (make package does): package -binary bin/tracer -man build/man -out dist")
+	if o.Binary == "" || o.ManDir == "" || o.DocDir == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "package: give -binary, -man and -doc (make package does): package -binary build/package/tracer -man build/package/man -doc build/package/doc -out dist")
 		os.Exit(2)
 	}
 	paths, err := build(o)
@@ -77,7 +77,7 @@ func build(o options) ([]string, error) {
 		*p = a
 		return err
 	}
-	for _, p := range []*string{&o.Binary, &o.ManDir, &o.Root, &o.Out, &o.Config} {
+	for _, p := range []*string{&o.Binary, &o.ManDir, &o.DocDir, &o.Out, &o.Config} {
 		if err := abs(p); err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func build(o options) ([]string, error) {
 		return nil, err
 	}
 	env := map[string]string{
-		"VERSION": version, "BINARY": o.Binary, "MANDIR": o.ManDir, "ROOT": o.Root,
+		"VERSION": version, "BINARY": o.Binary, "MANDIR": o.ManDir, "DOCDIR": o.DocDir,
 		"MAINTAINER": o.Maintainer,
 	}
 	// nfpm reads the scripts and other relative sources from the working
@@ -209,6 +209,8 @@ func binaryVersion(bin string) (string, error) {
 var (
 	// git describe's "TAG-N-gHASH" past a tag.
 	describeRE = regexp.MustCompile(`^(.*)-([0-9]+)-(g[0-9a-f]+)$`)
+	// git describe --always's abbreviated commit, where no tag is.
+	commitRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 	// What both rpm (no '-') and dpkg (a digit first) take.
 	safeRE = regexp.MustCompile(`^[0-9][A-Za-z0-9.+~]*$`)
 )
@@ -219,6 +221,9 @@ var (
 // v1.2.3-4-gabc123 is 1.2.3+4.gabc123 (after it), a bare commit abc123 is
 // 0.0.0+git.abc123, and -dirty adds .dirty (+dirty).
 func packageVersion(v string) (string, error) {
+	if v == "" {
+		return "", errors.New("no version: give -version, or a binary that reports one")
+	}
 	s := strings.TrimPrefix(v, "v")
 	var build []string
 	if t, ok := strings.CutSuffix(s, "-dirty"); ok {
@@ -229,14 +234,13 @@ func packageVersion(v string) (string, error) {
 		s = m[1]
 		build = append([]string{m[2], m[3]}, build...)
 	}
-	if s == "" || s[0] < '0' || s[0] > '9' {
-		// No tag: a commit, or "dev" from a build outside git.
-		if s != "" && s != "dev" {
-			build = append([]string{"git", s}, build...)
-		} else if s == "dev" {
-			build = append([]string{"dev"}, build...)
-		}
-		s = "0.0.0"
+	switch {
+	case commitRE.MatchString(s) && !strings.HasPrefix(v, "v"):
+		// No tag: a commit (which may start with a digit).
+		s, build = "0.0.0", append([]string{"git", s}, build...)
+	case s == "dev":
+		// A build outside git.
+		s, build = "0.0.0", append([]string{"dev"}, build...)
 	}
 	// A tag's prerelease (1.2.3-rc1) sorts before the release.
 	s = strings.ReplaceAll(s, "-", "~")
