@@ -3,6 +3,7 @@ package sink
 import (
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -19,7 +20,7 @@ func init() { tracer.RegisterFormat("ecs", AppendECS) }
 // for is under tracer.*. Strings are escaped as in the JSON lines.
 func AppendECS(b []byte, e *tracer.Event) []byte {
 	b = append(b, `{"@timestamp":"`...)
-	b = e.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.999999999Z07:00")
+	b = appendTime(b, e.Time)
 	b = append(b, `","ecs":{"version":"`+ECSVersion+`"},"event":{"kind":"event","category":["process"],"type":["`...)
 	b = append(b, ecsEventType(e.Type)...)
 	b = append(b, `"],"action":`...)
@@ -32,6 +33,14 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 		} else {
 			b = append(b, `,"outcome":"failure"`...)
 		}
+	}
+	if e.Type == tracer.TypeThrottle {
+		// The window whose events were left out.
+		b = append(b, `,"start":"`...)
+		b = appendTime(b, e.Throttle.Start)
+		b = append(b, `","end":"`...)
+		b = appendTime(b, e.Throttle.End)
+		b = append(b, '"')
 	}
 	b = append(b, '}')
 	if h := nodeHostname(); h != "" {
@@ -207,6 +216,8 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 				b = append(b, `,"oom_kill":true`...)
 			}
 		}
+	case tracer.TypeThrottle:
+		b = appendThrottle(b, e)
 	}
 	if len(e.Ancestors) > 0 {
 		b = append(b, `,"ancestors":[`...)
@@ -276,4 +287,38 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 		b = tracer.AppendJSONString(b, k.Syscall)
 	}
 	return append(b, '}')
+}
+
+// appendThrottle appends throttle: a source that went over --rate-limit
+// and the events of it left out in the window (its process is the first
+// whose event was left out).
+func appendThrottle(b []byte, e *tracer.Event) []byte {
+	t := &e.Throttle
+	b = append(b, `,"throttle":{"source":`...)
+	b = tracer.AppendJSONString(b, t.Source.String())
+	if t.CgroupID != 0 {
+		b = append(b, `,"cgroup_id":`...)
+		b = strconv.AppendUint(b, t.CgroupID, 10)
+	}
+	b = append(b, `,"limit":`...)
+	b = strconv.AppendUint(b, uint64(t.Limit), 10)
+	b = append(b, `,"suppressed":`...)
+	b = strconv.AppendUint(b, t.Suppressed(), 10)
+	b = append(b, `,"suppressed_by_type":{`...)
+	for i, typ := range tracer.AllTypes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, typ.String()...)
+		b = append(b, `":`...)
+		b = strconv.AppendUint(b, t.Of(typ), 10)
+	}
+	return append(b, `}}`...)
+}
+
+// appendTime appends t as RFC 3339 with nanoseconds, in UTC, as the JSON
+// lines' time.
+func appendTime(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(b, time.RFC3339Nano)
 }

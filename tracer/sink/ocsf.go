@@ -56,6 +56,14 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"exit_code":`...)
 			b = strconv.AppendInt(b, int64(e.ExitCode), 10)
 		}
+	case tracer.TypeThrottle:
+		// The window, and how many events of it were left out.
+		b = append(b, `,"start_time":`...)
+		b = strconv.AppendInt(b, e.Throttle.Start.UnixMilli(), 10)
+		b = append(b, `,"end_time":`...)
+		b = strconv.AppendInt(b, e.Throttle.End.UnixMilli(), 10)
+		b = append(b, `,"count":`...)
+		b = strconv.AppendUint(b, e.Throttle.Suppressed(), 10)
 	}
 	if carriesRet(e) {
 		if e.Ret == 0 {
@@ -88,7 +96,8 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 
 // ocsfActivity is e's activity_id and activity_name: an exec and a fork
 // launch (launch_type_id says which), an exit terminates, and a signal
-// is an activity Process Activity does not define (Other, named Signal).
+// is an activity Process Activity does not define (Other, named Signal),
+// as is a throttle (Other, named Throttle).
 func ocsfActivity(e *tracer.Event) (int, string) {
 	switch e.Type {
 	case tracer.TypeExec, tracer.TypeFork:
@@ -317,6 +326,8 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 				b = append(b, `,"oom_kill":true`...)
 			}
 		}
+	case tracer.TypeThrottle:
+		b = appendThrottle(b, e)
 	}
 	return append(b, '}')
 }

@@ -82,6 +82,12 @@ func schemaEvents() map[string]*tracer.Event {
 	e = base(tracer.TypeExit)
 	e.Backend, e.Signal, e.CoreUnknown = "audit", 6, true
 	ev["killed, sender not seen (audit)"] = e
+
+	e = base(tracer.TypeThrottle)
+	e.ParentExecID = tracer.ExecID{}
+	e.Throttle = tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 4242, Start: t0.Add(-time.Second), End: t0,
+		Limit: 1000, Signal: 1998000, Exec: 3}
+	ev["throttle"] = e
 	return ev
 }
 
