@@ -388,3 +388,46 @@ func TestWatchRefusesOtherSchemes(t *testing.T) {
 		t.Errorf("--format json with otlp: exit %d, %q", cmd.ProcessState.ExitCode(), b)
 	}
 }
+
+// TestWatchStormAddsUp: a burst of execs, more than one batch, through a
+// collector that takes everything: every event arrives once, and the
+// summary's figures are the collector's.
+func TestWatchStormAddsUp(t *testing.T) {
+	needRoot(t)
+	sink := new(consumertest.LogsSink)
+	addr := startReceiver(t, sink)
+	m := marker(t)
+	w := startWatch(t, "--exe", m, "--output", "otlp://"+addr)
+	const n = 1200 // more than one batch (1,024)
+	// One shell execs the marker n times: no Go fork per exec.
+	sh := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do "$0" storm; i=$((i+1)); done`, m)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for sink.LogRecordCount() < n && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = w.cmd.Process.Signal(os.Interrupt)
+	seen, lost, _ := w.wait(t, 15*time.Second)
+	got := sink.LogRecordCount()
+	if seen != n || lost != 0 || got != n {
+		t.Errorf("%d execs: %d seen, %d lost, %d records at the collector; want all, none lost: %q", n, seen, lost, got, w.said)
+	}
+	pids := map[int64]bool{}
+	for _, ld := range sink.AllLogs() {
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			sl := ld.ResourceLogs().At(i).ScopeLogs()
+			for j := 0; j < sl.Len(); j++ {
+				lrs := sl.At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					v, _ := lrs.At(k).Attributes().Get("process.pid")
+					pids[v.Int()] = true
+				}
+			}
+		}
+	}
+	if len(pids) != n {
+		t.Errorf("%d distinct process.pid among %d records, want %d", len(pids), got, n)
+	}
+}
