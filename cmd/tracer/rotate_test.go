@@ -191,3 +191,92 @@ func TestWatchStdoutEndsOnSIGHUP(t *testing.T) {
 	}
 	w.summary(t)
 }
+
+// logrotateSnippet is docs/rotation.md's logrotate example, for path,
+// with the SIGHUP sent to pid.
+func logrotateSnippet(t *testing.T, path string, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/rotation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```conf\n")
+	conf, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !strings.Contains(conf, "systemctl reload tracer.service") {
+		t.Fatal("no logrotate snippet that reloads tracer.service in docs/rotation.md")
+	}
+	conf = strings.ReplaceAll(conf, "/var/log/tracer/events.jsonl", path)
+	return strings.ReplaceAll(conf, "systemctl reload tracer.service", "kill -HUP "+strconv.Itoa(pid))
+}
+
+// The documented logrotate snippet, run by logrotate itself against a
+// watch writing --output FILE: FILE-DATE holds the storm before, the new
+// FILE (0600) the storm after, every signal once; the watch goes on.
+func TestWatchUnderLogrotate(t *testing.T) {
+	tracertest.NeedRoot(t)
+	logrotate, err := exec.LookPath("logrotate")
+	if err != nil {
+		t.Fatal("logrotate is not installed (make deps installs it)")
+	}
+	tracertest.LockAudit(t) // storms of SIGUSR1: see TestWatchOutputRotatesAndReopens
+	const kills = 2000
+	storm := buildStorm(t, false)
+	dir := t.TempDir() // 0700: logrotate skips a directory others can write
+	out := filepath.Join(dir, "events.jsonl")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--signal", "USR1", "--format", "json", "--output", out)
+	conf := filepath.Join(t.TempDir(), "tracer.logrotate")
+	mustDo(t, os.WriteFile(conf, []byte(logrotateSnippet(t, out, w.cmd.Process.Pid)), 0o644))
+	runStorm := func() int {
+		cmd := exec.Command(storm, strconv.Itoa(kills))
+		if b, err := cmd.CombinedOutput(); err != nil {
+			w.stop(t)
+			t.Fatalf("storm: %v %s", err, b)
+		}
+		return cmd.Process.Pid
+	}
+	waitFor := func(path string, pid int) int {
+		n := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && n < kills; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(path); err == nil {
+				n, _ = countSignalLines(t, path, pid, 10)
+			}
+		}
+		return n
+	}
+	first := runStorm()
+	waitFor(out, first)
+	if b, err := exec.Command(logrotate, "-f", "-s", filepath.Join(t.TempDir(), "state"), conf).CombinedOutput(); err != nil {
+		w.stop(t)
+		t.Fatalf("logrotate: %v\n%s", err, b)
+	}
+	rotated, _ := filepath.Glob(out + "-*")
+	if len(rotated) != 1 {
+		w.stop(t)
+		t.Fatalf("logrotate made %q, want one FILE-DATE", rotated)
+	}
+	// The postrotate's SIGHUP has been sent: the new FILE comes at once.
+	var fi os.FileInfo
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if fi, err = os.Lstat(out); err == nil {
+			break
+		}
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		w.stop(t)
+		t.Fatalf("FILE after logrotate's SIGHUP: %v %v, want a regular file 0600\n%s", fi, err, w.stderr())
+	}
+	second := runStorm()
+	waitFor(out, second)
+	w.stop(t)
+	a1, _ := countSignalLines(t, rotated[0], first, 10)
+	a2, _ := countSignalLines(t, rotated[0], second, 10)
+	b1, _ := countSignalLines(t, out, first, 10)
+	b2, _ := countSignalLines(t, out, second, 10)
+	t.Logf("%s: %d + %d signals; FILE: %d + %d", filepath.Base(rotated[0]), a1, a2, b1, b2)
+	if a1+b1 != kills || a2+b2 != kills || a2 != 0 {
+		t.Errorf("first storm %d + %d, second %d + %d (FILE-DATE + FILE): want %d each, the second all in FILE", a1, b1, a2, b2, kills)
+	}
+	if _, lost, stages := w.summary(t); lost != 0 {
+		t.Errorf("lost %d (%s)", lost, stages)
+	}
+}
