@@ -184,8 +184,9 @@ func TestDebInstallAndRemove(t *testing.T) {
 
 // testUnitRuns runs the unit's ExecStartPre and ExecStart with the shipped
 // config and backend, watching the execs of a program of the test's, runs
-// it a known number of times and stops the tracer as systemctl stop does:
-// the log must hold exactly those execs.
+// it a known number of times around a rotation by the shipped logrotate
+// snippet and the unit's ExecReload, and stops the tracer as systemctl
+// stop does: the rotated and the new log must hold exactly those execs.
 func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, backend string) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -204,16 +205,45 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 		t.Fatalf("TRACER_OUTPUT=%s: the test expects the shipped /var/log/tracer/...", logFile)
 	}
 	_ = os.Remove(logFile)
+	_ = os.Remove(logFile + ".1")
 	env = withEnv(env, map[string]string{"TRACER_BACKEND": backend, "TRACER_FLAGS": "--events exec --exe " + probe})
 
 	r := startUnit(t, u, env)
-	const runs = 7
-	for range runs {
-		if err := exec.Command(probe).Run(); err != nil {
-			t.Fatal(err)
+	probes := func(n int) {
+		for range n {
+			if err := exec.Command(probe).Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // past --max-delay: written
+	}
+	// Some execs, a rotation by the shipped logrotate snippet (its
+	// postrotate needs a running systemd: here the test runs ExecReload
+	// itself, as systemctl reload would), more execs.
+	const before, after = 4, 3
+	probes(before)
+	if out, err := exec.Command("logrotate", "-f", "-s", filepath.Join(dir, "logrotate.state"), "/etc/logrotate.d/tracer").CombinedOutput(); err != nil {
+		t.Fatalf("logrotate -f /etc/logrotate.d/tracer: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(logFile); err == nil {
+		t.Fatalf("after logrotate %s is there: nocreate leaves it to tracer", logFile)
+	}
+	for _, reload := range u["ExecReload"] {
+		argv := expand(reload, withEnv(env, map[string]string{"MAINPID": fmt.Sprint(r.pid)}))
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("ExecReload %v: %v\n%s", argv, err, out)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	for i := 0; ; i++ {
+		if _, err := os.Stat(logFile); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("10 s after ExecReload (SIGHUP) tracer has not reopened %s", logFile)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	probes(after)
 	summary, err := r.stop(syscall.SIGTERM) // systemctl stop
 	t.Logf("tracer's stderr (the journal):\n%s", summary)
 	if err != nil {
@@ -222,14 +252,28 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 	if !regexp.MustCompile(`(?m)^tracer: \d+ events seen, 0 lost`).MatchString(summary) {
 		t.Errorf("no summary with 0 lost")
 	}
-	st, err := os.Stat(logFile)
+	for file, want := range map[string]int{logFile + ".1": before, logFile: after} {
+		if n := countExecs(t, file, probe, backend); n != want {
+			t.Errorf("%s holds %d execs of %s by the %s backend, want %d", file, n, probe, backend, want)
+		}
+	}
+	for _, f := range []string{logFile, logFile + ".1"} {
+		_ = os.Remove(f)
+	}
+}
+
+// countExecs counts the exec events of probe by backend in file, a JSON
+// log, which must be root's alone.
+func countExecs(t *testing.T, file, probe, backend string) int {
+	t.Helper()
+	st, err := os.Stat(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Mode().Perm() != 0o600 {
-		t.Errorf("%s is %v, want 0600", logFile, st.Mode())
+		t.Errorf("%s is %v, want 0600", file, st.Mode())
 	}
-	f, err := os.Open(logFile)
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,15 +286,13 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 			Backend, Type, Filename string
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("%s: %q: %v", logFile, sc.Text(), err)
+			t.Fatalf("%s: %q: %v", file, sc.Text(), err)
 		}
 		if ev.Type == "exec" && ev.Filename == probe && ev.Backend == backend {
 			n++
 		}
 	}
-	if n != runs {
-		t.Errorf("%s holds %d execs of %s by the %s backend, want %d", logFile, n, probe, backend, runs)
-	}
+	return n
 }
 
 func withEnv(env, more map[string]string) map[string]string {
