@@ -115,7 +115,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = append(b, `],"args_count":`...)
 		b = strconv.AppendInt(b, int64(len(e.Argv)), 10)
 		b = append(b, `,"command_line":`...)
-		b = tracer.AppendJSONString(b, shellCommandLine(e.Argv))
+		b = appendCommandLine(b, e.Argv)
 	}
 	if e.Type == tracer.TypeExit && !e.Killed() {
 		b = append(b, `,"exit_code":`...)

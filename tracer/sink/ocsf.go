@@ -204,7 +204,7 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 	b = tracer.AppendJSONString(b, name)
 	if image {
 		b = append(b, `,"cmd_line":`...)
-		b = tracer.AppendJSONString(b, shellCommandLine(e.Argv))
+		b = appendCommandLine(b, e.Argv)
 		b = append(b, `,"file":{"name":`...)
 		b = tracer.AppendJSONString(b, path.Base(e.Filename))
 		b = append(b, `,"path":`...)

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/tracer-dev/tracer/tracer"
@@ -29,38 +30,58 @@ func carriesRet(e *tracer.Event) bool {
 	return e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Syscall != ""
 }
 
-// shellCommandLine joins argv as a shell would read it back: an argument with
-// a space, a quote or another character a shell treats specially is
-// single-quoted, so that "a b" and "a" "b" never give the same line.
-func shellCommandLine(argv []string) string {
-	var b []byte
+// appendCommandLine appends argv as one JSON string, joined as a shell
+// would read it back: an argument with a space, a quote or another
+// character a shell treats specially is single-quoted, so that "a b" and
+// "a" "b" never give the same line. Escaped as every string (no string
+// is built: this runs for every exec).
+func appendCommandLine(b []byte, argv []string) []byte {
+	b = append(b, '"')
 	for i, a := range argv {
 		if i > 0 {
 			b = append(b, ' ')
 		}
-		b = appendShellWord(b, a)
+		if shellPlain(a) {
+			b = appendJSONContent(b, a)
+			continue
+		}
+		b = append(b, '\'')
+		for {
+			j := strings.IndexByte(a, '\'')
+			if j < 0 {
+				break
+			}
+			b = appendJSONContent(b, a[:j])
+			b = append(b, `'\\''`...) // close, an escaped quote, open again
+			a = a[j+1:]
+		}
+		b = appendJSONContent(b, a)
+		b = append(b, '\'')
 	}
-	return string(b)
+	return append(b, '"')
 }
 
-func appendShellWord(b []byte, s string) []byte {
-	plain := s != ""
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == ':' || c == '=' ||
-			c == '+' || c == '@' || c == '%' || c >= 0x80
+// appendJSONContent appends s escaped as in a JSON string, without the
+// quotes around it.
+func appendJSONContent(b []byte, s string) []byte {
+	at := len(b)
+	b = tracer.AppendJSONString(b, s)
+	copy(b[at:], b[at+1:len(b)-1])
+	return b[:len(b)-2]
+}
+
+// shellPlain reports whether a shell reads s as one word as it is.
+func shellPlain(s string) bool {
+	if s == "" {
+		return false
 	}
-	if plain {
-		return append(b, s...)
-	}
-	b = append(b, '\'')
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			b = append(b, `'\''`...)
-		} else {
-			b = append(b, s[i])
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == ':' || c == '=' ||
+			c == '+' || c == '@' || c == '%' || c >= 0x80) {
+			return false
 		}
 	}
-	return append(b, '\'')
+	return true
 }

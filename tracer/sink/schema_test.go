@@ -124,3 +124,26 @@ func TestSchemaVersions(t *testing.T) {
 			ECSVersion, OCSFVersion, schematest.ECSVersion, schematest.OCSFVersion)
 	}
 }
+
+// BenchmarkSchemaEncode: the cost of a document on the watch's output
+// goroutine, per format, for an exec (the longest) and a signal (a
+// storm's), beside tracer's own JSON line.
+func BenchmarkSchemaEncode(b *testing.B) {
+	evs := schemaEvents()
+	for _, f := range []struct {
+		name string
+		enc  tracer.Encoder
+	}{{"json", tracer.AppendJSON}, {"ecs", AppendECS}, {"ocsf", AppendOCSF}} {
+		for _, typ := range []string{"exec", "signal"} {
+			e := evs[typ]
+			b.Run(f.name+"/"+typ, func(b *testing.B) {
+				buf := f.enc(nil, e)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf = f.enc(buf[:0], e)
+				}
+				b.SetBytes(int64(len(buf)))
+			})
+		}
+	}
+}
