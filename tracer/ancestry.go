@@ -47,7 +47,9 @@ func (a *Ancestry) Wrap(emit func(*Event)) func(*Event) {
 
 // Fill records e's process and fills its ancestors.
 func (a *Ancestry) Fill(e *Event) {
-	if e.ExecID.IsZero() {
+	// A throttle event names a process without its parent: it would
+	// forget the parent earlier events gave it.
+	if e.ExecID.IsZero() || e.Type == TypeThrottle {
 		return
 	}
 	a.put(e.ExecID, lineageNode{parent: e.ParentExecID, comm: e.Comm})

@@ -61,3 +61,19 @@ func TestAncestry(t *testing.T) {
 		t.Errorf("%v allocations per event", n)
 	}
 }
+
+// A throttle event names a process without its parent: the lineage
+// earlier events gave stays.
+func TestAncestryThrottle(t *testing.T) {
+	sh, storm := ExecID{PID: 900, Start: 60}, ExecID{PID: 901, Start: 70}
+	a := NewAncestry(2)
+	a.readProc = func(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
+	a.Fill(&Event{Type: TypeFork, PID: 900, Comm: "sh", ExecID: sh})
+	a.Fill(&Event{Type: TypeExec, PID: 901, Comm: "sh", ExecID: storm, ParentExecID: sh})
+	a.Fill(&Event{Type: TypeThrottle, PID: 901, Comm: "storm", ExecID: storm})
+	child := Event{Type: TypeFork, PID: 902, Comm: "storm", ExecID: ExecID{PID: 902, Start: 80}, ParentExecID: storm}
+	a.Fill(&child)
+	if len(child.Ancestors) != 2 || child.Ancestors[1].ExecID != sh {
+		t.Errorf("ancestors %+v: the throttle event lost storm's parent", child.Ancestors)
+	}
+}
