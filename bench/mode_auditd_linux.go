@@ -178,12 +178,17 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	return nil
 }
 
-// auditdRuleArgs are the rules `tracer rules` prints by default (exec,
+// auditdRuleArgs are the rules `tracer rules --signal all` prints (exec,
 // fork, signal; b32 copies when a 32-bit process runs), built by
 // auditrules as that command builds them, as auditctl arguments.
 func auditdRuleArgs() ([][]string, error) {
 	types, _ := tracer.ParseTypes("exec,fork,signal")
-	sigs, _ := tracer.ParseSignals("")
+	// Every signal, 0 too: the rules that leave existence checks out in
+	// the kernel would leave out the drain's marker, kill(bench, 0).
+	sigs, err := tracer.ParseSignals("all")
+	if err != nil {
+		return nil, fmt.Errorf("building the audit rules: %w", err)
+	}
 	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: tracer.UnsetID})
 	if err != nil {
 		return nil, fmt.Errorf("building the audit rules: %w", err)
