@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/tracer
 # Debian packages. The demo needs only the peers it compares against
-# (auditd, bpftrace); the tests also need prometheus (promtool and the
+# (auditd, bpftrace, laurel, libbpf-tools); the tests also need prometheus (promtool and the
 # end-to-end scrape), chromium (the HTML report check), clang/llvm/
 # libbpf-dev (that the committed BPF objects are current), gcc/libc6-dev
 # (the C workload), strace and time (independent witnesses in the trace
@@ -13,7 +13,11 @@ BIN := bin/tracer
 # APP_PACKAGES are bench's application workloads (redis, nginx, sysbench,
 # stress-ng); apt starts redis-server's and nginx's services on install, and
 # apt-install stops and disables them again: bench runs its own servers.
-DEMO_PACKAGES := auditd bpftrace
+# Installing laurel activates its plugin in /etc/audit/plugins.d (the node's
+# auditd would start it): apt-install deactivates it again (active = no) and
+# has a running auditd reload its plugins; bench runs laurel from a plugin
+# directory of its own.
+DEMO_PACKAGES := auditd bpftrace laurel libbpf-tools
 APP_PACKAGES := redis-server redis-tools nginx-light apache2-utils sysbench stress-ng
 # PACKAGE_TEST_PACKAGES check make package's output: rpm (rpm -qp,
 # rpm2cpio), rpmlint, logrotate (the snippet's syntax) and systemd
@@ -34,7 +38,7 @@ help: ## show this help
 deps: ## install the Debian packages the tests need (needs root and apt)
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 
-deps-demo: ## install the Debian packages the demo needs: auditd and bpftrace (needs root and apt)
+deps-demo: ## install the Debian packages the demo needs: auditd, bpftrace, laurel, libbpf-tools (needs root and apt)
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DEMO_PACKAGES)"
 
 .PHONY: apt-install
@@ -52,7 +56,13 @@ apt-install:
 					case $$pf in *$$name*) [ -s $$pf ] && kill $$(cat $$pf) 2>/dev/null && echo "stopped the $$name apt started";; esac; \
 				done; \
 			fi; \
-		done; true; \
+		done; \
+		case " $$missing " in *" laurel "*) \
+			if [ -f /etc/audit/plugins.d/laurel.conf ] && grep -q '^active *= *yes' /etc/audit/plugins.d/laurel.conf; then \
+				sed -i 's/^active *= *yes/active = no/' /etc/audit/plugins.d/laurel.conf && echo "deactivated the laurel plugin apt activated"; \
+				[ -s /run/auditd.pid ] && kill -HUP $$(cat /run/auditd.pid) 2>/dev/null; \
+			fi;; \
+		esac; true; \
 	fi
 
 build: ## build bin/tracer (no clang needed: BPF objects are committed)
@@ -77,8 +87,8 @@ package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nf
 	mkdir -p $(PKG_BUILD)/doc/docs && cp README.md $(PKG_BUILD)/doc/ && cp docs/*.md $(PKG_BUILD)/doc/docs/
 	$(GO) -C deploy/package run . -binary $(abspath $(PKG_BUILD))/tracer -man $(abspath $(PKG_BUILD))/man -doc $(abspath $(PKG_BUILD))/doc -out $(abspath $(DIST))
 
-demo: deps-demo build ## the main job: a short side-by-side comparison of the backends on built-in workloads
-	./$(BIN) bench --quick -o bench-quick.json
+demo: deps-demo build ## the main job: a short side-by-side comparison of the backends and the peers on the built-in and rate workloads
+	./$(BIN) bench --quick --workload cis-shell,signal-storm,syscall-tax,exec-storm,exec-rate,signal-rate -o bench-quick.json
 	./$(BIN) report --format md bench-quick.json
 
 test: deps vet lint cross fmt-check check-generated ## all tests, as root: unit (with -race), privileged integration, deploy manifests, benchmark smoke
