@@ -34,7 +34,7 @@ const (
 func (r *rotateFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	r.flags = fl
-	fl.StringVar(&r.maxSize, "output-max-size", "", "with --output FILE: before FILE would grow past SIZE (e.g. 100MB, 512KB, 1GiB; KB, MB, GB are powers of 1000, KiB, MiB, GiB and K, M, G of 1024), it becomes FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE starts, at a line's end; FILE is then continued, not emptied, at start. With or without it, SIGHUP reopens FILE (logrotate)")
+	fl.StringVar(&r.maxSize, "output-max-size", "", "with --output FILE: before FILE would grow past SIZE (e.g. 100MB, 512KB, 1GiB; KB, MB, GB are powers of 1000, KiB, MiB, GiB and K, M, G of 1024), it becomes FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE starts, at a line's end. With or without it, an existing FILE is continued, not emptied, and SIGHUP reopens FILE (logrotate)")
 	fl.IntVar(&r.keep, "output-keep", defaultOutputKeep, "with --output-max-size: how many rotated files to keep, FILE.1 (the newest) to FILE.N (at most 1000)")
 }
 

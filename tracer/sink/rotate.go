@@ -68,10 +68,11 @@ type RotatingFile struct {
 	dropping func(path string)
 }
 
-// OpenRotatingFile opens path for writing events. With rot.MaxSize it
-// appends to an existing file (a restarted tracer continues its log);
-// without, it truncates it, as CreateOutput does, and Reopen is what it
-// is for. Errors are tracer.CreateOutput's.
+// OpenRotatingFile opens path for writing events. It appends to an
+// existing file: a restarted tracer (a service's Restart=, a package
+// upgrade) continues its log, as auditd and rsyslog do, where emptying
+// it would lose every event since the last rotation. Errors are
+// tracer.CreateOutput's.
 func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	if rot.MaxSize < 0 || (rot.MaxSize > 0 && rot.Keep < 1) {
 		return nil, tracer.Usagef("rotating %s: need a positive size and at least one rotated file to keep", path)
@@ -80,12 +81,7 @@ func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	var f *os.File
-	if rot.MaxSize > 0 {
-		f, err = dir.Append(name)
-	} else {
-		f, err = dir.Create(name)
-	}
+	f, err := dir.Append(name)
 	if err != nil {
 		dir.Close()
 		return nil, err

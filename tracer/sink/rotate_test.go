@@ -180,9 +180,9 @@ func TestRotateFillsGap(t *testing.T) {
 
 func rotHead(b []byte) []byte { return b[:min(len(b), 20)] }
 
-// With a size limit a restarted tracer continues FILE; without one, FILE
-// starts afresh as before.
-func TestOpenAppendsOnlyWhenRotating(t *testing.T) {
+// A restarted tracer continues FILE, with or without a size limit: the
+// service's log since the last rotation survives a restart.
+func TestOpenAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	if err := os.WriteFile(path, []byte("before\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -202,8 +202,8 @@ func TestOpenAppendsOnlyWhenRotating(t *testing.T) {
 	}
 	r.Write([]byte("new\n"))
 	r.Close()
-	if b, _ := os.ReadFile(path); string(b) != "new\n" {
-		t.Errorf("without: %q, want FILE started afresh", b)
+	if b, _ := os.ReadFile(path); string(b) != "before\nafter\nnew\n" {
+		t.Errorf("without --output-max-size: %q, want the old lines kept", b)
 	}
 	// /dev/null is no file to rotate.
 	if _, err := OpenRotatingFile("/dev/null", Rotation{MaxSize: 1 << 20, Keep: 1}); !errors.Is(err, tracer.ErrUsage) {
