@@ -307,7 +307,7 @@ func checkFlagValue(cmd *cobra.Command, name, value string) error {
 		}
 	case "workload":
 		for _, w := range strings.Split(value, ",") {
-			if !slices.Contains(bench.Builtins(), w) && !slices.Contains(bench.Apps(), w) && w != "apps" {
+			if !slices.Contains(bench.Builtins(), w) && !slices.Contains(bench.Apps(), w) && w != "apps" && !bench.IsRate(w) {
 				err = fmt.Errorf("unknown workload %q", w)
 			}
 		}
