@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -168,8 +169,11 @@ func TestBenchBesideAuditd(t *testing.T) {
 	found := snapshot(t)
 	pid, _ := auditHolder()
 
+	// laurel runs as the plugin of an auditd of bench's own, which the
+	// node's running auditd leaves no room for: it is skipped here by design.
+	modes := slices.DeleteFunc(slices.Clone(DefaultModes), privateAuditd)
 	f := runBench(t, bin, "--workload", "signal-storm,exec-storm", "--count", "4000", "--rounds", "2",
-		"--modes", strings.Join(DefaultModes, ","))
+		"--modes", strings.Join(modes, ","))
 	labels := map[string]string{"audit": "audit (beside auditd)", "audit-floor": "audit-floor (beside auditd)", "auditd": "auditd (node's)"}
 	got := map[string]int{}
 	for _, r := range f.Results {
@@ -186,7 +190,7 @@ func TestBenchBesideAuditd(t *testing.T) {
 			t.Errorf("%s %s: saw %d of %d (%s)", r.Workload, r.Mode, r.EventsSeen, r.EventsExpected, r.Note)
 		}
 	}
-	for _, m := range DefaultModes {
+	for _, m := range modes {
 		if got[m] != 2 {
 			t.Errorf("mode %s: %d results, want one per workload", m, got[m])
 		}
