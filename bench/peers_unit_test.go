@@ -89,6 +89,13 @@ func TestSummarizeCost(t *testing.T) {
 	if base.WatcherCPUPerEventUS != nil || base.RateHeld == nil || !*base.RateHeld {
 		t.Errorf("none: per event %v, held %v", base.WatcherCPUPerEventUS, base.RateHeld)
 	}
+	// No round held 300/s: the figure is over both, at the rate reached.
+	var slow result.Row
+	SummarizeCost(&slow, w, []Sample{samples[1], {Round: 4, Elapsed: 2, TracerCPU: 0.6}}, 601, true)
+	if slow.RateHeld == nil || *slow.RateHeld || slow.RateAchievedPerS != 175 || slow.WatcherCPUPerEventUS == nil ||
+		*slow.WatcherCPUPerEventUS != 1247.92 || !strings.Contains(slow.Note, "held in no round") {
+		t.Errorf("held in no round: held %v, reached %v, per event %v, note %q", slow.RateHeld, slow.RateAchievedPerS, slow.WatcherCPUPerEventUS, slow.Note)
+	}
 	if got := parseBusy("cpu  100 5 50 1000 20 3 2 1 0 0"); got != 1.61 {
 		t.Errorf("parseBusy = %v, want 1.61", got)
 	}

@@ -236,14 +236,21 @@ const rateHeldShare = 0.9
 // held it, the node's busy CPU, and (for a watching mode, events > 0) the
 // watcher's CPU per event: its processes' and kauditd's CPU over the events
 // the workload made of the classes the mode watches. Rounds that did not
-// hold the rate are left out of the per-event figure and named in the note.
+// hold the rate are left out of the per-event figure and named in the
+// note; when no round held it, the figure is over them all, at the rate
+// reached (RateAchievedPerS), and RateHeld says so.
 func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, watching bool) {
-	var busy, per []float64
+	var busy, per, all []float64
 	var achieved []float64
 	held := true
 	var short []string
 	for _, s := range samples {
 		busy = append(busy, s.NodeBusy)
+		v := -1.0
+		if watching && events > 0 {
+			v = (s.TracerCPU + s.KauditdCPU) / float64(events) * 1e6
+			all = append(all, v)
+		}
 		if w.Rate > 0 && s.Elapsed > 0 {
 			a := float64(w.Count) / s.Elapsed
 			achieved = append(achieved, a)
@@ -253,8 +260,8 @@ func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, w
 				continue
 			}
 		}
-		if watching && events > 0 {
-			per = append(per, (s.TracerCPU+s.KauditdCPU)/float64(events)*1e6)
+		if v >= 0 {
+			per = append(per, v)
 		}
 	}
 	r.NodeBusyCPUS = Median(busy)
@@ -262,8 +269,13 @@ func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, w
 		r.RatePerS = w.Rate
 		r.RateAchievedPerS = math.Round(Median(achieved))
 		r.RateHeld = &held
-		if !held {
+		switch {
+		case held:
+		case len(per) > 0:
 			r.Note = joinNote(r.Note, fmt.Sprintf("rate %.0f/s not held (%s): left out of the CPU per event", w.Rate, strings.Join(short, ", ")))
+		default:
+			r.Note = joinNote(r.Note, fmt.Sprintf("rate %.0f/s held in no round (%s): the CPU per event is at the rate reached", w.Rate, strings.Join(short, ", ")))
+			per = all
 		}
 	}
 	if len(per) == 0 {

@@ -73,7 +73,9 @@ func perEventCell(r result.Row) string {
 		s += " (" + usText(ci[0]) + "-" + usText(ci[1]) + ")"
 	}
 	if r.RateHeld != nil && !*r.RateHeld {
-		s += " held in some rounds"
+		// Held in some rounds (the figure is theirs), or in none (the
+		// figure is at the rate reached).
+		s += fmt.Sprintf(" not held: %.0f/s", r.RateAchievedPerS)
 	}
 	return s
 }
