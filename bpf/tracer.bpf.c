@@ -888,7 +888,8 @@ static __always_inline void rate_who(struct rate *r, struct task_struct___who *t
  * Whether an event of type (1..4) of process tgid (task, or the current
  * task when NULL) at now may go out under --rate-limit. One that is over
  * the limit is counted and not sent. Checked before anything is reserved
- * or batched; without --rate-limit the verifier drops all of it.
+ * or batched, behind cfg_rate_limit at each call, so that without
+ * --rate-limit the verifier drops all of it, its arguments' loads too.
  */
 static __always_inline bool rate_pass(void *ctx, struct task_struct___who *task, __u32 tgid, const char *comm,
 				      __u8 type, __u64 now)
@@ -1146,7 +1147,7 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	}
 	__u64 now = now_ns();
 	/* In the window of the event's time, its call's. */
-	if (!rate_pass(ctx, NULL, st->h.pid, st->h.comm, EV_EXEC, st->h.ktime))
+	if (cfg_rate_limit && !rate_pass(ctx, NULL, st->h.pid, st->h.comm, EV_EXEC, st->h.ktime))
 		goto out;
 	__builtin_memcpy(&e->h, &st->h, sizeof(e->h));
 	e->ppid = st->ppid;
@@ -1238,7 +1239,7 @@ static __always_inline int on_fork(void *ctx, __u8 sc, long ret, struct task_str
 		return 0;
 	}
 	__u64 now = now_ns();
-	if (!rate_pass(ctx, task, tgid, comm.c, EV_FORK, now))
+	if (cfg_rate_limit && !rate_pass(ctx, task, tgid, comm.c, EV_FORK, now))
 		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
@@ -1264,11 +1265,9 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
-/* rated: sched_signal applied --rate-limit already (rate_pass), and the
- * event passed. */
 static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 ttgid, __s32 sig, long ret, bool compat,
 					struct task_struct___who *task, const struct sig_info *si,
-					const struct repeat_key *key, bool rated)
+					const struct repeat_key *key)
 {
 	union comm comm;
 	__u32 tgid;
@@ -1281,7 +1280,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 
 		return 0;
 	}
 	__u64 now = now_ns();
-	if (!rated && !rate_pass(ctx, task, tgid, comm.c, EV_SIGNAL, now))
+	if (cfg_rate_limit && !rate_pass(ctx, task, tgid, comm.c, EV_SIGNAL, now))
 		return 0;
 	if (cfg_batch) {
 		__u32 zero = 0;
@@ -1351,7 +1350,7 @@ static __always_inline int on_signal(void *ctx, __u8 sc, __s32 target, __u32 ttg
 		__u64 id = bpf_get_current_pid_tgid();
 		ttgid = (__u32)target == (__u32)id ? (__u32)(id >> 32) : (__u32)target;
 	}
-	return on_signal_si(ctx, sc, target, ttgid, sig, ret, compat, NULL, NULL, NULL, false);
+	return on_signal_si(ctx, sc, target, ttgid, sig, ret, compat, NULL, NULL, NULL);
 }
 
 static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, struct task_struct___who *task)
@@ -1365,7 +1364,7 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
 		return 0;
 	}
 	__u64 now = now_ns();
-	if (!rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
+	if (cfg_rate_limit && !rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
 		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
@@ -1701,7 +1700,7 @@ int tp_exit_signal(struct sys_exit_ctx *ctx)
 		signal_count(ev->h.comm, ev->a, ev->b);
 	} else {
 		/* In the window of the event's time, its call's. */
-		if (rate_pass(ctx, NULL, ev->h.pid, ev->h.comm, EV_SIGNAL, ev->h.ktime))
+		if (!cfg_rate_limit || rate_pass(ctx, NULL, ev->h.pid, ev->h.comm, EV_SIGNAL, ev->h.ktime))
 			output(ctx, ev, sizeof(*ev), now_ns());
 	}
 	bpf_map_delete_elem(&pending, &key);
@@ -1926,7 +1925,7 @@ int sched_exec(__u64 *ctx)
 	struct task_struct___who *cur = current_btf();
 	__u8 sc = current_syscall(cur, &regs, &compat);
 	__u64 now = now_ns();
-	if (!rate_pass(ctx, cur, tgid, comm.c, EV_EXEC, now))
+	if (cfg_rate_limit && !rate_pass(ctx, cur, tgid, comm.c, EV_EXEC, now))
 		goto out;
 	fill_hdr(&e->h, EV_EXEC, sc, tgid, comm.c, now, cur);
 	e->h.flags = compat ? EVF_COMPAT : 0;
@@ -2000,7 +1999,7 @@ static __always_inline bool killed_exit(void *ctx, struct task_struct___who *tas
 	if (cfg_count_only || !pass_current(task, &tgid, &comm))
 		goto out;
 	__u64 now = now_ns();
-	if (!rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
+	if (cfg_rate_limit && !rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
 		goto out;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
@@ -2186,7 +2185,7 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___who *t,
 	if (!pass_comm(comm.c) || !pass_cgroup(t))
 		return 0;
 	__u64 now = now_ns();
-	if (!rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))
+	if (cfg_rate_limit && !rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))
 		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
@@ -2309,7 +2308,6 @@ int sched_signal(__u64 *ctx)
 		return 0; /* the syscall probes report it */
 	long ret = result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0;
 	struct repeat_key k;
-	bool rated = false;
 	if (cfg_batch) {
 		struct task_struct___who *p = cur->real_parent;
 		k.start = cur->start_boottime;
@@ -2337,17 +2335,24 @@ int sched_signal(__u64 *ctx)
 		 * interrupted (busy). The filters passed for the same sender
 		 * this tick. */
 		if (b && !b->busy && b->tick == now_ns() && same_key(&b->last, &k) && pass_pid(cur->tgid)) {
-			/* Over the limit, it is left out here; passed, it is one
-			 * more repeat, or on_signal_si's without a second count. */
-			rated = true;
-			if (!rate_pass(ctx, cur, cur->tgid, (const char *)k.comm, EV_SIGNAL, b->tick))
-				return 0;
 			__u32 off = b->len - sizeof(struct event);
 			barrier_var(off);
 			/* A valid key has a record: off is in the batch. */
 			if (off <= BATCH_BYTES - sizeof(struct event)) {
 				struct event *last = (struct event *)&b->buf[off];
 				if (last->h.repeat < REPEAT_MAX) {
+					/* Over the limit, left out. busy: a throttle
+					 * record it sends must not send the batch
+					 * under last. */
+					if (cfg_rate_limit) {
+						b->busy = 1;
+						barrier();
+						bool pass = rate_pass(ctx, cur, cur->tgid, (const char *)k.comm, EV_SIGNAL, b->tick);
+						barrier();
+						b->busy = 0;
+						if (!pass)
+							return 0;
+					}
 					last->h.repeat++;
 					b->events++;
 					return 0;
@@ -2356,8 +2361,7 @@ int sched_signal(__u64 *ctx)
 		}
 	}
 	sig_target(&si, target);
-	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL,
-			    rated);
+	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
 }
 
 SEC("tp_btf/sched_process_fork")
