@@ -381,3 +381,42 @@ func TestLoadErrorVerifier(t *testing.T) {
 		t.Errorf("EPERM reads %q", msg)
 	}
 }
+
+// A throttle record (struct throttle_event) decodes to a throttle event:
+// the first process left out, the window, the counts by type; a process
+// source has no cgroup id.
+func TestDecodeThrottle(t *testing.T) {
+	le := binary.LittleEndian
+	rec := func(flags uint8) []byte {
+		b := make([]byte, eventSize)
+		header(b, 6_000_000_000, 4242, 0, tracer.UnsetID, tracer.TypeThrottle, 0, flags, "storm")
+		le.PutUint64(b[offCgid:], 8214)
+		le.PutUint64(b[offWStart:], 5_000_000_000)
+		le.PutUint64(b[offWEnd:], 6_000_000_000)
+		for i, n := range []uint64{1, 2, 99_000, 4} {
+			le.PutUint64(b[offDropped+8*i:], n)
+		}
+		return b
+	}
+	d := newDecoder()
+	d.limit = 1000
+	var e tracer.Event
+	if err := d.decode(rec(0), &e); err != nil {
+		t.Fatal(err)
+	}
+	th := e.Throttle
+	if e.Type != tracer.TypeThrottle || e.PID != 4242 || e.Comm != "storm" || th.Source != tracer.SourceCgroup || th.CgroupID != 8214 ||
+		th.Limit != 1000 || th.Exec != 1 || th.Fork != 2 || th.Signal != 99_000 || th.Exit != 4 ||
+		th.End.Sub(th.Start) != time.Second || !e.Time.Equal(th.End) || e.Syscall != "" {
+		t.Errorf("throttle event %+v", e)
+	}
+	if err := d.decode(rec(flagThrottleProcess), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Throttle.Source != tracer.SourceProcess || e.Throttle.CgroupID != 0 {
+		t.Errorf("a process source: %+v", e.Throttle)
+	}
+	if err := d.decode(rec(0)[:hdrSize+8], &e); !errors.Is(err, errShortRecord) {
+		t.Errorf("a short throttle record: %v", err)
+	}
+}
