@@ -237,11 +237,12 @@ func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 	}
 	id := ExecID{PID: 4242, Start: 100}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
-	for _, typ := range []EventType{TypeExec, TypeFork, TypeSignal, TypeExit} {
+	for _, typ := range []EventType{TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle} {
 		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: UnsetID, ExecID: id,
 			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}},
 			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: OriginUser, TargetComm: "t", TargetExecID: id,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "init"}}
+			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "init"},
+			Throttle: Throttle{Source: SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
 		write(&e)
 		n := 0
 		eachFieldChange(t, &e, func(string) {
