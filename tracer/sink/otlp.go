@@ -363,9 +363,21 @@ func (s *OTLPSink) Loss() tracer.OutputLoss {
 	return tracer.OutputLoss{Queue: s.lostQueue, Output: s.lostOutput}
 }
 
-// run is the exporter goroutine.
+// otlpJob is a batch of records on its way from the converter to the
+// sender, with the events of it that never became records.
+type otlpJob struct {
+	records []sdklog.Record
+	failed  int
+}
+
+// run is the converter goroutine: it takes the queue, turns its events
+// into records and hands them in batches to send, the sender goroutine,
+// so that making one batch overlaps sending the last.
 func (s *OTLPSink) run() {
-	defer close(s.done)
+	jobs := make(chan otlpJob, 1)
+	free := make(chan []sdklog.Record, 3)
+	go s.send(jobs, free)
+	defer close(jobs)
 	var (
 		batch []tracer.Event
 		f     flattener
@@ -390,8 +402,17 @@ func (s *OTLPSink) run() {
 			}
 			for start := 0; start < len(batch); start += otlpBatch {
 				part := batch[start:min(start+otlpBatch, len(batch))]
+				if s.ctx.Err() != nil {
+					// Close gave up on the collector: count, do not convert.
+					jobs <- otlpJob{failed: len(part)}
+					continue
+				}
+				select {
+				case s.proc.records = <-free:
+				default:
+					s.proc.records = make([]sdklog.Record, 0, otlpBatch)
+				}
 				failed := 0
-				s.proc.records = s.proc.records[:0]
 				for i := range part {
 					var err error
 					buf = AppendECS(buf[:0], &part[i])
@@ -401,7 +422,7 @@ func (s *OTLPSink) run() {
 					}
 					s.emit(&part[i], kvs)
 				}
-				s.export(s.proc.records, failed)
+				jobs <- otlpJob{records: s.proc.records, failed: failed}
 			}
 			if !closing {
 				break
@@ -409,6 +430,19 @@ func (s *OTLPSink) run() {
 		}
 		if closing {
 			return
+		}
+	}
+}
+
+// send is the sender goroutine: it exports each batch and counts it.
+func (s *OTLPSink) send(jobs <-chan otlpJob, free chan<- []sdklog.Record) {
+	defer close(s.done)
+	for j := range jobs {
+		s.export(j.records, j.failed)
+		clear(j.records) // let the records' attributes go
+		select {
+		case free <- j.records[:0]:
+		default:
 		}
 	}
 }
@@ -509,8 +543,8 @@ func otlpSeverity(e *tracer.Event) (otellog.Severity, string) {
 	return otellog.SeverityInfo, "INFO"
 }
 
-// collectProcessor keeps each record the logger emits for the exporter
-// goroutine, which calls the logger and the exporter itself.
+// collectProcessor keeps each record the logger emits for the converter
+// goroutine, which calls the logger itself.
 type collectProcessor struct {
 	records []sdklog.Record
 }
