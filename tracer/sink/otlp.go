@@ -9,7 +9,6 @@ import (
 	"os"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,12 +35,6 @@ const (
 	otlpDefaultPort    = "4318"
 )
 
-// IsOTLP reports whether an --output value names an OTLP collector
-// (otlp://HOST:PORT, or otlps:// for TLS).
-func IsOTLP(output string) bool {
-	return strings.HasPrefix(output, "otlp://") || strings.HasPrefix(output, "otlps://")
-}
-
 // CheckOTLP checks an otlp:// or otlps:// --output value, in a one-line
 // usage error.
 func CheckOTLP(target string) error {
@@ -66,8 +59,8 @@ type OTLPOptions struct {
 // Write copies the event into a bounded queue and returns at once: a
 // full queue drops the event, counted at stage queue (in block mode,
 // Write waits for room until Abort). One goroutine turns queued events
-// into records and exports them in batches; every event of a batch the
-// collector did not take (down, refusing, too slow, after retries) is
+// into records, another exports them in batches; every event of a batch
+// the collector did not take (down, refusing, too slow, after retries) is
 // counted at stage output. The SDK's own BatchProcessor is not used: its
 // queue drops without a count and its export errors go to a global
 // handler, where here each record's fate is known.
@@ -80,15 +73,15 @@ type OTLPSink struct {
 	proc     *collectProcessor
 	ctx      context.Context // the exports'; cancelled when Close gives up
 	cancel   context.CancelFunc
-	msg      []byte // the exporter goroutine's
+	msg      []byte // the converter goroutine's
 	wake     chan struct{}
 	closing  chan struct{}
 	done     chan struct{}
 
 	mu       sync.Mutex
-	pending  []tracer.Event // filled by Write, swapped out by the exporter
+	pending  []tracer.Event // filled by Write, swapped out by the converter
 	limit    int
-	room     chan struct{} // closed when the exporter takes pending (block mode)
+	room     chan struct{} // closed when the converter takes pending (block mode)
 	closed   bool
 	progress chan struct{} // closed when finished grows
 	accepted uint64        // events queued
@@ -130,7 +123,7 @@ func NewOTLPSink(target string, opts tracer.OutputOptions, o OTLPOptions) (*OTLP
 	return newOTLPSink(exp, opts, o)
 }
 
-// newOTLPSink exports through exp (tests pass their own).
+// newOTLPSink exports through exp.
 func newOTLPSink(exp sdklog.Exporter, opts tracer.OutputOptions, o OTLPOptions) (*OTLPSink, error) {
 	if o.QueueEvents <= 0 {
 		o.QueueEvents = otlpQueueEvents
