@@ -2,12 +2,15 @@ package sink
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,9 +36,11 @@ type collector struct {
 	reply   func(w http.ResponseWriter, n int) bool
 }
 
-func newCollector(t *testing.T) *collector {
+func newCollector(t *testing.T) *collector { return startCollector(t, false) }
+
+func startCollector(t *testing.T, tls bool) *collector {
 	c := &collector{}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/logs" || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "want protobuf at /v1/logs", http.StatusNotFound)
 			return
@@ -70,11 +75,21 @@ func newCollector(t *testing.T) *collector {
 		out, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{})
 		_, _ = w.Write(out)
 	}))
+	if tls {
+		c.srv.StartTLS()
+	} else {
+		c.srv.Start()
+	}
 	t.Cleanup(c.srv.Close)
 	return c
 }
 
-func (c *collector) target() string { return "otlp://" + c.srv.Listener.Addr().String() }
+func (c *collector) target() string {
+	if c.srv.TLS != nil {
+		return "otlps://" + c.srv.Listener.Addr().String()
+	}
+	return "otlp://" + c.srv.Listener.Addr().String()
+}
 
 func (c *collector) got() []*logspb.LogRecord {
 	c.mu.Lock()
@@ -248,6 +263,36 @@ func TestOTLPOutputWinsOverTheEnvironment(t *testing.T) {
 	}
 	if r := c.res[0]; r["k8s.node.name"] != "node-7" || r["service.name"] != "tracer" {
 		t.Errorf("resource %v", r)
+	}
+}
+
+// TestOTLPOverTLS: otlps:// speaks TLS and checks the collector's
+// certificate, against OTEL_EXPORTER_OTLP_CERTIFICATE's CA where set:
+// without it the test collector's certificate is refused.
+func TestOTLPOverTLS(t *testing.T) {
+	c := startCollector(t, true)
+	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, s, 3)
+	s.Close()
+	if l := s.Loss(); l.Output != 3 || len(c.got()) != 0 {
+		t.Errorf("an unknown CA: loss %+v, %d records; want all 3 refused", l, len(c.got()))
+	}
+
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+	if s, err = NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writeN(t, s, 3)
+	s.Close()
+	if l := s.Loss(); l != (tracer.OutputLoss{}) || len(c.got()) != 3 {
+		t.Errorf("the collector's CA: loss %+v, %d records; want 3, none lost", l, len(c.got()))
 	}
 }
 
