@@ -529,7 +529,6 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 				continue
 			}
 			if markerRecord(rec, marker) {
-				fmt.Fprintf(os.Stderr, "DEBUG marker after %d events, %d bytes; last key %q rec %+v\n", len(evs), read, key, rec)
 				return evs, nil
 			}
 			if key == auditrules.Key {
