@@ -8,6 +8,8 @@ package auditrules
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -144,12 +146,35 @@ type Options struct {
 	// uid, as events report it): one copy of each rule per uid, since the
 	// fields of a rule are ANDed. More are left to user space.
 	UIDs []uint32
+	// ExePath, when set, adds -F path=ExePath to the exec rule: the kernel
+	// then records only execs whose files include that inode (the program,
+	// a script's interpreter, the ELF loader). It must name a regular file
+	// by a path whose last element is no symlink (KernelExePath): a watch
+	// is set on that name's own inode, which an exec through a symlink
+	// never names.
+	ExePath string
 }
 
 // MaxRuleUIDs is the most uids Build filters on in the kernel: every rule
 // is repeated per uid, and the kernel walks each rule at every audited
 // syscall's exit.
 const MaxRuleUIDs = 8
+
+// KernelExePath returns the path an --exe value can be filtered on in the
+// kernel (Options.ExePath), or "" when it must be left to user space: a
+// name without a slash, a relative path, a path auditctl's syntax cannot
+// carry, or one that is not a regular file (a symlink at its end, a file
+// not there: a watch rule of a missing directory is refused).
+func KernelExePath(exe string) string {
+	if !filepath.IsAbs(exe) || strings.ContainsAny(exe, " \t\n\"'\\") {
+		return ""
+	}
+	p := filepath.Clean(exe)
+	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	return p
+}
 
 // KernelUIDs reports whether Build filters uids in the kernel.
 func (o Options) KernelUIDs() bool { return len(o.UIDs) > 0 && len(o.UIDs) <= MaxRuleUIDs }
@@ -328,7 +353,7 @@ func Build(o Options) (*Set, error) {
 					byReg[SignalArg[name]] = append(byReg[SignalArg[name]], name)
 					continue
 				}
-				if t == tracer.TypeExec && !o.ExecFailures {
+				if t == tracer.TypeExec && (!o.ExecFailures || o.ExePath != "") {
 					execs = append(execs, name)
 					continue
 				}
@@ -340,7 +365,14 @@ func Build(o Options) (*Set, error) {
 		}
 		filters := append([]string(nil), common...)
 		if len(execs) > 0 {
-			add(Rule{Arch: arch, Syscalls: execs, Filters: append([]string{"success=1"}, filters...), Key: o.Key})
+			var f []string
+			if !o.ExecFailures {
+				f = append(f, "success=1")
+			}
+			if o.ExePath != "" {
+				f = append(f, "path="+o.ExePath)
+			}
+			add(Rule{Arch: arch, Syscalls: execs, Filters: append(f, filters...), Key: o.Key})
 		}
 		if len(plain) > 0 {
 			add(Rule{Arch: arch, Syscalls: plain, Filters: filters, Key: o.Key})

@@ -274,3 +274,42 @@ func TestUIDsInKernel(t *testing.T) {
 		t.Errorf("%d uids: want them left to user space:\n%s", len(many), set.Text())
 	}
 }
+
+// --exe with the absolute path of a file is a kernel filter on audit: the
+// exec rule carries -F path= (an inode watch). Names, relative paths,
+// symlinks and missing files are left to user space.
+func TestExePathInKernel(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(prog, link); err != nil {
+		t.Fatal(err)
+	}
+	for exe, want := range map[string]string{
+		prog: prog, dir + "/./prog": prog, "prog": "", "./prog": "", link: "", dir: "",
+		filepath.Join(dir, "missing"): "", "/tmp/a b": "",
+	} {
+		if got := KernelExePath(exe); got != want {
+			t.Errorf("KernelExePath(%q) = %q, want %q", exe, got, want)
+		}
+	}
+	for _, failures := range []bool{false, true} {
+		set, err := Build(Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExePath: "/usr/bin/true", ExecFailures: failures, ExcludePID: 42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "-a always,exit -F arch=b64 -S execve -S execveat -F success=1 -F path=/usr/bin/true -F pid!=42 -k tracer\n"
+		if failures {
+			want = strings.Replace(want, "-F success=1 ", "", 1)
+		}
+		if got := set.Text(); !strings.HasSuffix(got, want) || len(set.Rules) != 1 {
+			t.Errorf("exec failures %v: rules\n%s\nwant\n%s", failures, got, want)
+		}
+		if _, err := set.Rules[0].Wire(); err != nil {
+			t.Errorf("%s: %v", set.Rules[0].Text(), err)
+		}
+	}
+}

@@ -184,11 +184,20 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		}
 	}
 
-	set, err := auditrules.Build(auditrules.Options{
+	opts := auditrules.Options{
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
 		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID, Key: b.key,
 		ExcludePID: os.Getpid(), ExecFailures: cfg.ExecFailures, UIDs: cfg.UIDs,
-	})
+	}
+	if cfg.Exe != "" {
+		if opts.ExePath = auditrules.KernelExePath(cfg.Exe); opts.ExePath == "" {
+			b.note(fmt.Sprintf("--exe %s is matched in user space: the kernel records every exec (an absolute path of a file, not a symlink, is matched in the kernel)", cfg.Exe))
+		}
+	}
+	if len(cfg.UIDs) > auditrules.MaxRuleUIDs {
+		b.note(fmt.Sprintf("--uid names %d uids: more than %d are matched in user space, and the kernel records every user's events", len(cfg.UIDs), auditrules.MaxRuleUIDs))
+	}
+	set, err := auditrules.Build(opts)
 	if err != nil {
 		return err
 	}
