@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +134,27 @@ func TestDebInstallAndRemove(t *testing.T) {
 	state, _ := filepath.Glob(fmt.Sprintf("/run/tracer/*-%d.json", pid))
 	if !strings.Contains(run(t, "auditctl", "-l"), key) || len(state) == 0 {
 		t.Fatalf("after kill -9 of pid %d: its rules or its state in /run/tracer (%v) are gone already; the test proves nothing", pid, state)
+	}
+
+	// An upgrade keeps the admin's config file (noreplace).
+	edited := append(readFile(t, "/etc/default/tracer"), "TRACER_BACKEND=ebpf # the admin's\n"...)
+	if err := os.WriteFile("/etc/default/tracer", edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := build(options{
+		Binary: filepath.Join(built.dir, "build", "tracer"), ManDir: filepath.Join(built.dir, "build", "man"),
+		DocDir: filepath.Join(built.dir, "build", "doc"), Out: t.TempDir(), Version: "v999.0.0",
+		Maintainer: defaultMaintainer, Config: "nfpm.yaml",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dpkg -i %s:\n%s", filepath.Base(newer[1]), run(t, "dpkg", "-i", newer[1]))
+	if v := run(t, "dpkg-query", "-W", "-f", "${Version}", "tracer"); v != "999.0.0-1" {
+		t.Errorf("after the upgrade dpkg has tracer %s, want 999.0.0-1", v)
+	}
+	if got := readFile(t, "/etc/default/tracer"); !bytes.Equal(got, edited) {
+		t.Errorf("the upgrade replaced the admin's /etc/default/tracer:\n%s", got)
 	}
 
 	// Enabled while no systemd runs (an image being built): the links go
@@ -439,4 +461,13 @@ func startUnit(t *testing.T, u map[string][]string, env map[string]string) *runn
 		t.Fatalf("ExecStart %q: no watching line in 90 s", argv)
 	}
 	return nil
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
