@@ -471,3 +471,84 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestScriptsWhereSystemdRuns runs each maintainer script with the
+// arguments rpm and dpkg give it, where systemd runs: in a mount namespace
+// of its own with a /run of its own that has /run/systemd/system, and with
+// systemctl and systemd-tmpfiles that only record how they were called.
+// (TestDebInstallAndRemove runs them for real where no systemd runs.)
+func TestScriptsWhereSystemdRuns(t *testing.T) {
+	needRoot(t)
+	need(t, "unshare")
+	const (
+		tmpfiles = "systemd-tmpfiles --create tracer.conf"
+		reload   = "systemctl daemon-reload"
+		restart  = "systemctl try-restart tracer.service"
+		disable  = "systemctl disable --now tracer.service"
+	)
+	for _, c := range []struct {
+		script string
+		args   []string
+		calls  []string
+		// what is left of /run/tracer and /var/log/tracer, both there before
+		runTracer, logTracer bool
+	}{
+		{"postinstall.sh", []string{"1"}, []string{tmpfiles, reload}, true, true},                           // rpm install
+		{"postinstall.sh", []string{"2"}, []string{tmpfiles, reload}, true, true},                           // rpm upgrade
+		{"postinstall.sh", []string{"configure", ""}, []string{tmpfiles, reload}, true, true},               // deb install
+		{"postinstall.sh", []string{"configure", "0.9.0"}, []string{tmpfiles, reload, restart}, true, true}, // deb upgrade
+		{"preremove.sh", []string{"0"}, []string{disable}, true, true},                                      // rpm erase
+		{"preremove.sh", []string{"remove"}, []string{disable}, true, true},                                 // deb remove
+		{"preremove.sh", []string{"1"}, nil, true, true},                                                    // rpm upgrade
+		{"preremove.sh", []string{"upgrade", "1.1.0"}, nil, true, true},                                     // deb upgrade
+		{"postremove.sh", []string{"0"}, []string{reload}, false, true},                                     // rpm erase
+		{"postremove.sh", []string{"remove"}, []string{reload}, false, true},                                // deb remove
+		{"postremove.sh", []string{"purge"}, []string{reload}, true, false},                                 // deb purge
+		{"postremove.sh", []string{"1"}, []string{reload, restart}, true, true},                             // rpm upgrade
+		{"postremove.sh", []string{"upgrade", "1.1.0"}, []string{reload}, true, true},                       // deb upgrade
+	} {
+		t.Run(strings.Join(append([]string{c.script}, c.args...), " "), func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			fake := filepath.Join(dir, "bin")
+			if err := os.Mkdir(fake, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range []string{"systemctl", "systemd-tmpfiles"} {
+				if err := os.WriteFile(filepath.Join(fake, tool), []byte("#!/bin/sh\necho \"${0##*/} $*\" >> "+calls+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script, err := filepath.Abs(filepath.Join("scripts", c.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// preremove runs /usr/bin/tracer cleanup: not installed here, so
+			// nothing runs (the install test runs it).
+			setup := `set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/system /run/tracer
+mount -t tmpfs tmpfs /var/log
+mkdir /var/log/tracer && touch /var/log/tracer/events.jsonl
+PATH=` + fake + `:$PATH sh "$@"
+[ -d /run/tracer ] && echo run-tracer >> ` + calls + ` || true
+[ -d /var/log/tracer ] && echo log-tracer >> ` + calls + ` || true
+`
+			out, err := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "--", "sh", "-c", setup, "setup", script}, c.args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			want := append([]string(nil), c.calls...)
+			if c.runTracer {
+				want = append(want, "run-tracer")
+			}
+			if c.logTracer {
+				want = append(want, "log-tracer")
+			}
+			got := strings.Split(strings.TrimSpace(string(readFile(t, calls))), "\n")
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("calls and what is left:\n%s\nwant:\n%s\n(output: %s)", strings.Join(got, "\n"), strings.Join(want, "\n"), out)
+			}
+		})
+	}
+}
