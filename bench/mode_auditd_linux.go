@@ -455,7 +455,7 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		for pid, c := range descendantsCPU(m.w.pid()) {
 			pluginCPU += max(c-m.pluginCPU[pid], 0)
 		}
-		obs.Note = joinNote(obs.Note, fmt.Sprintf("%s %.3fs of CPU (in the watcher's)", m.plugin, pluginCPU))
+		obs.Note = joinNote(obs.Note, "watcher CPU: auditd's and "+m.plugin+"'s")
 	}
 	if err == nil {
 		err = m.removeRules(ctx)
