@@ -226,6 +226,7 @@ const volatile __u8 cfg_comm_on = 0;	    /* comm filter */
 const volatile __u64 cfg_comm_lo = 0;	    /* the comm, as two words, NUL padded */
 const volatile __u64 cfg_comm_hi = 0;
 const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much is queued */
+const volatile __u64 cfg_wake_interval_ns = 5000000; /* wake it at most this often (0: only past cfg_wake_bytes) */
 const volatile __u8 cfg_sig_sched = 1;	    /* signal_generate reports the signal syscalls' signals too (sched set) */
 const volatile __u64 cfg_cgroup_id = 0;	    /* keep only this cgroup v2 and its descendants (0: all) */
 const volatile __u32 cfg_cgroup_level = 0;  /* its depth below the root */
@@ -240,8 +241,6 @@ __u64 last_wake = 0;
 __u64 last_fill_check = 0;
 
 #define barrier() asm volatile("" ::: "memory")
-
-#define WAKE_INTERVAL_NS 5000000ULL
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -407,16 +406,20 @@ static __always_inline void count_key(void *map, const void *key)
 }
 
 /*
- * Wake the reader at most every WAKE_INTERVAL_NS, or once per tick while
- * more than cfg_wake_bytes wait. Waking it for
- * every record (the ring buffer's default when the reader keeps up) costs
- * the producing task an irq_work and a remote wakeup per event, more than
- * the rest of the program; the reader also polls on a timer, so records
- * committed without a wakeup are read soon anyway.
+ * Every ring buffer submit and output takes its flags from here. Wake the
+ * reader at most every cfg_wake_interval_ns, or once per tick while more
+ * than cfg_wake_bytes wait. Waking it for every record (the ring buffer's
+ * default when the reader keeps up) costs the producing task an irq_work
+ * and a remote wakeup per event, more than the rest of the program; the
+ * reader also polls on a timer (--max-delay), so records committed without
+ * a wakeup are read soon anyway. With cfg_wake_interval_ns 0 (--max-delay
+ * set) the timer alone bounds the delay, and only the fill level wakes the
+ * reader: a storm wakes it at a quarter of the ring, long before the ring
+ * fills because it slept.
  */
 static __always_inline __u64 wake_flags(__u64 now)
 {
-	if (now - last_wake > WAKE_INTERVAL_NS) {
+	if (cfg_wake_interval_ns && now - last_wake > cfg_wake_interval_ns) {
 		last_wake = now;
 		return BPF_RB_FORCE_WAKEUP;
 	}

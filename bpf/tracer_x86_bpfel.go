@@ -278,6 +278,7 @@ const (
 	TracerVarCfgSigSched              = "cfg_sig_sched"
 	TracerVarCfgTypes                 = "cfg_types"
 	TracerVarCfgWakeBytes             = "cfg_wake_bytes"
+	TracerVarCfgWakeIntervalNs        = "cfg_wake_interval_ns"
 	TracerVarLastFillCheck            = "last_fill_check"
 	TracerVarLastWake                 = "last_wake"
 	TracerVarUnusedThrottleEvent      = "unused_throttle_event"
@@ -440,6 +441,7 @@ type TracerVariableSpecs struct {
 	CfgSigSched         *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.VariableSpec `ebpf:"cfg_types"`
 	CfgWakeBytes        *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
+	CfgWakeIntervalNs   *ebpf.VariableSpec `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
 	LastWake            *ebpf.VariableSpec `ebpf:"last_wake"`
 	UnusedThrottleEvent *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
@@ -538,6 +540,7 @@ type TracerVariables struct {
 	CfgSigSched         *ebpf.Variable `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.Variable `ebpf:"cfg_types"`
 	CfgWakeBytes        *ebpf.Variable `ebpf:"cfg_wake_bytes"`
+	CfgWakeIntervalNs   *ebpf.Variable `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`
 	LastWake            *ebpf.Variable `ebpf:"last_wake"`
 	UnusedThrottleEvent *ebpf.Variable `ebpf:"unused_throttle_event"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Backend is a source of Events: the audit subsystem or eBPF. Both implement
@@ -132,6 +133,13 @@ type Config struct {
 	RingBytes int
 	// BPFStats turns on the kernel's per-program run time accounting.
 	BPFStats bool
+	// MaxDelay, when positive, is --max-delay: the kernel no longer wakes
+	// the reader per event (only when a quarter of the ring is queued), and
+	// the reader reads on its own every MaxDelay/2, so that with the
+	// output's flush at the same cadence an event is written within
+	// MaxDelay. 0: the reader is woken at most every 5 ms and polls every
+	// 100 ms.
+	MaxDelay time.Duration
 
 	// RateLimit, when not 0, is --rate-limit: at most this many events a
 	// second from one cgroup (or one process of the root cgroup); the rest

@@ -1,5 +1,7 @@
 package tracer
 
+import "time"
+
 // StatsFile is what `watch --stats-file` writes when it exits: the figures
 // of the summary line, for programs (bench reads it instead of parsing the
 // line). Stages and types are named as in the metrics.
@@ -20,6 +22,11 @@ type StatsFile struct {
 	ThrottledTotal uint64            `json:"throttled_total"`
 	Throttled      map[string]uint64 `json:"throttled"`
 	ThrottleEvents uint64            `json:"throttle_events"`
+	// DelayP99Ms is the 99th percentile of the time from an event's kernel
+	// timestamp to its hand-over to the output, in milliseconds (1 ms
+	// buckets, rounded up; absent when no event was timed). The kernel
+	// time is the scheduler tick's, up to a tick early.
+	DelayP99Ms *float64 `json:"delay_p99_ms,omitempty"`
 }
 
 // NewStatsFile gathers a pipeline's final figures.
@@ -30,6 +37,10 @@ func NewStatsFile(p *Pipeline, b Backend) StatsFile {
 		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
 		FilteredTotal: st.TotalFiltered(), Filtered: map[string]uint64{},
 		ThrottledTotal: st.TotalThrottled(), Throttled: map[string]uint64{}, ThrottleEvents: p.Emitted(TypeThrottle),
+	}
+	if p.Delay.Count() > 0 {
+		ms := float64(p.Delay.Quantile(0.99)) / float64(time.Millisecond)
+		f.DelayP99Ms = &ms
 	}
 	for r := FilterReason(0); r < NumFilterReasons; r++ {
 		f.Filtered[r.String()] = st.Filtered[r]

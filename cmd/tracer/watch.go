@@ -28,6 +28,29 @@ type watchOptions struct {
 	statsFile string
 	rate      rateFlags   // watch_ratelimit.go
 	rotate    rotateFlags // rotate.go
+	// maxDelay is --max-delay (eBPF); maxDelaySet says it was given.
+	maxDelay    time.Duration
+	maxDelaySet bool
+}
+
+// maxMaxDelay bounds --max-delay: longer, the ring buffer and the batches
+// hold events long enough for a stop or a crash to matter.
+const maxMaxDelay = 10 * time.Second
+
+// applyMaxDelay puts --max-delay in cfg: eBPF only, since the audit
+// backend hands each event on as soon as its records are complete.
+func (o *watchOptions) applyMaxDelay(cfg *tracer.Config) error {
+	if o.maxDelay < 0 || o.maxDelay > maxMaxDelay {
+		return tracer.Usagef("--max-delay must be between 0 and %v (e.g. 100ms; 0: wake the reader per event)", maxMaxDelay)
+	}
+	if o.backend != "ebpf" {
+		if o.maxDelaySet && o.backend == "audit" {
+			return tracer.Usagef("--max-delay is for --backend ebpf: the audit backend hands each event on when its records are complete")
+		}
+		return nil
+	}
+	cfg.MaxDelay = o.maxDelay
+	return nil
 }
 
 func newWatchCmd() *cobra.Command {
@@ -50,6 +73,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.maxDelaySet = cmd.Flags().Changed("max-delay")
 			return runWatch(cmd.Context(), &o)
 		},
 	}
@@ -60,6 +84,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 	o.target.register(cmd)
 	o.rate.register(cmd)
 	o.rotate.register(cmd)
+	cmd.Flags().DurationVar(&o.maxDelay, "max-delay", 100*time.Millisecond, "ebpf: the most an event may wait in the kernel and the output before it is written; the reader then wakes a few times a second instead of per event (0: woken per event)")
 	return cmd
 }
 
@@ -78,6 +103,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		return err
 	}
 	if err := o.rate.apply(&cfg); err != nil {
+		return err
+	}
+	if err := o.applyMaxDelay(&cfg); err != nil {
 		return err
 	}
 	if o.statsFile != "" {

@@ -395,6 +395,9 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_comm_lo":    binary.LittleEndian.Uint64(comm[:8]),
 		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
 		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),
+		// With --max-delay the reader's timer bounds the delay: no wakeup
+		// per event (see wake_flags).
+		"cfg_wake_interval_ns": wakeInterval(cfg),
 		"cfg_sig_sched":  boolByte(set == ProbesSched),
 		// tracer never reports itself: its runtime's signals, its own
 		// liveness checks, the children it starts.
@@ -560,7 +563,26 @@ func (b *Backend) setRunning(on bool) {
 	b.mu.Unlock()
 }
 
+// wakeInterval is cfg_wake_interval_ns: 0 with --max-delay (the reader's
+// timer alone), 5 ms without.
+func wakeInterval(cfg tracer.Config) uint64 {
+	if cfg.MaxDelay > 0 {
+		return 0
+	}
+	return uint64(5 * time.Millisecond)
+}
+
+// readEvery is how long the reader sleeps at most: half of --max-delay
+// (the output's flush takes the other half), or pollInterval.
+func readEvery(cfg tracer.Config) time.Duration {
+	if cfg.MaxDelay > 0 {
+		return cfg.MaxDelay / 2
+	}
+	return pollInterval
+}
+
 func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
+	every := readEvery(b.cfg)
 	flush := b.flushFunc()
 	sweep, final := b.sweepFuncs()
 	stop := context.AfterFunc(ctx, func() {
@@ -578,15 +600,25 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 	d := b.newDecoder()
 	ev := new(tracer.Event)
 	var rec ringbuf.Record
-	rd.SetDeadline(time.Now().Add(pollInterval))
+	rd.SetDeadline(time.Now().Add(every))
+	flushed := false
 	for {
 		err := rd.ReadInto(&rec)
 		switch {
 		case err == nil:
 			b.deliverBatch(d, rec.RawSample, ev, emit)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			flush()
-			rd.SetDeadline(time.Now().Add(pollInterval))
+			// What the CPUs batched reaches the ring without a wakeup:
+			// read it now (the deadline is still past), not a tick later.
+			if !flushed {
+				flush()
+				flushed = true
+				if rd.AvailableBytes() > 0 {
+					continue
+				}
+			}
+			flushed = false
+			rd.SetDeadline(time.Now().Add(every))
 		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
 			return nil
 		default:

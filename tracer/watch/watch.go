@@ -163,7 +163,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Ancestry > 0 {
 		emit = tracer.NewAncestry(o.Ancestry).Wrap(emit)
 	}
-	go p.FlushEvery(ctx, flushEvery)
+	flush := flushEvery
+	if cfg.MaxDelay > 0 {
+		// The reader waits at most half of --max-delay, the output the
+		// other half.
+		flush = cfg.MaxDelay / 2
+	}
+	go p.FlushEvery(ctx, flush)
 	runErr := b.Run(ctx, emit)
 	closeErr := b.Close()
 	// Every rule and probe is gone: what is left is the output, which may

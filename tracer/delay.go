@@ -1,0 +1,59 @@
+package tracer
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// delayBuckets is the histogram's range in milliseconds; longer delays
+// share the last bucket.
+const delayBuckets = 10_000
+
+// DelayHist counts event delays (kernel time to output) in 1 ms buckets:
+// the figure --max-delay bounds, measured. Safe for concurrent use.
+type DelayHist struct {
+	n       atomic.Uint64
+	buckets [delayBuckets + 1]atomic.Uint64
+}
+
+// Observe counts the delay of an event that happened at t (a zero t, an
+// event without a time, is not counted).
+func (h *DelayHist) Observe(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	d := time.Since(t)
+	i := 0
+	if d > 0 {
+		i = int(d / time.Millisecond)
+	}
+	if i > delayBuckets {
+		i = delayBuckets
+	}
+	h.buckets[i].Add(1)
+	h.n.Add(1)
+}
+
+// Count is how many delays were observed.
+func (h *DelayHist) Count() uint64 { return h.n.Load() }
+
+// Quantile returns the delay under which a fraction q of the observed
+// events fall, rounded up to the millisecond (0 without observations).
+func (h *DelayHist) Quantile(q float64) time.Duration {
+	n := h.n.Load()
+	if n == 0 {
+		return 0
+	}
+	want := uint64(q*float64(n) + 0.999999)
+	if want == 0 {
+		want = 1
+	}
+	var seen uint64
+	for i := range h.buckets {
+		seen += h.buckets[i].Load()
+		if seen >= want {
+			return time.Duration(i+1) * time.Millisecond
+		}
+	}
+	return delayBuckets * time.Millisecond
+}
