@@ -398,7 +398,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		// With --max-delay the reader's timer bounds the delay: no wakeup
 		// per event (see wake_flags).
 		"cfg_wake_interval_ns": wakeInterval(cfg),
-		"cfg_sig_sched":  boolByte(set == ProbesSched),
+		"cfg_sig_sched":        boolByte(set == ProbesSched),
 		// tracer never reports itself: its runtime's signals, its own
 		// liveness checks, the children it starts.
 		"cfg_self_tgid":      uint32(os.Getpid()),
