@@ -34,13 +34,11 @@ type libbpfMode struct {
 	name  string
 	tools []string // names
 	paths []string
-	sh    string
 
-	w     *watcher
-	dir   string
-	cpu0  float64
-	pids  []int
-	ready bool
+	w    *watcher
+	dir  string
+	cpu0 float64
+	pids []int
 }
 
 func newLibbpfMode(name string) *libbpfMode {
