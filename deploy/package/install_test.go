@@ -332,7 +332,7 @@ func withEnv(env, more map[string]string) map[string]string {
 // settings make systemd set up, then execs the command with setpriv:
 // ProtectSystem=strict (every mount read-only but /dev, /proc and the
 // ReadWritePaths), ProtectKernelTunables (/proc/sys read-only,
-// /proc/kallsyms gone), ProtectHome, PrivateTmp, UMask,
+// /proc/kallsyms gone), ProtectHome, PrivateTmp, PrivateDevices, UMask,
 // CapabilityBoundingSet and NoNewPrivileges. (Not emulated: the other
 // Protect*/Restrict* settings, which systemd-analyze verify checks only
 // for syntax.)
@@ -371,6 +371,15 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 for h in /home /root /run/user; do [ -d "$h" ] && mount -t tmpfs -o ro,mode=000 tmpfs "$h"; done
 `
+	if len(u["PrivateDevices"]) == 1 && u["PrivateDevices"][0] == "yes" {
+		// A /dev of the pseudo devices alone, as systemd makes it.
+		s += `d=/tmp/.dev && mkdir $d && mount -t tmpfs -o mode=755 tmpfs $d
+for n in null zero full random urandom tty; do touch $d/$n; mount --bind /dev/$n $d/$n; done
+mkdir $d/pts $d/shm && mount --bind /dev/pts $d/pts && mount -t tmpfs -o mode=1777 tmpfs $d/shm
+ln -s /run/systemd/journal/dev-log $d/log
+mount -n --move $d /dev
+`
+	}
 	if um := u["UMask"]; len(um) == 1 {
 		s += "umask " + um[0] + "\n"
 	}
