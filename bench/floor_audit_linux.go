@@ -21,13 +21,18 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
 )
 
 // The audit floor: the audit mode's rules, read by a consumer that does
 // nothing with the records. What a workload pays then is the kernel's own
-// cost -- building the SYSCALL, EXECVE, PATH, OBJ_PID and PROCTITLE
-// records at syscall exit and queueing them -- plus the least any reader
-// adds. The audit mode's distance to it is what tracer's backend costs.
+// cost -- building the records at syscall exit and queueing them -- plus
+// the least any reader adds. The audit mode's distance to it is what
+// tracer's backend costs. Two floors, so that each mode is compared with
+// the records it makes the kernel build: audit-floor asks for the records
+// the audit mode asks for (its lean-records exclude rules, where no other
+// reader runs), audit-floor-classic for every record (SYSCALL, EXECVE,
+// PATH, OBJ_PID, PROCTITLE, CWD, EOE), as auditd and laurel read them.
 
 // floorBacklog and the zero wait time are what the audit backend sets
 // while no audit daemon runs, so that both run against the same queue.
@@ -46,15 +51,20 @@ type AuditFloorStats struct {
 	// they apply to every consumer, and the floor's records are not the
 	// classic set then.
 	Excludes int `json:"excludes,omitempty"`
+	// Lean are the record types the floor's own exclude rules dropped
+	// (the audit mode's lean records); none for the classic floor, or
+	// beside another reader of the records.
+	Lean []string `json:"lean,omitempty"`
 }
 
 // RunAuditFloor is `tracer __audit-floor`: it loads the rules `tracer
-// watch --backend audit` loads (exec, fork, signal; classic records, no
-// exclude rules), reads the multicast group as the audit backend does, and
-// discards every record until ctx ends. ready is
+// watch --backend audit` loads (exec, fork, signal), with lean, where no
+// other program reads the records, the exclude rules that watch adds
+// there too (audit.AddLeanExcludes), reads the multicast group as the
+// audit backend does, and discards every record until ctx ends. ready is
 // called once the rules are in place. Everything it changed is put back
 // before it returns.
-func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloorStats, err error) {
+func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (st AuditFloorStats, err error) {
 	if os.Geteuid() != 0 {
 		return st, tracer.Usagef("the audit floor needs root: run tracer bench with sudo")
 	}
@@ -126,6 +136,15 @@ func RunAuditFloor(ctx context.Context, ready func(beside string)) (st AuditFloo
 	c.setRecvBuffer(64 << 20)
 	if err := c.setRecvTimeout(100 * time.Millisecond); err != nil {
 		return st, err
+	}
+
+	if lean && st.Beside == "" {
+		added, remove, err := audit.AddLeanExcludes(ctl)
+		if err != nil {
+			return st, err
+		}
+		undo = append(undo, remove)
+		st.Lean = added
 	}
 
 	types, _ := tracer.ParseTypes("exec,fork,signal")
@@ -322,7 +341,8 @@ func (c *floorConn) readBatch(b *floorBatch) (int, error) {
 // auditFloorMode runs `tracer __audit-floor` around each run, as the audit
 // mode runs `tracer watch`.
 type auditFloorMode struct {
-	self string
+	self    string
+	classic bool // audit-floor-classic: every record, no exclude rules
 
 	w       *watcher
 	cpu     cpuMeter
@@ -333,9 +353,16 @@ type auditFloorMode struct {
 func init() {
 	registerMode(modeSpec{name: "audit-floor", rank: 20, inDefault: true, inQuick: true, audit: true,
 		make: func(env modeEnv) (Mode, error) { return &auditFloorMode{self: env.self}, nil }})
+	registerMode(modeSpec{name: "audit-floor-classic", rank: 21, inDefault: true, audit: true,
+		make: func(env modeEnv) (Mode, error) { return &auditFloorMode{self: env.self, classic: true}, nil }})
 }
 
-func (m *auditFloorMode) Name() string    { return "audit-floor" }
+func (m *auditFloorMode) Name() string {
+	if m.classic {
+		return "audit-floor-classic"
+	}
+	return "audit-floor"
+}
 func (m *auditFloorMode) WritesLog() bool { return false }
 
 func (m *auditFloorMode) Setup(context.Context) error {
@@ -350,7 +377,11 @@ func (m *auditFloorMode) Setup(context.Context) error {
 
 func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 	_ = os.Remove(m.statsPath(run))
-	cmd := exec.Command(m.self, "__audit-floor", "--stats-file", m.statsPath(run))
+	args := []string{"__audit-floor", "--stats-file", m.statsPath(run)}
+	if m.classic {
+		args = append(args, "--classic")
+	}
+	cmd := exec.Command(m.self, args...)
 	w, err := startWatcher(ctx, "tracer __audit-floor", cmd, false, "audit floor watching", 2*time.Minute)
 	if err != nil {
 		return err
@@ -365,7 +396,7 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 }
 
 func (m *auditFloorMode) statsPath(run *Run) string {
-	return filepath.Join(run.Dir, "audit-floor-stats.json")
+	return filepath.Join(run.Dir, m.Name()+"-stats.json")
 }
 
 func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error) {
@@ -391,7 +422,7 @@ func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error
 	if err != nil {
 		return obs, fmt.Errorf("%w: %s", err, w.output())
 	}
-	floorObservation(&obs, st)
+	floorObservation(&obs, m.Name(), st)
 	return obs, nil
 }
 
@@ -410,12 +441,15 @@ func readAuditFloorStats(path string) (AuditFloorStats, error) {
 
 // floorObservation says in obs what the floor read: its label beside
 // another holder of the audit PID, what it lost, and its records.
-func floorObservation(obs *Observation, st AuditFloorStats) {
+func floorObservation(obs *Observation, name string, st AuditFloorStats) {
 	if st.Beside != "" {
-		obs.Label = "audit-floor (beside " + st.Beside + ")"
+		obs.Label = name + " (beside " + st.Beside + ")"
 	}
 	obs.Lost = int64(st.KernelLost + st.SocketLost)
 	obs.Note = fmt.Sprintf("discarded %d records", st.Records)
+	if len(st.Lean) > 0 {
+		obs.Note = joinNote(obs.Note, "lean records as the audit mode's: no "+strings.Join(st.Lean, ", "))
+	}
 	if st.Excludes > 0 {
 		obs.Note = joinNote(obs.Note, fmt.Sprintf("the node's %d exclude rules applied: fewer records than the classic set", st.Excludes))
 	}
@@ -438,6 +472,9 @@ func (m *auditFloorMode) Teardown() error {
 func FormatAuditFloorSummary(st AuditFloorStats) string {
 	s := fmt.Sprintf("tracer: audit floor: %d records discarded, %d lost (kernel %d, socket %d)",
 		st.Records, st.KernelLost+st.SocketLost, st.KernelLost, st.SocketLost)
+	if len(st.Lean) > 0 {
+		s += "; lean records (no " + strings.Join(st.Lean, ", ") + ")"
+	}
 	if st.Excludes > 0 {
 		s += fmt.Sprintf("; %d exclude rules of the node applied", st.Excludes)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -23,18 +24,18 @@ func TestAuditFloorStatsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := readAuditFloorStats(path)
-	if err != nil || st != want {
+	if err != nil || !reflect.DeepEqual(st, want) {
 		t.Fatalf("read %+v, %v; want %+v", st, err, want)
 	}
 	var obs Observation
-	floorObservation(&obs, st)
+	floorObservation(&obs, "audit-floor", st)
 	if obs.Label != "audit-floor (beside auditd)" || obs.Lost != 9 ||
 		obs.Note != "discarded 123456 records; the node's 3 exclude rules applied: fewer records than the classic set; lost 9 node-wide (kernel 7, socket 2)" {
 		t.Errorf("observation %+v", obs)
 	}
 	// Holding the audit PID, nothing lost.
 	obs = Observation{}
-	floorObservation(&obs, AuditFloorStats{Records: 10})
+	floorObservation(&obs, "audit-floor", AuditFloorStats{Records: 10})
 	if obs.Label != "" || obs.Lost != 0 || obs.Note != "discarded 10 records" {
 		t.Errorf("observation %+v", obs)
 	}

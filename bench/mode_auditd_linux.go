@@ -72,10 +72,10 @@ type auditdMode struct {
 func init() {
 	for i, name := range []string{"auditd", "auditd-incremental", "auditd-sync", "auditd-data"} {
 		registerMode(modeSpec{name: name, rank: 60 + i, inDefault: i == 0, inQuick: i == 0, peer: true,
-			floor: "audit-floor", audit: true, make: func(env modeEnv) (Mode, error) { return NewAuditdMode(name, env.self) }})
+			floor: "audit-floor-classic", audit: true, make: func(env modeEnv) (Mode, error) { return NewAuditdMode(name, env.self) }})
 	}
 	registerMode(modeSpec{name: "laurel", rank: 65, inDefault: true, inQuick: true, peer: true,
-		floor: "audit-floor", audit: true, privateAuditd: true,
+		floor: "audit-floor-classic", audit: true, privateAuditd: true,
 		make: func(env modeEnv) (Mode, error) { return NewAuditdMode("laurel", env.self) }})
 }
 

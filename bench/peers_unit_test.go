@@ -11,7 +11,7 @@ import (
 )
 
 func TestModeRegistry(t *testing.T) {
-	want := []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor", "ebpf-syscalls", "ebpf-exec",
+	want := []string{"none", "audit", "audit-floor", "audit-floor-classic", "ebpf", "ebpf-floor", "ebpf-syscalls", "ebpf-exec",
 		"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "laurel", "bpftrace", "libbpf-tools", "execsnoop"}
 	if !slices.Equal(ModeNames, want) {
 		t.Errorf("ModeNames = %v, want %v", ModeNames, want)
@@ -24,8 +24,9 @@ func TestModeRegistry(t *testing.T) {
 			t.Errorf("%s: peer %v, in QuickModes %v", m, IsPeer(m), slices.Contains(QuickModes, m))
 		}
 	}
-	if FloorOf("laurel") != "audit-floor" || FloorOf("ebpf-exec") != "" || !usesAudit("laurel") || usesAudit("libbpf-tools") {
-		t.Error("laurel's floor is audit's, ebpf-exec has none, laurel uses audit, libbpf-tools not")
+	if FloorOf("laurel") != "audit-floor-classic" || FloorOf("auditd") != "audit-floor-classic" || FloorOf("audit") != "audit-floor" ||
+		FloorOf("ebpf-exec") != "" || !usesAudit("laurel") || usesAudit("libbpf-tools") {
+		t.Error("laurel's and auditd's floor is the classic records', audit's the lean one, ebpf-exec has none, laurel uses audit, libbpf-tools not")
 	}
 	w := &Workload{Expected: Tally{Exec: 5, Fork: 4, Signal: 1}}
 	if expectedOf("execsnoop", w) != (Tally{Exec: 5}) || expectedOf("ebpf-exec", w) != (Tally{Exec: 5}) || expectedOf("libbpf-tools", w) != w.Expected {

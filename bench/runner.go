@@ -154,7 +154,7 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 		switch n := st.v.Mode.Name(); {
 		case n == "none" && base == nil:
 			base = st
-		case n == "audit-floor" || n == "ebpf-floor":
+		case n == "audit-floor" || n == "audit-floor-classic" || n == "ebpf-floor":
 			floors[n] = st
 		}
 	}

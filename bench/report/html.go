@@ -61,20 +61,21 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 // modeColors are the bar colours per mode: audit family warm, eBPF family cool.
 var modeColors = map[string]string{
-	"none":          "#7a8ca3",
-	"audit":         "#e08a2c",
-	"audit-floor":   "#f2c189",
-	"ebpf-floor":    "#9fc2e4",
-	"auditd":        "#c0392b",
-	"auditd-sync":   "#8e2418",
-	"auditd-data":   "#d4634f",
-	"ebpf":          "#2f6fb0",
-	"ebpf-syscalls": "#5aa0d8",
-	"bpftrace":      "#3c9d5d",
-	"laurel":        "#a0522d",
-	"ebpf-exec":     "#1d4f80",
-	"libbpf-tools":  "#6bbf59",
-	"execsnoop":     "#2e7d32",
+	"none":                "#7a8ca3",
+	"audit":               "#e08a2c",
+	"audit-floor":         "#f2c189",
+	"audit-floor-classic": "#f7d9b0",
+	"ebpf-floor":          "#9fc2e4",
+	"auditd":              "#c0392b",
+	"auditd-sync":         "#8e2418",
+	"auditd-data":         "#d4634f",
+	"ebpf":                "#2f6fb0",
+	"ebpf-syscalls":       "#5aa0d8",
+	"bpftrace":            "#3c9d5d",
+	"laurel":              "#a0522d",
+	"ebpf-exec":           "#1d4f80",
+	"libbpf-tools":        "#6bbf59",
+	"execsnoop":           "#2e7d32",
 }
 
 func modeColor(m string) string {

@@ -219,7 +219,7 @@ type NoEBPF struct {
 
 // reportModeOrder puts the modes in the order readers compare them, each
 // backend next to its floor.
-var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
+var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "audit-floor-classic": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
 	"auditd-data": 6, "laurel": 7, "ebpf": 8, "ebpf-floor": 9, "ebpf-syscalls": 10, "bpftrace": 11, "libbpf-tools": 12,
 	"ebpf-exec": 13, "execsnoop": 14}
 

@@ -22,6 +22,7 @@ import (
 // --stats-file, which bench reads.
 func newAuditFloorCmd() *cobra.Command {
 	var statsFile string
+	var classic bool
 	cmd := &cobra.Command{
 		Use:          "__audit-floor",
 		Short:        "Load the audit rules and discard every record (tracer bench's audit floor)",
@@ -40,7 +41,7 @@ func newAuditFloorCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			st, err := bench.RunAuditFloor(ctx, func(beside string) {
+			st, err := bench.RunAuditFloor(ctx, !classic, func(beside string) {
 				fmt.Fprintln(os.Stderr, bench.FormatAuditFloorReady(beside))
 			})
 			fmt.Fprintln(os.Stderr, bench.FormatAuditFloorSummary(st))
@@ -51,5 +52,6 @@ func newAuditFloorCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&statsFile, "stats-file", "", "on exit, write what the floor read as JSON to FILE")
+	cmd.Flags().BoolVar(&classic, "classic", false, "every record (as auditd reads them), not the audit mode's lean records")
 	return cmd
 }

@@ -3,6 +3,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -452,4 +453,67 @@ func ReturnSettings(want Originals, apply func() error) (handedOver bool, err er
 		}
 	}
 	return true, writeJSON(nodePath(), &s)
+}
+
+// AddLeanExcludes adds the lean-records exclude rules the audit backend
+// adds where nothing but tracers reads the records, for another program
+// that must make the kernel build the same records (bench's audit floor).
+// Each is recorded in the state directory before it is added, so that
+// `tracer cleanup` removes it if the caller is killed; types already
+// excluded are left alone, and not removed by remove either.
+func AddLeanExcludes(c *libaudit.AuditClient) (added []string, remove func() error, err error) {
+	unlock, err := lockState()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	present, err := c.GetRules()
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing audit rules: %w", err)
+	}
+	var wires [][]byte
+	// undo runs under the state lock (a second flock of it would wait on
+	// this one's).
+	undo := func() error {
+		var errs []error
+		for i, wf := range wires {
+			if err := c.DeleteRule(wf); err != nil && !strings.Contains(err.Error(), "no such file") {
+				errs = append(errs, fmt.Errorf("removing the %s exclude rule: %w", added[i], err))
+				continue
+			}
+			errs = append(errs, forgetExclude(added[i]))
+		}
+		return errors.Join(errs...)
+	}
+	for _, typ := range auditrules.LeanExcludes {
+		wf, err := auditrules.ExcludeRule(typ).Wire()
+		if err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("building the %s exclude rule: %w", typ, err), undo())
+		}
+		if slices.ContainsFunc(present, func(r []byte) bool { return bytes.Equal(r, wf) }) {
+			continue
+		}
+		if err := recordExclude(typ); err != nil {
+			return nil, nil, errors.Join(err, undo())
+		}
+		if err := c.AddRule(wf); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("adding the %s exclude rule: %w", typ, err), forgetExclude(typ), undo())
+		}
+		added, wires = append(added, typ), append(wires, wf)
+	}
+	remove = func() error {
+		unlock, err := lockState()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		err = undo()
+		// A record that holds nothing more is not left behind.
+		if s, rerr := readSettings(); rerr == nil && s.Enabled == nil && s.BacklogLimit == nil &&
+			s.BacklogWaitTime == nil && len(s.Excludes) == 0 {
+			_ = os.Remove(nodePath())
+		}
+		return err
+	}
+	return added, remove, nil
 }
