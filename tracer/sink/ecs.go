@@ -203,19 +203,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		}
 		b = append(b, '}')
 	case tracer.TypeExit:
-		if e.Killed() {
-			b = appendECSSignal(b, e)
-			if !e.CoreUnknown {
-				b = append(b, `,"core_dumped":`...)
-				b = strconv.AppendBool(b, e.CoreDumped)
-			}
-			if k := &e.KilledBy; k.Seen() {
-				b = appendECSKiller(b, e, k)
-			}
-			if e.OOMKill {
-				b = append(b, `,"oom_kill":true`...)
-			}
-		}
+		b = appendDeath(b, e)
 	case tracer.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
@@ -321,4 +309,24 @@ func appendThrottle(b []byte, e *tracer.Event) []byte {
 // lines' time.
 func appendTime(b []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(b, time.RFC3339Nano)
+}
+
+// appendDeath appends, for an exit by a signal, the signal, core dump,
+// killer and OOM fields both schemas keep under tracer's own names.
+func appendDeath(b []byte, e *tracer.Event) []byte {
+	if !e.Killed() {
+		return b
+	}
+	b = appendECSSignal(b, e)
+	if !e.CoreUnknown {
+		b = append(b, `,"core_dumped":`...)
+		b = strconv.AppendBool(b, e.CoreDumped)
+	}
+	if k := &e.KilledBy; k.Seen() {
+		b = appendECSKiller(b, e, k)
+	}
+	if e.OOMKill {
+		b = append(b, `,"oom_kill":true`...)
+	}
+	return b
 }

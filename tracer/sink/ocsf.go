@@ -313,19 +313,7 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 		}
 		b = appendECSSignal(b, e)
 	case tracer.TypeExit:
-		if e.Killed() {
-			b = appendECSSignal(b, e)
-			if !e.CoreUnknown {
-				b = append(b, `,"core_dumped":`...)
-				b = strconv.AppendBool(b, e.CoreDumped)
-			}
-			if k := &e.KilledBy; k.Seen() {
-				b = appendECSKiller(b, e, k)
-			}
-			if e.OOMKill {
-				b = append(b, `,"oom_kill":true`...)
-			}
-		}
+		b = appendDeath(b, e)
 	case tracer.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
