@@ -572,6 +572,23 @@ func wakeInterval(cfg tracer.Config) uint64 {
 	return uint64(5 * time.Millisecond)
 }
 
+// batchMayHold says whether a CPU may hold batched signal records, so that
+// a quiet node costs no flush (a run on each CPU) per deadline. A batch only
+// starts within the tick of a signal sent to the ring directly (the first
+// of its tick on that CPU: see on_signal), so it follows a signal the
+// reader saw at most a tick and a deadline ago: 2*every+20ms (HZ 100's tick
+// twice) covers it.
+func (b *Backend) batchMayHold(seen *uint64, last *time.Time, every time.Duration) bool {
+	if !b.batch {
+		return false
+	}
+	now := time.Now()
+	if n := b.events[tracer.TypeSignal].Load(); n != *seen {
+		*seen, *last = n, now
+	}
+	return now.Sub(*last) <= 2*every+20*time.Millisecond
+}
+
 // readEvery is how long the reader sleeps at most: half of --max-delay
 // (the output's flush takes the other half), or pollInterval.
 func readEvery(cfg tracer.Config) time.Duration {
@@ -602,6 +619,10 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 	var rec ringbuf.Record
 	rd.SetDeadline(time.Now().Add(every))
 	flushed := false
+	var (
+		signals    uint64    // signal events read at the last deadline
+		lastSignal time.Time // when that count last moved
+	)
 	for {
 		err := rd.ReadInto(&rec)
 		switch {
@@ -610,7 +631,7 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// What the CPUs batched reaches the ring without a wakeup:
 			// read it now (the deadline is still past), not a tick later.
-			if !flushed {
+			if !flushed && b.batchMayHold(&signals, &lastSignal, every) {
 				flush()
 				flushed = true
 				if rd.AvailableBytes() > 0 {
