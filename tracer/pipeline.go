@@ -21,6 +21,9 @@ type Pipeline struct {
 	lostOutput atomic.Uint64
 	// Delay is how long events took from their kernel time to the output.
 	Delay DelayHist
+
+	kickAfter time.Duration // KickWithin's d: 0 when off
+	kickArmed atomic.Bool   // a kick is due within kickAfter
 }
 
 // NewPipeline filters by cfg and writes to sinks.
@@ -65,6 +68,28 @@ func (p *Pipeline) write(e *Event) {
 			p.lostOutput.Add(1)
 		}
 	}
+	if p.kickAfter > 0 && !p.kickArmed.Load() && p.kickArmed.CompareAndSwap(false, true) {
+		time.AfterFunc(p.kickAfter, p.kickNow)
+	}
+}
+
+// KickWithin makes every written event reach its sink's reader within d
+// (as FlushEvery(d) does) with a timer armed by the first event after a
+// kick, so that a quiet node wakes no one. Call it before the first Emit.
+func (p *Pipeline) KickWithin(d time.Duration) { p.kickAfter = d }
+
+func (p *Pipeline) kickNow() {
+	// Disarmed first: an event written during the kick arms the next one.
+	p.kickArmed.Store(false)
+	p.kick()
+}
+
+func (p *Pipeline) kick() {
+	for _, s := range p.Sinks {
+		if k, ok := s.(Kicker); ok {
+			k.Kick()
+		}
+	}
 }
 
 // Emitted returns how many events of type t passed to the sinks.
@@ -99,13 +124,7 @@ func (p *Pipeline) Flush() error {
 // quiet stream still reaches a pipe or file promptly. It never waits for a
 // slow reader.
 func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
-	Every(ctx, d, func() {
-		for _, s := range p.Sinks {
-			if k, ok := s.(Kicker); ok {
-				k.Kick()
-			}
-		}
-	})
+	Every(ctx, d, p.kick)
 }
 
 // Every calls f every d until ctx is done.

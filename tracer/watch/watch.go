@@ -163,13 +163,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Ancestry > 0 {
 		emit = tracer.NewAncestry(o.Ancestry).Wrap(emit)
 	}
-	flush := flushEvery
 	if cfg.MaxDelay > 0 {
 		// The reader waits at most half of --max-delay, the output the
-		// other half.
-		flush = cfg.MaxDelay / 2
+		// other half, from the first event written after a kick: no
+		// timer runs while nothing happens.
+		p.KickWithin(cfg.MaxDelay / 2)
+	} else {
+		go p.FlushEvery(ctx, flushEvery)
 	}
-	go p.FlushEvery(ctx, flush)
 	runErr := b.Run(ctx, emit)
 	closeErr := b.Close()
 	// Every rule and probe is gone: what is left is the output, which may
