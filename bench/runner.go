@@ -382,16 +382,6 @@ func notes(samples []Sample) string {
 	return out
 }
 
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	if b == "" {
-		return a
-	}
-	return a + "; " + b
-}
-
 func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant) (Sample, error) {
 	parent := r.WorkDir
 	if v.Storage != nil {
@@ -436,6 +426,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	s.Round = round
 	s.Seen, s.Lost, s.Queued, s.QueueLimit = obs.Seen, obs.Lost, obs.Queued, obs.QueueLimit
 	s.TracerCPU, s.KauditdCPU, s.BacklogWait = obs.TracerCPU, obs.KauditdCPU, obs.BacklogWait
+	s.DelayP99Ms = obs.DelayP99Ms
 	s.Note, s.Label = obs.Note, obs.Label
 	return s, nil
 }
