@@ -76,6 +76,9 @@ type Observation struct {
 	// audit; else 0): a reader that falls behind loses once a longer burst
 	// fills it.
 	Queued, QueueLimit int64
+	// DelayP99Ms is the watcher's own delay_p99_ms (tracer's --stats-file:
+	// kernel time to output), 0 where it gives none.
+	DelayP99Ms float64
 }
 
 // SkipError says why a mode cannot run on this node and how to fix it.

@@ -148,6 +148,9 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		return obs, fmt.Errorf("tracer watch wrote no --stats-file (%v): %s", err, w.output())
 	}
 	obs.Lost = int64(sf.LostTotal)
+	if sf.DelayP99Ms != nil {
+		obs.DelayP99Ms = *sf.DelayP99Ms
+	}
 	if obs.Lost > 0 || len(sf.LostLowerBound) > 0 {
 		// Loss is node-wide: say where, so that it can be told apart from the workload's events.
 		bound := ""

@@ -24,6 +24,8 @@ type Sample struct {
 	TracerCPU, KauditdCPU float64
 	// BacklogWait is the jiffies processes slept on a full audit backlog.
 	BacklogWait float64
+	// DelayP99Ms is Observation.DelayP99Ms.
+	DelayP99Ms float64
 	// Seen is -1 when the mode cannot tell (none, or a log that rotated away).
 	Seen, Lost int64
 	// Queued is the audit backlog when the workload ended, of QueueLimit
@@ -241,11 +243,14 @@ const rateHeldShare = 0.9
 // reached (RateAchievedPerS), and RateHeld says so.
 func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, watching bool) {
 	var busy, per, all []float64
-	var achieved []float64
+	var achieved, delays []float64
 	held := true
 	var short []string
 	for _, s := range samples {
 		busy = append(busy, s.NodeBusy)
+		if s.DelayP99Ms > 0 {
+			delays = append(delays, s.DelayP99Ms)
+		}
 		v := -1.0
 		if watching && events > 0 {
 			v = (s.TracerCPU + s.KauditdCPU) / float64(events) * 1e6
@@ -265,6 +270,10 @@ func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, w
 		}
 	}
 	r.NodeBusyCPUS = Median(busy)
+	if len(delays) > 0 {
+		d := Median(delays)
+		r.DelayP99Ms = &d
+	}
 	if w.Rate > 0 {
 		r.RatePerS = w.Rate
 		r.RateAchievedPerS = math.Round(Median(achieved))

@@ -144,6 +144,11 @@ type Row struct {
 	// interval. Nil for none, and where the workload's events are not known.
 	WatcherCPUPerEventUS   *float64  `json:"watcher_cpu_per_event_us,omitempty"`
 	WatcherCPUPerEventCI95 []float64 `json:"watcher_cpu_per_event_ci95,omitempty"`
+	// DelayP99Ms is the watcher's 99th percentile delay from an event's
+	// kernel time to its output, in milliseconds (tracer modes: its
+	// --stats-file's delay_p99_ms), the median over rounds. Nil where the
+	// watcher gives none.
+	DelayP99Ms *float64 `json:"delay_p99_ms,omitempty"`
 	// NodeBusyCPUS is the node's busy CPU (all CPUs, every process and the
 	// kernel) while the workload ran, median over rounds: what the watcher's
 	// figure is beside.
