@@ -38,7 +38,8 @@ func (h *DelayHist) Observe(t time.Time) {
 func (h *DelayHist) Count() uint64 { return h.n.Load() }
 
 // Quantile returns the delay under which a fraction q of the observed
-// events fall, rounded up to the millisecond (0 without observations).
+// events fall, rounded up to the millisecond (0 without observations;
+// 10 s for the last bucket, which holds 10 s and more).
 func (h *DelayHist) Quantile(q float64) time.Duration {
 	n := h.n.Load()
 	if n == 0 {
@@ -52,7 +53,7 @@ func (h *DelayHist) Quantile(q float64) time.Duration {
 	for i := range h.buckets {
 		seen += h.buckets[i].Load()
 		if seen >= want {
-			return time.Duration(i+1) * time.Millisecond
+			return time.Duration(min(i+1, delayBuckets)) * time.Millisecond
 		}
 	}
 	return delayBuckets * time.Millisecond
