@@ -13,6 +13,7 @@ const delayBuckets = 10_000
 // the figure --max-delay bounds, measured. Safe for concurrent use.
 type DelayHist struct {
 	n       atomic.Uint64
+	sumNS   atomic.Uint64
 	buckets [delayBuckets + 1]atomic.Uint64
 }
 
@@ -26,12 +27,26 @@ func (h *DelayHist) Observe(t time.Time) {
 	i := 0
 	if d > 0 {
 		i = int(d / time.Millisecond)
+		h.sumNS.Add(uint64(d))
 	}
 	if i > delayBuckets {
 		i = delayBuckets
 	}
 	h.buckets[i].Add(1)
 	h.n.Add(1)
+}
+
+// Sum is the delays observed, added up.
+func (h *DelayHist) Sum() time.Duration { return time.Duration(h.sumNS.Load()) }
+
+// Below is how many observed delays were under le, at the millisecond (le
+// is rounded down to one).
+func (h *DelayHist) Below(le time.Duration) uint64 {
+	var n uint64
+	for i := 0; i < min(int(le/time.Millisecond), delayBuckets); i++ {
+		n += h.buckets[i].Load()
+	}
+	return n
 }
 
 // Count is how many delays were observed.

@@ -11,6 +11,7 @@ package metrics
 import (
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,6 +20,14 @@ import (
 
 // Namespace prefixes every metric the tracer exports.
 const Namespace = "tracer"
+
+// delayBounds are tracer_event_delay_seconds's buckets, around the default
+// --max-delay (100ms).
+var delayBounds = []time.Duration{
+	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
+}
 
 // Collector is a prometheus.Collector over one Pipeline and its Backend.
 type Collector struct {
@@ -32,6 +41,7 @@ type Collector struct {
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
 	auditSocketBuffer                          *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
+	delay                                      *prometheus.Desc
 	buildInfo                                  *prometheus.Desc
 }
 
@@ -77,6 +87,9 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		progRuns: prometheus.NewDesc(fq("bpf_program", "runs_total"),
 			"Times the kernel ran the BPF program (only with --bpf-stats).",
 			[]string{"program"}, nil),
+		delay: prometheus.NewDesc(fq("event", "delay_seconds"),
+			"Time from an event's kernel timestamp (the scheduler tick's on eBPF) to its hand-over to the output; --max-delay bounds it (one signal in 16 is timed).",
+			[]string{"backend"}, nil),
 		buildInfo: prometheus.NewDesc(fq("", "build_info"),
 			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
 			[]string{"version", "goversion", "backend"}, nil),
@@ -86,7 +99,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled,
-		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.buildInfo} {
+		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo} {
 		ch <- d
 	}
 }
@@ -96,6 +109,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// Pipeline.Stats adds the pipeline's output loss to the backend's: the
 	// same figures watch prints in its summary line.
 	st := c.p.Stats(c.b)
+	buckets := make(map[float64]uint64, len(delayBounds))
+	for _, le := range delayBounds {
+		buckets[le.Seconds()] = c.p.Delay.Below(le)
+	}
+	ch <- prometheus.MustNewConstHistogram(c.delay, c.p.Delay.Count(), c.p.Delay.Sum().Seconds(), buckets, c.backend)
 	for _, t := range tracer.AllTypes {
 		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue,
 			float64(c.p.Emitted(t)), c.backend, t.String())

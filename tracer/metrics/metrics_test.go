@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -79,6 +80,9 @@ func values(t *testing.T, reg prometheus.Gatherer, prefix string) map[string]flo
 				out[key] = m.Counter.GetValue()
 			case m.Gauge != nil:
 				out[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				// The observations; TestEventDelayHistogram reads buckets.
+				out[key] = float64(m.Histogram.GetSampleCount())
 			default:
 				t.Errorf("%s: unexpected metric kind", key)
 			}
@@ -154,33 +158,35 @@ func TestCollectorAudit(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		`tracer_events_total{backend="audit",type="exec"}`:                                         lines["exec"],
-		`tracer_events_total{backend="audit",type="fork"}`:                                         lines["fork"],
-		`tracer_events_total{backend="audit",type="signal"}`:                                       lines["signal"],
-		`tracer_events_total{backend="audit",type="exit"}`:                                         lines["exit"],
-		`tracer_backend_events_total{backend="audit",type="exec"}`:                                 7,
-		`tracer_backend_events_total{backend="audit",type="fork"}`:                                 3,
-		`tracer_backend_events_total{backend="audit",type="signal"}`:                               9,
-		`tracer_backend_events_total{backend="audit",type="exit"}`:                                 0,
-		`tracer_events_lost_total{backend="audit",stage="kernel"}`:                                 11,
-		`tracer_events_lost_total{backend="audit",stage="ringbuf"}`:                                12,
-		`tracer_events_lost_total{backend="audit",stage="reassembly"}`:                             13,
-		`tracer_events_lost_total{backend="audit",stage="queue"}`:                                  0,
-		`tracer_events_lost_total{backend="audit",stage="output"}`:                                 0,
-		`tracer_events_lost_lower_bound{backend="audit",stage="kernel"}`:                           0,
-		`tracer_events_lost_lower_bound{backend="audit",stage="ringbuf"}`:                          1,
-		`tracer_events_lost_lower_bound{backend="audit",stage="reassembly"}`:                       0,
-		`tracer_events_lost_lower_bound{backend="audit",stage="queue"}`:                            0,
-		`tracer_events_lost_lower_bound{backend="audit",stage="output"}`:                           0,
-		`tracer_events_filtered_total{backend="audit",reason="runtime-preemption"}`:                0,
-		`tracer_events_filtered_total{backend="audit",reason="existence-check"}`:                   0,
-		`tracer_events_throttled_total{backend="audit",type="exec"}`:                               0,
-		`tracer_events_throttled_total{backend="audit",type="fork"}`:                               0,
-		`tracer_events_throttled_total{backend="audit",type="signal"}`:                             14,
-		`tracer_events_throttled_total{backend="audit",type="exit"}`:                               0,
-		`tracer_audit_backlog{}`:                                                                   5,
-		`tracer_audit_backlog_limit{}`:                                                             8192,
-		`tracer_audit_kernel_lost{}`:                                                               1234,
+		`tracer_events_total{backend="audit",type="exec"}`:                          lines["exec"],
+		`tracer_events_total{backend="audit",type="fork"}`:                          lines["fork"],
+		`tracer_events_total{backend="audit",type="signal"}`:                        lines["signal"],
+		`tracer_events_total{backend="audit",type="exit"}`:                          lines["exit"],
+		`tracer_backend_events_total{backend="audit",type="exec"}`:                  7,
+		`tracer_backend_events_total{backend="audit",type="fork"}`:                  3,
+		`tracer_backend_events_total{backend="audit",type="signal"}`:                9,
+		`tracer_backend_events_total{backend="audit",type="exit"}`:                  0,
+		`tracer_events_lost_total{backend="audit",stage="kernel"}`:                  11,
+		`tracer_events_lost_total{backend="audit",stage="ringbuf"}`:                 12,
+		`tracer_events_lost_total{backend="audit",stage="reassembly"}`:              13,
+		`tracer_events_lost_total{backend="audit",stage="queue"}`:                   0,
+		`tracer_events_lost_total{backend="audit",stage="output"}`:                  0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="kernel"}`:            0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="ringbuf"}`:           1,
+		`tracer_events_lost_lower_bound{backend="audit",stage="reassembly"}`:        0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="queue"}`:             0,
+		`tracer_events_lost_lower_bound{backend="audit",stage="output"}`:            0,
+		`tracer_events_filtered_total{backend="audit",reason="runtime-preemption"}`: 0,
+		`tracer_events_filtered_total{backend="audit",reason="existence-check"}`:    0,
+		`tracer_events_throttled_total{backend="audit",type="exec"}`:                0,
+		`tracer_events_throttled_total{backend="audit",type="fork"}`:                0,
+		`tracer_events_throttled_total{backend="audit",type="signal"}`:              14,
+		`tracer_events_throttled_total{backend="audit",type="exit"}`:                0,
+		`tracer_audit_backlog{}`:                                                    5,
+		`tracer_audit_backlog_limit{}`:                                              8192,
+		`tracer_audit_kernel_lost{}`:                                                1234,
+		// Events without a time are not timed.
+		`tracer_event_delay_seconds{backend="audit"}`:                                              0,
 		`tracer_build_info{backend="audit",goversion="` + runtime.Version() + `",version="1.2.3"}`: 1,
 		// CauseSink: the emitted signals (no origin said: counted as user) and exits.
 		`tracer_signals_total{origin="user",signal="SIGUSR1"}`: lines["signal"],
@@ -496,4 +502,49 @@ func TestScrapeWhileEmitting(t *testing.T) {
 	if byComm != n {
 		t.Errorf("by-comm counts sum to %v, want %d", byComm, n)
 	}
+}
+
+// tracer_event_delay_seconds counts the events handed to the output by
+// their delay from the kernel's time: events 30 ms old are over 25 ms,
+// under 50 ms; signals are timed one in 16.
+func TestEventDelayHistogram(t *testing.T) {
+	p := tracer.NewPipeline(tracer.DefaultConfig(), tracer.NewJSONSink(io.Discard))
+	s, err := New(p, &fakeBackend{name: "ebpf"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-30 * time.Millisecond)
+	for range 10 {
+		p.Emit(&tracer.Event{Type: tracer.TypeExec, Time: at})
+	}
+	for range 32 {
+		p.Emit(&tracer.Event{Type: tracer.TypeSignal, Time: at})
+	}
+	mfs, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tracer_event_delay_seconds" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 12 {
+			t.Errorf("%d observations, want 12 (10 execs, 2 of 32 signals)", h.GetSampleCount())
+		}
+		if sum := h.GetSampleSum(); sum < 12*0.030 || sum > 12*0.5 {
+			t.Errorf("sum %v s, want about 12 * 0.030", sum)
+		}
+		for _, b := range h.GetBucket() {
+			want := uint64(0)
+			if b.GetUpperBound() >= 0.05 {
+				want = 12
+			}
+			if b.GetCumulativeCount() != want {
+				t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+			}
+		}
+		return
+	}
+	t.Fatal("no tracer_event_delay_seconds")
 }
