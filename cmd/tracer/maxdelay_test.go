@@ -188,3 +188,18 @@ func TestEBPFMaxDelayStormDelivered(t *testing.T) {
 		t.Errorf("delay p99 %.0f ms, want at most 100 ms (+%v slack)", p99, delaySlack)
 	}
 }
+
+// --max-delay out of range, or given to the audit backend, is refused in
+// one line with exit status 2, before anything is loaded.
+func TestMaxDelayRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"watch", "--backend", "ebpf", "--max-delay", "-1s"},
+		{"watch", "--backend", "ebpf", "--max-delay", "11s"},
+		{"watch", "--backend", "audit", "--max-delay", "50ms"},
+	} {
+		code, stdout, stderr := runTracer(t, nil, args...)
+		if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "--max-delay") {
+			t.Errorf("tracer %v: exit %d, stdout %q, stderr %q; want 2 and one line about --max-delay", args, code, stdout, stderr)
+		}
+	}
+}
