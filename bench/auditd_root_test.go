@@ -174,7 +174,8 @@ func TestBenchBesideAuditd(t *testing.T) {
 	modes := slices.DeleteFunc(slices.Clone(DefaultModes), privateAuditd)
 	f := runBench(t, bin, "--workload", "signal-storm,exec-storm", "--count", "4000", "--rounds", "2",
 		"--modes", strings.Join(modes, ","))
-	labels := map[string]string{"audit": "audit (beside auditd)", "audit-floor": "audit-floor (beside auditd)", "auditd": "auditd (node's)"}
+	labels := map[string]string{"audit": "audit (beside auditd)", "audit-floor": "audit-floor (beside auditd)",
+		"audit-floor-classic": "audit-floor-classic (beside auditd)", "auditd": "auditd (node's)"}
 	got := map[string]int{}
 	for _, r := range f.Results {
 		got[r.Mode]++

@@ -116,10 +116,12 @@ func (m *libbpfMode) Start(ctx context.Context, run *Run) error {
 		m.cleanup()
 		return fmt.Errorf("%s: started %d tools, not %d: %s", m.name, len(m.pids), len(m.tools), w.output())
 	}
-	// Each tool prints its header once its probes are attached.
+	// Each tool prints its header once its probes are attached: the header
+	// alone says it watches (waiting for an event line too waited for
+	// some exec on the node, two minutes on a quiet one).
 	deadline := time.Now().Add(2 * time.Minute)
 	for i, t := range m.tools {
-		for !m.hasLine(t, func(string) bool { return true }) {
+		for !m.hasHeader(t) {
 			if w.exited() || !processRunning(m.pids[i]) {
 				err := fmt.Errorf("%s exited before it was watching: %s", t, m.stderr(t))
 				m.cleanup()
@@ -162,6 +164,12 @@ func (m *libbpfMode) stderr(tool string) string {
 }
 
 // hasLine reports whether a line of tool's output (past its header) matches.
+// hasHeader reports whether tool printed its whole header line.
+func (m *libbpfMode) hasHeader(tool string) bool {
+	b, err := os.ReadFile(m.out(tool))
+	return err == nil && strings.IndexByte(string(b), '\n') >= 0
+}
+
 func (m *libbpfMode) hasLine(tool string, match func(string) bool) bool {
 	b, err := os.ReadFile(m.out(tool))
 	if err != nil {
