@@ -207,7 +207,19 @@ func (s *jsonString) UnmarshalJSON(b []byte) error {
 		*s = jsonString(b)
 		return nil
 	}
-	out := make([]byte, 0, len(b))
+	out, err := AppendJSONUnquoted(make([]byte, 0, len(b)), b)
+	if err != nil {
+		return err
+	}
+	*s = jsonString(out)
+	return nil
+}
+
+// AppendJSONUnquoted appends to out the bytes of the body of a JSON string
+// (what lies between its quotes) as tracer's encoder wrote it: \udcXX is
+// the byte XX, other lone surrogates read as U+FFFD. The one unescaper of
+// the project's JSON (events read back, the journal's fields).
+func AppendJSONUnquoted(out, b []byte) ([]byte, error) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\\')
 		if i < 0 {
@@ -216,7 +228,7 @@ func (s *jsonString) UnmarshalJSON(b []byte) error {
 		}
 		out, b = append(out, b[:i]...), b[i:]
 		if len(b) < 2 {
-			return errBadEscape
+			return out, errBadEscape
 		}
 		switch c := b[1]; c {
 		case '"', '\\', '/':
@@ -234,7 +246,7 @@ func (s *jsonString) UnmarshalJSON(b []byte) error {
 		case 'u':
 			r, ok := hex4(b[2:])
 			if !ok {
-				return errBadEscape
+				return out, errBadEscape
 			}
 			b = b[6:]
 			switch {
@@ -254,12 +266,11 @@ func (s *jsonString) UnmarshalJSON(b []byte) error {
 			}
 			continue
 		default:
-			return errBadEscape
+			return out, errBadEscape
 		}
 		b = b[2:]
 	}
-	*s = jsonString(out)
-	return nil
+	return out, nil
 }
 
 var errBadEscape = errors.New("bad escape in a JSON string")

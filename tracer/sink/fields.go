@@ -3,8 +3,8 @@ package sink
 import (
 	"encoding/binary"
 	"errors"
-	"strconv"
-	"unicode/utf8"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // The journal's fields are the event's JSON object, flattened: every key
@@ -187,62 +187,21 @@ func (w *fieldWalker) skipArray() bool {
 // as \udcXX, and the journal's values are binary safe.
 func (w *fieldWalker) stringValue() bool {
 	w.i++ // the opening quote
-	v := w.value[:0]
+	start := w.i
 	for w.i < len(w.j) {
-		c := w.j[w.i]
-		switch {
-		case c == '"':
-			w.i++
-			w.value = v
-			return true
-		case c != '\\':
-			v = append(v, c)
-			w.i++
-			continue
-		}
-		if w.i+1 >= len(w.j) {
-			return false
-		}
-		e := w.j[w.i+1]
-		w.i += 2
-		switch e {
-		case '"', '\\', '/':
-			v = append(v, e)
-		case 'n':
-			v = append(v, '\n')
-		case 't':
-			v = append(v, '\t')
-		case 'r':
-			v = append(v, '\r')
-		case 'b':
-			v = append(v, '\b')
-		case 'f':
-			v = append(v, '\f')
-		case 'u':
-			if w.i+4 > len(w.j) {
-				return false
-			}
-			r, err := strconv.ParseUint(string(w.j[w.i:w.i+4]), 16, 16)
+		switch w.j[w.i] {
+		case '"':
+			v, err := tracer.AppendJSONUnquoted(w.value[:0], w.j[start:w.i])
 			if err != nil {
 				return false
 			}
-			w.i += 4
-			switch {
-			case 0xdc80 <= r && r <= 0xdcff:
-				v = append(v, byte(r)) // a byte that was not UTF-8
-			case 0xd800 <= r && r <= 0xdbff && w.i+6 <= len(w.j) && w.j[w.i] == '\\' && w.j[w.i+1] == 'u':
-				lo, err := strconv.ParseUint(string(w.j[w.i+2:w.i+6]), 16, 16)
-				if err != nil || lo < 0xdc00 || lo > 0xdfff {
-					v = utf8.AppendRune(v, utf8.RuneError)
-					continue
-				}
-				w.i += 6
-				v = utf8.AppendRune(v, 0x10000+(rune(r)-0xd800)<<10+(rune(lo)-0xdc00))
-			default:
-				v = utf8.AppendRune(v, rune(r))
-			}
+			w.value = v
+			w.i++
+			return true
+		case '\\':
+			w.i += 2
 		default:
-			return false
+			w.i++
 		}
 	}
 	return false
