@@ -164,14 +164,7 @@ func appendECSParent(b []byte, e *tracer.Event) []byte {
 func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"tracer":{"auid":`...)
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = tracer.AppendJSONString(b, e.Cgroup)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = tracer.AppendJSONString(b, e.Unit)
-	}
+	b = appendCgroupUnit(b, e)
 	switch e.Type {
 	case tracer.TypeExec:
 		b = append(b, `,"comm":`...)
@@ -327,6 +320,20 @@ func appendDeath(b []byte, e *tracer.Event) []byte {
 	}
 	if e.OOMKill {
 		b = append(b, `,"oom_kill":true`...)
+	}
+	return b
+}
+
+// appendCgroupUnit appends the cgroup and unit fields, named as in the JSON
+// lines, that neither schema has attributes for.
+func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
+	if e.Cgroup != "" {
+		b = append(b, `,"cgroup":`...)
+		b = tracer.AppendJSONString(b, e.Cgroup)
+	}
+	if e.Unit != "" {
+		b = append(b, `,"unit":`...)
+		b = tracer.AppendJSONString(b, e.Unit)
 	}
 	return b
 }

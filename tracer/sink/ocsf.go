@@ -281,14 +281,7 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"unmapped":{"type":"`...)
 	b = append(b, e.Type.String()...)
 	b = append(b, '"')
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = tracer.AppendJSONString(b, e.Cgroup)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = tracer.AppendJSONString(b, e.Unit)
-	}
+	b = appendCgroupUnit(b, e)
 	switch e.Type {
 	case tracer.TypeExec:
 		// cmd_line is one string; the arguments as the process got them.
