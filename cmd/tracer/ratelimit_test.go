@@ -11,31 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
-
-// startInCgroup starts bin args in the cgroup v2 directory dir from its
-// first instruction (clone3's CLONE_INTO_CGROUP): its exec is that
-// cgroup's too.
-func startInCgroup(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	fd, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fd.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s in %s: %v", bin, dir, err)
-	}
-	return cmd
-}
 
 // readEvents reads a JSON lines file.
 func readEvents(t *testing.T, path string) []tracer.Event {
@@ -85,10 +66,10 @@ func TestWatchRateLimit(t *testing.T) {
 			out, statsPath := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "stats.json")
 			w := startWatcher(t, nil, "--backend", backend, "--events", "exec,signal", "--format", "json",
 				"--output", out, "--stats-file", statsPath, "--rate-limit", strconv.Itoa(limit)+"/s")
-			flood := startInCgroup(t, floodDir, storm, strconv.Itoa(kills))
-			calm := []*exec.Cmd{startInCgroup(t, calmDir, storm, strconv.Itoa(calmKills))}
+			flood := tracertest.StartInCgroup(t, floodDir, storm, strconv.Itoa(kills))
+			calm := []*exec.Cmd{tracertest.StartInCgroup(t, calmDir, storm, strconv.Itoa(calmKills))}
 			for range 5 {
-				calm = append(calm, startInCgroup(t, calmDir, trueBin))
+				calm = append(calm, tracertest.StartInCgroup(t, calmDir, trueBin))
 			}
 			start := time.Now()
 			for _, c := range append(calm, flood) {

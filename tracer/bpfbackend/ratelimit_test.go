@@ -4,33 +4,13 @@ package bpfbackend
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
-
-// startIn starts bin args in the cgroup v2 directory dir from its first
-// instruction (clone3's CLONE_INTO_CGROUP), so that all its events are
-// that cgroup's.
-func startIn(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	fd, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fd.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s in %s: %v", bin, dir, err)
-	}
-	return cmd
-}
 
 // --rate-limit in the kernel, with each probe set: a kill loop in one
 // cgroup is cut at the limit per window, and throttle events account for
@@ -63,8 +43,8 @@ func testRateLimit(t *testing.T, probes string) {
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, c.Emit) }()
 
-	fl := startIn(t, flood, bin, "kill", "300000")
-	cl := startIn(t, calm, bin, "kill", "500")
+	fl := tracertest.StartInCgroup(t, flood, bin, "kill", "300000")
+	cl := tracertest.StartInCgroup(t, calm, bin, "kill", "500")
 	for _, cmd := range []*exec.Cmd{fl, cl} {
 		if err := cmd.Wait(); err != nil {
 			t.Fatal(err)
