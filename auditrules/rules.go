@@ -21,7 +21,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule/flags"
 
 	"github.com/tracer-dev/tracer/auditrules/internal/abi"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Key is the default key of the rules `tracer rules` prints for the node
@@ -73,23 +73,23 @@ func IsInstanceKey(key string) bool {
 func CheckPersistentKey(key string) error {
 	switch {
 	case key == "":
-		return tracer.Usagef("--key is empty: give a rule key, e.g. --key %s", Key)
+		return vocab.Usagef("--key is empty: give a rule key, e.g. --key %s", Key)
 	case len(key) > 255:
-		return tracer.Usagef("--key is %d bytes; the kernel keeps at most 255", len(key))
+		return vocab.Usagef("--key is %d bytes; the kernel keeps at most 255", len(key))
 	case strings.ContainsAny(key, " \t\n\"'\\"):
-		return tracer.Usagef("--key %q holds a space or quote: use letters, digits, - and _", key)
+		return vocab.Usagef("--key %q holds a space or quote: use letters, digits, - and _", key)
 	case IsInstanceKey(key):
-		return tracer.Usagef("--key %q has the form of a running tracer's key (tracer-PID-START), which tracer cleanup removes: choose another", key)
+		return vocab.Usagef("--key %q has the form of a running tracer's key (tracer-PID-START), which tracer cleanup removes: choose another", key)
 	}
 	return nil
 }
 
 // Syscalls per event class, in the order rules list them.
-var classSyscalls = map[tracer.EventType][]string{
-	tracer.TypeExec:   {"execve", "execveat"},
-	tracer.TypeFork:   {"fork", "vfork", "clone", "clone3"},
-	tracer.TypeSignal: {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"},
-	tracer.TypeExit:   {"exit", "exit_group"},
+var classSyscalls = map[vocab.Type][]string{
+	vocab.TypeExec:   {"execve", "execveat"},
+	vocab.TypeFork:   {"fork", "vfork", "clone", "clone3"},
+	vocab.TypeSignal: {"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"},
+	vocab.TypeExit:   {"exit", "exit_group"},
 }
 
 // SignalArg is the argument register that holds the signal number for each
@@ -104,7 +104,7 @@ var SignalArg = abi.SignalArg
 var TargetArg = abi.TargetArg
 
 // ClassOf returns the event class of a syscall name, or TypeNone.
-func ClassOf(syscall string) tracer.EventType {
+func ClassOf(syscall string) vocab.Type {
 	for t, names := range classSyscalls {
 		for _, n := range names {
 			if n == syscall {
@@ -112,7 +112,7 @@ func ClassOf(syscall string) tracer.EventType {
 			}
 		}
 	}
-	return tracer.TypeNone
+	return vocab.TypeNone
 }
 
 // Options selects a rule set.
@@ -120,8 +120,8 @@ type Options struct {
 	// Arch is auto, b64, b32 or both. auto adds b32 only when a 32-bit
 	// process runs (Has32Bit).
 	Arch    string
-	Types   tracer.TypeSet
-	Signals tracer.SignalSet
+	Types   vocab.TypeSet
+	Signals vocab.SignalSet
 	// AuidSet adds -F auid!=unset (a common filter): off by default since
 	// services, CI agents and containers have no login uid.
 	AuidSet bool
@@ -278,10 +278,10 @@ func Build(o Options) (*Set, error) {
 		machine = RuntimeMachine()
 	}
 	if !abi.Known(machine) {
-		return nil, tracer.Usagef("no audit syscall table for machine %q: use x86_64, aarch64, ppc64le or s390x", machine)
+		return nil, vocab.Usagef("no audit syscall table for machine %q: use x86_64, aarch64, ppc64le or s390x", machine)
 	}
 	if o.Types == 0 {
-		return nil, tracer.Usagef("no event class selected: use --events exec,fork,signal,exit")
+		return nil, vocab.Usagef("no event class selected: use --events exec,fork,signal,exit")
 	}
 	set := &Set{}
 	var arches []string
@@ -305,14 +305,14 @@ func Build(o Options) (*Set, error) {
 			set.Notes = append(set.Notes, "b32 rules left out: no 32-bit process is running (use --arch both to include them)")
 		}
 	default:
-		return nil, tracer.Usagef("%w", CheckArch(o.Arch))
+		return nil, vocab.Usagef("%w", CheckArch(o.Arch))
 	}
 
 	var common []string
 	if o.AuidSet {
 		common = append(common, "auid!=unset")
 	}
-	if o.ScopeAUID != tracer.UnsetID {
+	if o.ScopeAUID != vocab.UnsetID {
 		common = append(common, "auid="+strconv.FormatUint(uint64(o.ScopeAUID), 10))
 	}
 	if o.ExcludePID != 0 {
@@ -333,14 +333,14 @@ func Build(o Options) (*Set, error) {
 	// Signal 0 (an existence check, no signal sent) is noise unless asked
 	// for: with no signal list, the signal syscalls get rules of their own
 	// that leave it out in the kernel, by the register each one uses.
-	sigNonZero := o.Signals.All() && !o.Signals.KeepsNoise(tracer.FilteredExistence)
+	sigNonZero := o.Signals.All() && !o.Signals.KeepsNoise(vocab.FilteredExistence)
 	for _, arch := range arches {
 		table := abi.Table(machine, arch == "b32")
 		have := syscallNames(table)
 		var plain, execs []string
 		var missing []string
 		byReg := map[int][]string{}
-		for _, t := range tracer.AllTypes {
+		for _, t := range vocab.AllTypes {
 			if !o.Types.Has(t) {
 				continue
 			}
@@ -349,11 +349,11 @@ func Build(o Options) (*Set, error) {
 					missing = append(missing, name)
 					continue
 				}
-				if t == tracer.TypeSignal && (!o.Signals.All() || sigNonZero) {
+				if t == vocab.TypeSignal && (!o.Signals.All() || sigNonZero) {
 					byReg[SignalArg[name]] = append(byReg[SignalArg[name]], name)
 					continue
 				}
-				if t == tracer.TypeExec && (!o.ExecFailures || o.ExePath != "") {
+				if t == vocab.TypeExec && (!o.ExecFailures || o.ExePath != "") {
 					execs = append(execs, name)
 					continue
 				}

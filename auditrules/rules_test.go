@@ -11,7 +11,7 @@ import (
 
 	"github.com/elastic/go-libaudit/v2/rule"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -19,16 +19,16 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func no32() (int, string, bool)  { return 0, "", false }
 func has32() (int, string, bool) { return 4242, "wine", true }
 
-func types(s string) tracer.TypeSet {
-	t, err := tracer.ParseTypes(s)
+func types(s string) vocab.TypeSet {
+	t, err := vocab.ParseTypes(s)
 	if err != nil {
 		panic(err)
 	}
 	return t
 }
 
-func sigs(s string) tracer.SignalSet {
-	set, err := tracer.ParseSignals(s)
+func sigs(s string) vocab.SignalSet {
+	set, err := vocab.ParseSignals(s)
 	if err != nil {
 		panic(err)
 	}
@@ -39,13 +39,13 @@ var goldenCases = []struct {
 	name string
 	opts Options
 }{
-	{"default-x86_64", Options{Arch: "auto", Types: tracer.DefaultTypes, Machine: "x86_64", Has32Bit: no32, ScopeAUID: tracer.UnsetID}},
-	{"auto-with-32bit-process", Options{Arch: "auto", Types: tracer.DefaultTypes, Machine: "x86_64", Has32Bit: has32, ScopeAUID: tracer.UnsetID}},
-	{"all-both-auidset", Options{Arch: "both", Types: types("all"), AuidSet: true, Machine: "x86_64", ScopeAUID: tracer.UnsetID}},
-	{"signal-usr1", Options{Arch: "b64", Types: types("signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: tracer.UnsetID}},
-	{"signal-usr1-term-both", Options{Arch: "both", Types: types("signal,exec"), Signals: sigs("10,SIGTERM"), Machine: "x86_64", ScopeAUID: tracer.UnsetID}},
-	{"aarch64-fork-exec", Options{Arch: "both", Types: types("exec,fork"), Machine: "aarch64", ScopeAUID: tracer.UnsetID}},
-	{"trace-scope", Options{Arch: "b64", Types: tracer.DefaultTypes, Machine: "x86_64", ScopeAUID: 2000000007}},
+	{"default-x86_64", Options{Arch: "auto", Types: vocab.DefaultTypes, Machine: "x86_64", Has32Bit: no32, ScopeAUID: vocab.UnsetID}},
+	{"auto-with-32bit-process", Options{Arch: "auto", Types: vocab.DefaultTypes, Machine: "x86_64", Has32Bit: has32, ScopeAUID: vocab.UnsetID}},
+	{"all-both-auidset", Options{Arch: "both", Types: types("all"), AuidSet: true, Machine: "x86_64", ScopeAUID: vocab.UnsetID}},
+	{"signal-usr1", Options{Arch: "b64", Types: types("signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: vocab.UnsetID}},
+	{"signal-usr1-term-both", Options{Arch: "both", Types: types("signal,exec"), Signals: sigs("10,SIGTERM"), Machine: "x86_64", ScopeAUID: vocab.UnsetID}},
+	{"aarch64-fork-exec", Options{Arch: "both", Types: types("exec,fork"), Machine: "aarch64", ScopeAUID: vocab.UnsetID}},
+	{"trace-scope", Options{Arch: "b64", Types: vocab.DefaultTypes, Machine: "x86_64", ScopeAUID: 2000000007}},
 }
 
 // TestGoldenText pins the auditctl text of each rule set.
@@ -113,7 +113,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // A common rule filters a1 for tgkill, where a1 is the thread id. Every
 // signal rule must test the register its syscalls keep the signal in.
 func TestSignalRegister(t *testing.T) {
-	set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: tracer.UnsetID})
+	set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: vocab.UnsetID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestSignalRegister(t *testing.T) {
 }
 
 func TestArchNotesAndMissingSyscalls(t *testing.T) {
-	set, err := Build(Options{Arch: "auto", Types: tracer.DefaultTypes, Machine: "x86_64", Has32Bit: has32, ScopeAUID: tracer.UnsetID})
+	set, err := Build(Options{Arch: "auto", Types: vocab.DefaultTypes, Machine: "x86_64", Has32Bit: has32, ScopeAUID: vocab.UnsetID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestArchNotesAndMissingSyscalls(t *testing.T) {
 	if len(set.Rules) != 8 || set.Rules[4].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
 		t.Errorf("auto with a 32-bit process: rules %v notes %v", set.Rules, set.Notes)
 	}
-	set, err = Build(Options{Arch: "b64", Types: types("fork"), Machine: "aarch64", ScopeAUID: tracer.UnsetID})
+	set, err = Build(Options{Arch: "b64", Types: types("fork"), Machine: "aarch64", ScopeAUID: vocab.UnsetID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +175,9 @@ func TestEveryRuleCarriesKey(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	for _, o := range []Options{
-		{Arch: "b16", Types: tracer.DefaultTypes},
+		{Arch: "b16", Types: vocab.DefaultTypes},
 		{Arch: "b64", Types: 0},
-		{Arch: "b64", Types: tracer.DefaultTypes, Machine: "sparc"},
+		{Arch: "b64", Types: vocab.DefaultTypes, Machine: "sparc"},
 	} {
 		if _, err := Build(o); err == nil {
 			t.Errorf("Build(%+v): no error", o)
@@ -189,7 +189,7 @@ func TestBadInput(t *testing.T) {
 // rule of their own with -F success=1; --exec-failures folds them back.
 // A tracer's own pid is excluded in the kernel.
 func TestExecSuccessAndSelf(t *testing.T) {
-	set, err := Build(Options{Arch: "b64", Types: tracer.DefaultTypes, Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExcludePID: 4242})
+	set, err := Build(Options{Arch: "b64", Types: vocab.DefaultTypes, Machine: "x86_64", ScopeAUID: vocab.UnsetID, ExcludePID: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestExecSuccessAndSelf(t *testing.T) {
 	if !strings.Contains(text, "-S execve -S execveat -F success=1 -F pid!=4242") || strings.Count(text, "pid!=4242") != len(set.Rules) {
 		t.Errorf("rules:\n%s", text)
 	}
-	set, err = Build(Options{Arch: "b64", Types: tracer.DefaultTypes, Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExecFailures: true})
+	set, err = Build(Options{Arch: "b64", Types: vocab.DefaultTypes, Machine: "x86_64", ScopeAUID: vocab.UnsetID, ExecFailures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestExistenceChecksLeftOutInKernel(t *testing.T) {
 		{"0,USR1", []string{"a1=0", "a1=10", "a2=0", "a2=10"}},
 		{"URG", []string{"a1=23", "a2=23"}},
 	} {
-		set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs(c.signals), Machine: "x86_64", ScopeAUID: tracer.UnsetID})
+		set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs(c.signals), Machine: "x86_64", ScopeAUID: vocab.UnsetID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestExistenceChecksLeftOutInKernel(t *testing.T) {
 // --uid is a kernel filter on audit: every rule once per uid (the fields
 // of a rule are ANDed), up to MaxRuleUIDs; more are left to user space.
 func TestUIDsInKernel(t *testing.T) {
-	set, err := Build(Options{Arch: "b64", Types: types("exec,signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, UIDs: []uint32{0, 1000}})
+	set, err := Build(Options{Arch: "b64", Types: types("exec,signal"), Signals: sigs("USR1"), Machine: "x86_64", ScopeAUID: vocab.UnsetID, UIDs: []uint32{0, 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestUIDsInKernel(t *testing.T) {
 	for i := range many {
 		many[i] = uint32(1000 + i)
 	}
-	o := Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, UIDs: many}
+	o := Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: vocab.UnsetID, UIDs: many}
 	if set, err = Build(o); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestExePathInKernel(t *testing.T) {
 		}
 	}
 	for _, failures := range []bool{false, true} {
-		set, err := Build(Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: tracer.UnsetID, ExePath: "/usr/bin/true", ExecFailures: failures, ExcludePID: 42})
+		set, err := Build(Options{Arch: "b64", Types: types("exec"), Machine: "x86_64", ScopeAUID: vocab.UnsetID, ExePath: "/usr/bin/true", ExecFailures: failures, ExcludePID: 42})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // An application workload is a benchmark a node really runs, whose own
@@ -458,12 +458,12 @@ func expandWorkloads(names []string) ([]string, error) {
 		case n == "apps":
 			inst := InstalledApps()
 			if len(inst) == 0 {
-				return nil, tracer.Usagef("--workload apps: none of %s is installed: install the packages redis-server redis-tools nginx-light apache2-utils sysbench stress-ng on Debian (make bench-apps does), redis nginx httpd-tools sysbench (EPEL) stress-ng on RHEL", strings.Join(Apps(), ", "))
+				return nil, vocab.Usagef("--workload apps: none of %s is installed: install the packages redis-server redis-tools nginx-light apache2-utils sysbench stress-ng on Debian (make bench-apps does), redis nginx httpd-tools sysbench (EPEL) stress-ng on RHEL", strings.Join(Apps(), ", "))
 			}
 			out = append(out, inst...)
 		case isApp(n):
 			if why := AppMissing(n); why != "" {
-				return nil, tracer.Usagef("%s", why)
+				return nil, vocab.Usagef("%s", why)
 			}
 			out = append(out, n)
 		default:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // kernelString logs s as the kernel's audit_log_untrustedstring does:
@@ -28,8 +28,8 @@ func kernelString(s string) string {
 var auditLogSyscalls = []struct {
 	nr   int
 	name string
-	typ  tracer.EventType
-}{{56, "clone", tracer.TypeFork}, {435, "clone3", tracer.TypeFork}, {59, "execve", tracer.TypeExec}, {62, "kill", tracer.TypeSignal}}
+	typ  vocab.Type
+}{{56, "clone", vocab.TypeFork}, {435, "clone3", vocab.TypeFork}, {59, "execve", vocab.TypeExec}, {62, "kill", vocab.TypeSignal}}
 
 // FuzzReadAuditLog reads auditd's log as bench counts it, around a
 // record made by a process of any name (key=..., quotes, spaces, a
@@ -47,7 +47,7 @@ func FuzzReadAuditLog(f *testing.F) {
 		line := fmt.Sprintf(`type=SYSCALL msg=audit(1796013584.643:2386144): arch=c000003e syscall=%d success=yes exit=%d a0=1200011 a1=0 a2=0 a3=7fb0f7640a10 items=0 ppid=%d pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=%s exe=%s key="tracer"`+
 			"\x1dARCH=x86_64 SYSCALL=%s AUID=\"unset\" UID=\"root\"", s.nr, exit, ppid, pid, kernelString(comm), kernelString(exe), s.name)
 		want := procEvent{Type: s.typ, PID: pid, PPID: ppid}
-		if s.typ == tracer.TypeFork && exit > 0 {
+		if s.typ == vocab.TypeFork && exit > 0 {
 			want.Child = uint32(exit)
 		}
 

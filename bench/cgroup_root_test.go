@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -66,7 +66,7 @@ func TestBenchCgroupScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := tracer.ParseProcCgroup(b); !ok || !strings.HasPrefix(got, "/"+name+"/tracer-bench-") {
+	if got, ok := host.ParseProcCgroup(b); !ok || !strings.HasPrefix(got, "/"+name+"/tracer-bench-") {
 		t.Errorf("the workload ran in %q, want a cgroup below /%s", b, name)
 	}
 	f, err := result.Read(out)

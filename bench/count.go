@@ -9,12 +9,13 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // procEvent is what counting needs of one event: its class, the process
 // that made it, the parent (exec) and the new process (fork).
 type procEvent struct {
-	Type  tracer.EventType
+	Type  vocab.Type
 	PID   uint32
 	PPID  uint32
 	Child uint32
@@ -42,7 +43,7 @@ type treeCount struct {
 // pid_max times), so no time window is needed.
 func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount {
 	tree := tracer.NewProcTree(root)
-	tree.Grow(len(evs), func(i int) (tracer.EventType, uint32, uint32, uint32) {
+	tree.Grow(len(evs), func(i int) (vocab.Type, uint32, uint32, uint32) {
 		e := evs[i]
 		child := e.Child
 		if threads[child] {
@@ -56,9 +57,9 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 			continue
 		}
 		switch e.Type {
-		case tracer.TypeExec:
+		case vocab.TypeExec:
 			c.Exec++
-		case tracer.TypeFork:
+		case vocab.TypeFork:
 			switch {
 			case e.Child == 0:
 				c.FailedForks++
@@ -67,7 +68,7 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 			default:
 				c.Fork++
 			}
-		case tracer.TypeSignal:
+		case vocab.TypeSignal:
 			c.Signal++
 		}
 	}
@@ -153,12 +154,12 @@ func auditLogSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool)
 func syscallEvent(rec audit.SyscallRecord) (procEvent, bool) {
 	e := procEvent{PID: rec.PID, PPID: rec.PPID}
 	e.Type = auditrules.ClassOf(auditrules.ArchSyscallName(rec.Arch, rec.Syscall))
-	if e.Type == tracer.TypeNone {
+	if e.Type == vocab.TypeNone {
 		return e, false
 	}
 	// A fork that failed made no process (the backend drops it; counting
 	// keeps it apart as a failed fork).
-	if e.Type == tracer.TypeFork && rec.HasExit && rec.Exit > 0 {
+	if e.Type == vocab.TypeFork && rec.HasExit && rec.Exit > 0 {
 		e.Child = uint32(rec.Exit)
 	}
 	return e, true

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // A recorded auditd log (ENRICHED format) with tracer's rules: `sh
@@ -40,7 +40,7 @@ func TestCountAuditdLog(t *testing.T) {
 func TestParseAuditSyscall(t *testing.T) {
 	line := `type=SYSCALL msg=audit(1796012089.707:405546): arch=c000003e syscall=56 success=yes exit=4242 a0=1200011 a1=0 a2=0 a3=7f items=0 ppid=1 pid=4000 auid=4294967295 uid=0 comm="sh" exe="/usr/bin/dash" key="tracer"`
 	e, ok := parseAuditSyscall(line)
-	if !ok || e.Type != tracer.TypeFork || e.PID != 4000 || e.PPID != 1 || e.Child != 4242 {
+	if !ok || e.Type != vocab.TypeFork || e.PID != 4000 || e.PPID != 1 || e.Child != 4242 {
 		t.Errorf("clone record: %+v %v", e, ok)
 	}
 	// A failed clone has no child.
@@ -50,7 +50,7 @@ func TestParseAuditSyscall(t *testing.T) {
 	}
 	// i386 ABI: syscall 37 is kill there (62 on x86_64).
 	e, ok = parseAuditSyscall(`type=SYSCALL msg=audit(1.2:3): arch=40000003 syscall=37 success=yes exit=0 ppid=1 pid=9 key="tracer"`)
-	if !ok || e.Type != tracer.TypeSignal {
+	if !ok || e.Type != vocab.TypeSignal {
 		t.Errorf("i386 kill: %+v %v", e, ok)
 	}
 	if _, ok := parseAuditSyscall(`type=SYSCALL msg=audit(1.2:3): arch=c000003e syscall=39 success=yes exit=1 ppid=1 pid=9 key="tracer"`); ok {

@@ -22,6 +22,8 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The audit floor: the audit mode's rules, read by a consumer that does
@@ -66,7 +68,7 @@ type AuditFloorStats struct {
 // before it returns.
 func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (st AuditFloorStats, err error) {
 	if os.Geteuid() != 0 {
-		return st, tracer.Usagef("the audit floor needs root: run tracer bench with sudo")
+		return st, vocab.Usagef("the audit floor needs root: run tracer bench with sudo")
 	}
 	ctl, err := libaudit.NewAuditClient(nil)
 	if err != nil {
@@ -78,7 +80,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 		return st, fmt.Errorf("reading audit status: %w", err)
 	}
 	if status.Enabled == 2 {
-		return st, tracer.Usagef("audit is locked (enabled 2): no rule can be added until reboot")
+		return st, vocab.Usagef("audit is locked (enabled 2): no rule can be added until reboot")
 	}
 	var undo []func() error
 	defer func() {
@@ -108,10 +110,10 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	// the backlog as the backend does while no daemon holds the PID.
 	holder := int(status.PID)
 	if holder != 0 && tracer.ProcessAlive(holder) {
-		st.Beside, _ = tracer.ProcComm(uint32(holder))
+		st.Beside, _ = host.ProcComm(uint32(holder))
 	} else {
 		if status.Failure == 2 {
-			return st, tracer.Usagef("audit failure mode is 2 (panic) and no audit daemon runs: the floor's records would fill the kernel's hold queue and panic the node")
+			return st, vocab.Usagef("audit failure mode is 2 (panic) and no audit daemon runs: the floor's records would fill the kernel's hold queue and panic the node")
 		}
 		if status.BacklogLimit < floorBacklog {
 			if err := ctl.SetBacklogLimit(floorBacklog, libaudit.WaitForReply); err != nil {
@@ -147,10 +149,10 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 		st.Lean = added
 	}
 
-	types, _ := tracer.ParseTypes("exec,fork,signal")
-	sigs, _ := tracer.ParseSignals("")
+	types, _ := vocab.ParseTypes("exec,fork,signal")
+	sigs, _ := vocab.ParseSignals("")
 	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs,
-		ScopeAUID: tracer.UnsetID, Key: auditrules.InstanceKey(os.Getpid(), selfStart())})
+		ScopeAUID: vocab.UnsetID, Key: auditrules.InstanceKey(os.Getpid(), selfStart())})
 	if err != nil {
 		return st, err
 	}
@@ -220,7 +222,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 // selfStart is this process's start time, which makes its rule key
 // unique: cleanup tells its rules from a live tracer's.
 func selfStart() uint64 {
-	start, _ := tracer.ReadStartTicks(uint32(os.Getpid()))
+	start, _ := host.ReadStartTicks(uint32(os.Getpid()))
 	return start
 }
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The libbpf-tools print a header, then one line per event: a comm of
@@ -59,14 +59,14 @@ func parseLibbpfLine(tool, line string) (e procEvent, ok bool) {
 		if !ok1 || !ok2 || f[2] != "0" {
 			return e, false
 		}
-		return procEvent{Type: tracer.TypeExec, PID: pid, PPID: ppid}, true
+		return procEvent{Type: vocab.TypeExec, PID: pid, PPID: ppid}, true
 	case "exitsnoop":
 		pid, ok1 := num(f[0])
 		ppid, ok2 := num(f[1])
 		if !ok1 || !ok2 {
 			return e, false
 		}
-		return procEvent{Type: tracer.TypeFork, PID: ppid, Child: pid}, true
+		return procEvent{Type: vocab.TypeFork, PID: ppid, Child: pid}, true
 	}
 	// sigsnoop: the comm sits between the pid and the last three columns.
 	pid, ok1 := num(f[1])
@@ -74,7 +74,7 @@ func parseLibbpfLine(tool, line string) (e procEvent, ok bool) {
 	if !ok1 || err != nil || sig == sigchld {
 		return e, false
 	}
-	return procEvent{Type: tracer.TypeSignal, PID: pid}, true
+	return procEvent{Type: vocab.TypeSignal, PID: pid}, true
 }
 
 // libbpfMarker tells whether line is tool's record of the marker process

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Metric is a workload's own figure, read from what it prints: a server
@@ -54,10 +54,10 @@ func (m *Metric) Parse(out []byte) (Reading, error) {
 func NewMetric(expr string, higherIsBetter bool) (*Metric, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, tracer.Usagef("--metric %q is not a regular expression: %v", expr, err)
+		return nil, vocab.Usagef("--metric %q is not a regular expression: %v", expr, err)
 	}
 	if re.NumSubexp() < 1 {
-		return nil, tracer.Usagef(`--metric %q has no capture group: put the number in parentheses, e.g. 'Requests per second:\s+([0-9.]+)'`, expr)
+		return nil, vocab.Usagef(`--metric %q has no capture group: put the number in parentheses, e.g. 'Requests per second:\s+([0-9.]+)'`, expr)
 	}
 	name := "metric"
 	if n := re.SubexpNames()[1]; n != "" {

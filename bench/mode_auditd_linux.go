@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/auditrules"
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 const (
@@ -182,14 +182,14 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 // fork, signal; b32 copies when a 32-bit process runs), built by
 // auditrules as that command builds them, as auditctl arguments.
 func auditdRuleArgs() ([][]string, error) {
-	types, _ := tracer.ParseTypes("exec,fork,signal")
+	types, _ := vocab.ParseTypes("exec,fork,signal")
 	// Every signal, 0 too: the rules that leave existence checks out in
 	// the kernel would leave out the drain's marker, kill(bench, 0).
-	sigs, err := tracer.ParseSignals("all")
+	sigs, err := vocab.ParseSignals("all")
 	if err != nil {
 		return nil, fmt.Errorf("building the audit rules: %w", err)
 	}
-	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: tracer.UnsetID})
+	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: vocab.UnsetID})
 	if err != nil {
 		return nil, fmt.Errorf("building the audit rules: %w", err)
 	}
@@ -603,7 +603,7 @@ func markerRecord(rec audit.SyscallRecord, marker int) bool {
 		return false
 	}
 	e, ok := syscallEvent(rec)
-	return ok && e.Type == tracer.TypeSignal
+	return ok && e.Type == vocab.TypeSignal
 }
 
 func (m *auditdMode) removeRules(ctx context.Context) error {

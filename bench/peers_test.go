@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The testdata under testdata/peers was captured on a development machine
@@ -106,13 +106,13 @@ func TestLibbpfOutput(t *testing.T) {
 	for _, tc := range []struct {
 		tool   string
 		events int
-		typ    tracer.EventType
+		typ    vocab.Type
 	}{
 		// 10 execs (the header apart), 10 exits, 13 signals of which
 		// 9 SIGCHLD that no process sent.
-		{"execsnoop", 10, tracer.TypeExec},
-		{"exitsnoop", 10, tracer.TypeFork},
-		{"sigsnoop", 6, tracer.TypeSignal},
+		{"execsnoop", 10, vocab.TypeExec},
+		{"exitsnoop", 10, vocab.TypeFork},
+		{"sigsnoop", 6, vocab.TypeSignal},
 	} {
 		evs, text := readPeerOutput(t, tc.tool)
 		if len(evs) != tc.events {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Options is what `tracer bench` asks for.
@@ -95,14 +96,14 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	rounds, minRounds := o.Rounds, o.Rounds
 	switch {
 	case rounds < 0:
-		return nil, tracer.Usagef("--rounds must be at least 1")
+		return nil, vocab.Usagef("--rounds must be at least 1")
 	case rounds == 0 && o.Quick:
 		rounds, minRounds = QuickRounds, QuickMinRounds
 	case rounds == 0:
 		rounds, minRounds = DefaultRounds, DefaultMinRounds
 	}
 	if o.Count < 0 {
-		return nil, tracer.Usagef("--count must be positive")
+		return nil, vocab.Usagef("--count must be positive")
 	}
 	target := o.Target
 	if target == 0 {
@@ -112,7 +113,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	if target < 10*time.Millisecond || target > time.Hour {
-		return nil, tracer.Usagef("--target %s is out of range: give a duration from 10ms to 1h, e.g. 1s", target)
+		return nil, vocab.Usagef("--target %s is out of range: give a duration from 10ms to 1h, e.g. 1s", target)
 	}
 	if len(o.Modes) == 0 && o.Quick {
 		o.Modes = QuickModes
@@ -122,14 +123,14 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		return nil, err
 	}
 	if len(o.Command) > 0 && len(o.Workloads) > 0 {
-		return nil, tracer.Usagef("give --workload or a command after --, not both")
+		return nil, vocab.Usagef("give --workload or a command after --, not both")
 	}
 	var metric *Metric
 	switch {
 	case o.Metric != "" && len(o.Command) == 0:
-		return nil, tracer.Usagef("--metric reads a figure from the output of a command given after --: add one, e.g. -- ab -n 1000 http://127.0.0.1/")
+		return nil, vocab.Usagef("--metric reads a figure from the output of a command given after --: add one, e.g. -- ab -n 1000 http://127.0.0.1/")
 	case o.HigherIsBetter && o.Metric == "":
-		return nil, tracer.Usagef("--higher-is-better goes with --metric REGEX")
+		return nil, vocab.Usagef("--higher-is-better goes with --metric REGEX")
 	case o.Metric != "":
 		if metric, err = NewMetric(o.Metric, o.HigherIsBetter); err != nil {
 			return nil, err
@@ -141,21 +142,21 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	}
 	for _, n := range names {
 		if !slices.Contains(Builtins(), n) && !isApp(n) && n != "apps" && !IsRate(n) {
-			return nil, tracer.Usagef("unknown workload %q: use %s, the rate workloads %s (with --rate), the application workloads %s (or apps: all installed ones), or give a command after --",
+			return nil, vocab.Usagef("unknown workload %q: use %s, the rate workloads %s (with --rate), the application workloads %s (or apps: all installed ones), or give a command after --",
 				n, strings.Join(Builtins(), ", "), strings.Join(RateWorkloads, ", "), strings.Join(Apps(), ", "))
 		}
 	}
 	rates := o.Rates
 	switch {
 	case len(rates) > 0 && !slices.ContainsFunc(names, IsRate):
-		return nil, tracer.Usagef("--rate paces %s: add one of them to --workload, e.g. --workload exec-rate --rate %s",
+		return nil, vocab.Usagef("--rate paces %s: add one of them to --workload, e.g. --workload exec-rate --rate %s",
 			strings.Join(RateWorkloads, " or "), strconv.FormatFloat(rates[0], 'f', -1, 64))
 	case len(rates) == 0:
 		rates = DefaultRates
 	}
 	for _, r := range rates {
 		if !(r >= 1 && r <= 1e6) {
-			return nil, tracer.Usagef("--rate %v is out of range: give events a second from 1 to 1000000, e.g. 300", r)
+			return nil, vocab.Usagef("--rate %v is out of range: give events a second from 1 to 1000000, e.g. 300", r)
 		}
 	}
 	if names, err = expandWorkloads(names); err != nil {
@@ -175,10 +176,10 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	if o.Sweep && len(sweepNames) == 0 {
-		return nil, tracer.Usagef("--sweep paces %s: include one of them in --workload", strings.Join(SweepWorkloads, " or "))
+		return nil, vocab.Usagef("--sweep paces %s: include one of them in --workload", strings.Join(SweepWorkloads, " or "))
 	}
 	if o.LogDir != "" && len(o.Storage) > 0 {
-		return nil, tracer.Usagef("give --storage or --log-dir, not both")
+		return nil, vocab.Usagef("give --storage or --log-dir, not both")
 	}
 	kinds := o.Storage
 	if o.LogDir != "" {
@@ -189,15 +190,15 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	}
 	for _, k := range kinds {
 		if k != "ssd" && k != "hdd" && k != "dir" {
-			return nil, tracer.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", k)
+			return nil, vocab.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", k)
 		}
 	}
 	root := os.Geteuid() == 0
 	if slices.ContainsFunc(modes, func(m string) bool { return m != "none" }) && !root {
-		return nil, tracer.Usagef("tracer bench needs root for modes other than none (rules, probes, auditd): run it with sudo")
+		return nil, vocab.Usagef("tracer bench needs root for modes other than none (rules, probes, auditd): run it with sudo")
 	}
 	if o.RestartAuditd && !root {
-		return nil, tracer.Usagef("--restart-auditd needs root: run it with sudo")
+		return nil, vocab.Usagef("--restart-auditd needs root: run it with sudo")
 	}
 	touchesAudit := slices.ContainsFunc(modes, usesAudit)
 	var nodeAud *nodeAuditd
@@ -208,7 +209,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	}
 	if o.RestartAuditd && nodeAud != nil {
 		if why := nodeAud.restartable(); why != "" {
-			return nil, tracer.Usagef("--restart-auditd: %s; stop it yourself, or run without --restart-auditd to measure it as it runs", why)
+			return nil, vocab.Usagef("--restart-auditd: %s; stop it yourself, or run without --restart-auditd to measure it as it runs", why)
 		}
 	}
 
@@ -397,7 +398,7 @@ func parseModes(in []string) ([]string, error) {
 			continue
 		}
 		if !slices.Contains(ModeNames, m) {
-			return nil, tracer.Usagef("unknown mode %q: use %s", m, strings.Join(ModeNames, ", "))
+			return nil, vocab.Usagef("unknown mode %q: use %s", m, strings.Join(ModeNames, ", "))
 		}
 		out = append(out, m)
 	}
@@ -407,7 +408,7 @@ func parseModes(in []string) ([]string, error) {
 func newMode(name, self string, hasCgroup bool) (Mode, error) {
 	spec, ok := modeSpecs[name]
 	if !ok {
-		return nil, tracer.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
+		return nil, vocab.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
 	}
 	return spec.make(modeEnv{self: self, hasCgroup: hasCgroup})
 }

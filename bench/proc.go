@@ -8,18 +8,18 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/node"
 )
 
 // parseStatCPU returns utime+stime in seconds from the text of
 // /proc/PID/stat (tracer.ParseProcStat).
 func parseStatCPU(stat string) (float64, error) {
-	st, ok := tracer.ParseProcStat([]byte(stat))
+	st, ok := host.ParseProcStat([]byte(stat))
 	if !ok {
 		return 0, fmt.Errorf("bad stat line %q", stat)
 	}
-	return float64(st.UTime+st.STime) / tracer.ClockTicks, nil
+	return float64(st.UTime+st.STime) / host.ClockTicks, nil
 }
 
 // procCPU is the user+sys time of process pid (all its threads) so far.
@@ -47,7 +47,7 @@ func findKthread(comm string) int {
 			continue
 		}
 		// Kernel threads are children of kthreadd (pid 2).
-		if st, ok := tracer.ParseProcStat(b); ok && st.Comm == comm && st.PPID == 2 {
+		if st, ok := host.ParseProcStat(b); ok && st.Comm == comm && st.PPID == 2 {
 			return pid
 		}
 	}
@@ -120,9 +120,9 @@ func descendantsCPU(root int) map[int]float64 {
 		if err != nil {
 			continue
 		}
-		if st, ok := tracer.ParseProcStat(b); ok {
+		if st, ok := host.ParseProcStat(b); ok {
 			parent[pid] = int(st.PPID)
-			cpu[pid] = float64(st.UTime+st.STime) / tracer.ClockTicks
+			cpu[pid] = float64(st.UTime+st.STime) / host.ClockTicks
 		}
 	}
 	out := map[int]float64{}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // StateDir holds a file per running bench with the node settings it
@@ -179,7 +180,7 @@ func auditHolder() (int, string) {
 		return 0, ""
 	}
 	pid := int(st.PID)
-	comm, ok := tracer.ProcComm(uint32(pid))
+	comm, ok := host.ProcComm(uint32(pid))
 	if !ok {
 		return 0, "" // the kernel has not noticed yet that it died
 	}
@@ -224,14 +225,14 @@ func findNodeAuditd() (*nodeAuditd, error) {
 		a.Conf = filepath.Join(a.Options.ConfDir, "auditd.conf")
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if st, ok := tracer.ParseProcStat(b); ok {
+		if st, ok := host.ParseProcStat(b); ok {
 			a.PPID = int(st.PPID)
 		}
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
 		// Its v2 path where it has one (the v1 name=systemd path on a
 		// v1-only node, where there is no v2 hierarchy to use it in).
-		a.Cgroup, _ = tracer.ParseProcCgroup(b)
+		a.Cgroup, _ = host.ParseProcCgroup(b)
 	}
 	return a, nil
 }
@@ -364,7 +365,7 @@ func (a *nodeAuditd) restartable() string {
 		return fmt.Sprintf("auditd (pid %d) runs with %q, an option bench does not know how to start it again with", a.PID, a.Options.Unknown)
 	}
 	if a.Foreground && a.PPID != 1 {
-		comm, _ := tracer.ProcComm(uint32(a.PPID))
+		comm, _ := host.ProcComm(uint32(a.PPID))
 		return fmt.Sprintf("auditd (pid %d) runs in the foreground under %s (pid %d), which would not see it come back",
 			a.PID, comm, a.PPID)
 	}
@@ -685,7 +686,7 @@ func hostNamespaces() (bool, string) {
 }
 
 func isTracer(pid int) bool {
-	comm, ok := tracer.ProcComm(uint32(pid))
+	comm, ok := host.ProcComm(uint32(pid))
 	return ok && strings.HasPrefix(comm, "tracer")
 }
 

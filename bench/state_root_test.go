@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // tracer cleanup never runs a command line read from a state file, and
@@ -67,7 +68,7 @@ func TestCleanupRunsNothingFromTheStateFile(t *testing.T) {
 		if _, serr := os.Stat(marker); serr == nil {
 			t.Fatalf("%s: cleanup ran the command line in the state file (said %q, %v)", c.name, done, err)
 		}
-		if c.refuse && (!errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n")) {
+		if c.refuse && (!errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("%s: Cleanup = %q, %v; want one usage line", c.name, done, err)
 		}
 		if !c.refuse && err == nil {

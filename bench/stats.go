@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // Sample is what one run of a workload under one mode measured.
@@ -313,5 +313,5 @@ func parseBusy(line string) float64 {
 		n, _ := strconv.ParseFloat(v, 64)
 		busy += n
 	}
-	return busy / tracer.ClockTicks
+	return busy / host.ClockTicks
 }

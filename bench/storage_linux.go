@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/node"
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The simulated HDD: what a 7200 rpm disk sustains for small synchronous
@@ -58,11 +58,11 @@ func OpenStorage(kind, logDir string, record func(enabled []string) error) (s *S
 	switch kind {
 	case "dir":
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			return nil, tracer.Usagef("cannot use --log-dir %s: %v", logDir, err)
+			return nil, vocab.Usagef("cannot use --log-dir %s: %v", logDir, err)
 		}
 		dir, err := os.MkdirTemp(logDir, "tracer-bench-")
 		if err != nil {
-			return nil, tracer.Usagef("cannot write in --log-dir %s: %v", logDir, err)
+			return nil, vocab.Usagef("cannot write in --log-dir %s: %v", logDir, err)
 		}
 		s.addDir(dir)
 		s.Label = logDir
@@ -97,7 +97,7 @@ func OpenStorage(kind, logDir string, record func(enabled []string) error) (s *S
 		}
 		return s, nil
 	}
-	return nil, tracer.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", kind)
+	return nil, vocab.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", kind)
 }
 
 func (s *Storage) addDir(dir string) {
@@ -137,12 +137,12 @@ func (s *Storage) simulateHDD(record func([]string) error) error {
 	blkio := ""
 	if !useV2 {
 		if blkio = cgroupV1Mount("blkio"); blkio == "" {
-			return tracer.Usagef("cannot simulate an HDD: this node has neither the io controller of cgroup v2 nor the blkio controller of cgroup v1; give --log-dir on a real disk instead")
+			return vocab.Usagef("cannot simulate an HDD: this node has neither the io controller of cgroup v2 nor the blkio controller of cgroup v1; give --log-dir on a real disk instead")
 		}
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return tracer.Usagef("cannot simulate an HDD: %s not found (install util-linux and e2fsprogs); give --log-dir on a real disk instead", tool)
+			return vocab.Usagef("cannot simulate an HDD: %s not found (install util-linux and e2fsprogs); give --log-dir on a real disk instead", tool)
 		}
 	}
 	base, err := os.MkdirTemp("/var/tmp", stalePrefix())

@@ -1,5 +1,7 @@
 package tracer
 
+import "github.com/tracer-dev/tracer/tracer/vocab"
+
 // Ancestor is one process above an event's process: its parent, its
 // parent's parent...
 type Ancestor struct {
@@ -49,7 +51,7 @@ func (a *Ancestry) Wrap(emit func(*Event)) func(*Event) {
 func (a *Ancestry) Fill(e *Event) {
 	// A throttle event names a process without its parent: it would
 	// forget the parent earlier events gave it.
-	if e.ExecID.IsZero() || e.Type == TypeThrottle {
+	if e.ExecID.IsZero() || e.Type == vocab.TypeThrottle {
 		return
 	}
 	a.put(e.ExecID, lineageNode{parent: e.ParentExecID, comm: e.Comm})

@@ -3,6 +3,8 @@ package tracer
 import (
 	"strings"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestAncestry(t *testing.T) {
@@ -19,8 +21,8 @@ func TestAncestry(t *testing.T) {
 		return p.comm, p.parent, ok
 	}
 	// bash is known from its own event; sshd and init only from /proc.
-	a.Fill(&Event{Type: TypeFork, PID: 900, Comm: "bash", ExecID: bash, ParentExecID: sshd})
-	e := Event{Type: TypeExec, PID: 901, Comm: "bash", ExecID: sleep, ParentExecID: bash}
+	a.Fill(&Event{Type: vocab.TypeFork, PID: 900, Comm: "bash", ExecID: bash, ParentExecID: sshd})
+	e := Event{Type: vocab.TypeExec, PID: 901, Comm: "bash", ExecID: sleep, ParentExecID: bash}
 	a.Fill(&e)
 	want := []Ancestor{{900, "bash", bash}, {800, "sshd", sshd}, {1, "systemd", initID}}
 	if len(e.Ancestors) != 3 || e.Ancestors[0] != want[0] || e.Ancestors[1] != want[1] || e.Ancestors[2] != want[2] {
@@ -36,7 +38,7 @@ func TestAncestry(t *testing.T) {
 	// N bounds the list; a parent gone before any event named it ends it.
 	a2 := NewAncestry(1)
 	a2.readProc = func(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
-	e2 := Event{Type: TypeExit, ExecID: sleep, ParentExecID: bash}
+	e2 := Event{Type: vocab.TypeExit, ExecID: sleep, ParentExecID: bash}
 	a2.Fill(&e2)
 	if len(e2.Ancestors) != 0 {
 		t.Errorf("a gone parent gave %+v", e2.Ancestors)
@@ -68,10 +70,10 @@ func TestAncestryThrottle(t *testing.T) {
 	sh, storm := ExecID{PID: 900, Start: 60}, ExecID{PID: 901, Start: 70}
 	a := NewAncestry(2)
 	a.readProc = func(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
-	a.Fill(&Event{Type: TypeFork, PID: 900, Comm: "sh", ExecID: sh})
-	a.Fill(&Event{Type: TypeExec, PID: 901, Comm: "sh", ExecID: storm, ParentExecID: sh})
-	a.Fill(&Event{Type: TypeThrottle, PID: 901, Comm: "storm", ExecID: storm})
-	child := Event{Type: TypeFork, PID: 902, Comm: "storm", ExecID: ExecID{PID: 902, Start: 80}, ParentExecID: storm}
+	a.Fill(&Event{Type: vocab.TypeFork, PID: 900, Comm: "sh", ExecID: sh})
+	a.Fill(&Event{Type: vocab.TypeExec, PID: 901, Comm: "sh", ExecID: storm, ParentExecID: sh})
+	a.Fill(&Event{Type: vocab.TypeThrottle, PID: 901, Comm: "storm", ExecID: storm})
+	child := Event{Type: vocab.TypeFork, PID: 902, Comm: "storm", ExecID: ExecID{PID: 902, Start: 80}, ParentExecID: storm}
 	a.Fill(&child)
 	if len(child.Ancestors) != 2 || child.Ancestors[1].ExecID != sh {
 		t.Errorf("ancestors %+v: the throttle event lost storm's parent", child.Ancestors)

@@ -1,6 +1,10 @@
 package tracer
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // AppendArgv appends to argv what an exec event keeps of its arguments,
 // and reports whether anything was left out. block is the start of the
@@ -10,10 +14,10 @@ import "bytes"
 // disagree: at most ArgvBytesMax bytes of block, the last argument kept
 // possibly cut short, and at most ArgvMax arguments.
 func AppendArgv(argv []string, block []byte, argc int, more bool) (_ []string, truncated bool) {
-	if len(block) > ArgvBytesMax {
-		block, more = block[:ArgvBytesMax], true
+	if len(block) > vocab.ArgvBytesMax {
+		block, more = block[:vocab.ArgvBytesMax], true
 	}
-	for i := 0; i < min(argc, ArgvMax) && len(block) > 0; i++ {
+	for i := 0; i < min(argc, vocab.ArgvMax) && len(block) > 0; i++ {
 		end := bytes.IndexByte(block, 0)
 		if end < 0 {
 			end = len(block) // cut short: no NUL
@@ -21,5 +25,5 @@ func AppendArgv(argv []string, block []byte, argc int, more bool) (_ []string, t
 		argv = append(argv, string(block[:end]))
 		block = block[min(end+1, len(block)):]
 	}
-	return argv, more || argc > ArgvMax
+	return argv, more || argc > vocab.ArgvMax
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Execs of arguments of every length and kind, for real under both
@@ -37,7 +38,7 @@ func TestLongArgvBothBackends(t *testing.T) {
 	want = append([][]string{append([]string{bin}, args...), {"/bin/true", "TAIL_MARKER"}}, want...)
 
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("exec,fork,exit")
+	cfg.Types, _ = vocab.ParseTypes("exec,fork,exit")
 	seen := map[string][]tracer.Event{}
 	for _, r := range []struct {
 		name   string
@@ -54,7 +55,7 @@ func TestLongArgvBothBackends(t *testing.T) {
 		}
 		var execs []tracer.Event
 		for _, e := range events {
-			if e.Type == tracer.TypeExec {
+			if e.Type == vocab.TypeExec {
 				execs = append(execs, e)
 			}
 		}

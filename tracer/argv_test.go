@@ -7,6 +7,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // AppendArgv makes the cut that docs/events.md documents (as the tests
@@ -17,16 +18,16 @@ func TestAppendArgvCut(t *testing.T) {
 	for _, a := range tracertest.LongArgs(tracertest.ArgSizes...) {
 		argvs = append(argvs, []string{"/bin/sh", "-c", a, "TAIL_MARKER"})
 	}
-	for _, n := range []int{0, 1, tracer.ArgvBytesMax - 2, tracer.ArgvBytesMax - 1, tracer.ArgvBytesMax, tracer.ArgvBytesMax + 1} {
+	for _, n := range []int{0, 1, vocab.ArgvBytesMax - 2, vocab.ArgvBytesMax - 1, vocab.ArgvBytesMax, vocab.ArgvBytesMax + 1} {
 		argvs = append(argvs, []string{strings.Repeat("z", n)}, []string{"a", strings.Repeat("z", n), "b"})
 	}
-	for n := range tracer.ArgvMax + 2 {
+	for n := range vocab.ArgvMax + 2 {
 		argvs = append(argvs, slices.Repeat([]string{"x"}, n))
 	}
 	for _, argv := range argvs {
 		block := []byte(strings.Join(argv, "\x00") + "\x00")
 		want, cut := tracertest.CutArgv(argv)
-		for _, read := range []int{len(block), min(len(block), tracer.ArgvBytesMax)} {
+		for _, read := range []int{len(block), min(len(block), vocab.ArgvBytesMax)} {
 			got, trunc := tracer.AppendArgv(nil, block[:read], len(argv), read < len(block))
 			if !slices.Equal(got, want) || trunc != cut {
 				t.Errorf("%d arguments of %d bytes, %d read: got %d arguments, truncated %v; want %d, %v",

@@ -2,10 +2,10 @@ package tracer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Backend is a source of Events: the audit subsystem or eBPF. Both implement
@@ -71,8 +71,8 @@ type LoginUIDScoper interface {
 // in the kernel it applies there; the Pipeline applies all of them again in
 // user space, so a backend may deliver more than asked but never less.
 type Config struct {
-	Types   TypeSet
-	Signals SignalSet
+	Types   vocab.TypeSet
+	Signals vocab.SignalSet
 	// Comms, when set, keeps only events whose comm is one of them (an
 	// exec's comm is the one before the exec).
 	Comms []string
@@ -160,7 +160,7 @@ const (
 
 // DefaultConfig is what watch uses without flags.
 func DefaultConfig() Config {
-	return Config{Types: DefaultTypes, Arch: "auto", ScopeAUID: UnsetID}
+	return Config{Types: vocab.DefaultTypes, Arch: "auto", ScopeAUID: vocab.UnsetID}
 }
 
 // LossStage is where an event was lost on its way from the kernel to output.
@@ -183,7 +183,7 @@ func (s LossStage) String() string { return lossNames[s] }
 // Stats is a snapshot of a backend's counters.
 type Stats struct {
 	// Events is how many events the backend delivered, by type.
-	Events [numTypes]uint64
+	Events [vocab.NumTypes]uint64
 	// Lost counts events lost, by stage (LostQueue and LostOutput are the
 	// Pipeline's).
 	Lost [NumLossStages]uint64
@@ -202,11 +202,11 @@ type Stats struct {
 
 	// Filtered counts the events left out as runtime noise, by reason
 	// (IsNoise): never loss.
-	Filtered [NumFilterReasons]uint64
+	Filtered [vocab.NumFilterReasons]uint64
 
 	// Throttled counts the events --rate-limit left out, by type: never
 	// loss (throttle events say whose they were).
-	Throttled [numTypes]uint64
+	Throttled [vocab.NumTypes]uint64
 
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats
@@ -225,7 +225,7 @@ func (s Stats) TotalThrottled() uint64 {
 // prints them: "exec 0, fork 0, signal 1998000, exit 0".
 func (s Stats) ThrottleSummary() string {
 	var b []byte
-	for i, t := range AllTypes {
+	for i, t := range vocab.AllTypes {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
@@ -249,7 +249,7 @@ func (s Stats) TotalFiltered() uint64 {
 // "runtime-preemption 6764, existence-check 57".
 func (s Stats) FilterSummary() string {
 	var b []byte
-	for r := FilterReason(0); r < NumFilterReasons; r++ {
+	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
 		if r > 0 {
 			b = append(b, ", "...)
 		}
@@ -258,42 +258,6 @@ func (s Stats) FilterSummary() string {
 		b = strconv.AppendUint(b, s.Filtered[r], 10)
 	}
 	return string(b)
-}
-
-// FilterReason is why an event was left out as runtime noise rather than
-// reported: not a loss, and counted apart from it.
-type FilterReason int
-
-const (
-	// FilteredPreemption: SIGURG a process's runtime sent to one of its
-	// own threads (Go's asynchronous preemption), thousands a second in a
-	// busy Go program.
-	FilteredPreemption FilterReason = iota
-	// FilteredExistence: signal 0, an existence check (kill(pid, 0)): no
-	// signal is sent.
-	FilteredExistence
-	NumFilterReasons
-)
-
-var filterNames = [NumFilterReasons]string{"runtime-preemption", "existence-check"}
-
-func (r FilterReason) String() string { return filterNames[r] }
-
-// IsNoise says whether a signal event is runtime noise the signal set
-// does not ask for, and why: signal 0, or SIGURG sent by a
-// thread-directed syscall (tgkill, tkill, rt_tgsigqueueinfo) to a thread
-// of the sender's own process, tgid being the target's process. Both
-// backends decide with it (the eBPF programs in the kernel, the same
-// rule).
-func IsNoise(set SignalSet, sig int, syscall string, tgid, senderTGID uint32) (FilterReason, bool) {
-	switch {
-	case sig == 0 && !set.keepExistence:
-		return FilteredExistence, true
-	case sig == sigURG && !set.keepPreemption && tgid == senderTGID &&
-		(syscall == "tgkill" || syscall == "tkill" || syscall == "rt_tgsigqueueinfo"):
-		return FilteredPreemption, true
-	}
-	return 0, false
 }
 
 // ProgramStats is the kernel's accounting for one BPF program.
@@ -351,31 +315,4 @@ func (s Stats) LostIsLowerBound() bool {
 }
 
 // EventsOf returns the delivered count for one type.
-func (s Stats) EventsOf(t EventType) uint64 { return s.Events[t] }
-
-// ErrUsage marks errors caused by the user's input or the node's setup that
-// the user can fix (not root, audit locked, unknown signal). cmd/ maps it to
-// exit status 2.
-var ErrUsage = errors.New("usage")
-
-// UsageError is an error the user can fix: errors.Is(err, ErrUsage) holds,
-// and its cause, when it has one, stays reachable (errors.Is(err,
-// syscall.EPERM) works through it).
-type UsageError struct {
-	Msg string
-	Err error // the cause, or nil
-}
-
-func (e *UsageError) Error() string { return e.Msg }
-
-// Is makes errors.Is(err, ErrUsage) true.
-func (e *UsageError) Is(target error) bool { return target == ErrUsage }
-
-// Unwrap returns the cause.
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// Usagef builds a UsageError; as with fmt.Errorf, a %w verb names the cause.
-func Usagef(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	return &UsageError{Msg: err.Error(), Err: errors.Unwrap(err)}
-}
+func (s Stats) EventsOf(t vocab.Type) uint64 { return s.Events[t] }

@@ -12,6 +12,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The same workload under audit and under ebpf: both backends must see the
@@ -23,8 +24,8 @@ func TestBackendsSeeTheSame(t *testing.T) {
 	args := []string{"exec", "4", "/bin/true", "execfail", "2", "fork", "3", "vfork", "3", "clone", "3", "clone3", "3",
 		"doublefork", "2", "kill", "5", "10", "tkill", "4", "10", "tgkill", "3", "10", "kill", "2", "12", "exit", "9"}
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 
 	// By default both backends report the same stream: successful execs
 	// only, whichever eBPF probe set. With --exec-failures audit and the

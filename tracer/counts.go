@@ -1,6 +1,10 @@
 package tracer
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // ExecKey keys exec counts like bpftrace's @exec_calls[comm, filename].
 type ExecKey struct{ Comm, Filename string }
@@ -20,7 +24,7 @@ type Counts struct {
 	Exec    map[ExecKey]uint64
 	Fork    map[string]uint64
 	Signals map[SignalKey]uint64
-	Totals  [numTypes]uint64
+	Totals  [vocab.NumTypes]uint64
 	Lost    uint64
 }
 
@@ -33,39 +37,39 @@ func NewCounts() *Counts {
 func (c *Counts) Add(e *Event) {
 	c.Totals[e.Type]++
 	switch e.Type {
-	case TypeExec:
+	case vocab.TypeExec:
 		c.Exec[ExecKey{e.Comm, e.Filename}]++
-	case TypeFork:
+	case vocab.TypeFork:
 		c.Fork[e.Comm]++
-	case TypeSignal:
+	case vocab.TypeSignal:
 		c.Signals[SignalKey{e.Comm, e.TargetPID, e.Signal}]++
 	}
 }
 
 // Keep drops the counts of the classes not in types: a backend that follows
 // a tree by its forks counts them, asked for or not.
-func (c *Counts) Keep(types TypeSet) {
-	for _, t := range AllTypes {
+func (c *Counts) Keep(types vocab.TypeSet) {
+	for _, t := range vocab.AllTypes {
 		if !types.Has(t) {
 			c.Totals[t] = 0
 		}
 	}
-	if !types.Has(TypeExec) {
+	if !types.Has(vocab.TypeExec) {
 		clear(c.Exec)
 	}
-	if !types.Has(TypeFork) {
+	if !types.Has(vocab.TypeFork) {
 		clear(c.Fork)
 	}
-	if !types.Has(TypeSignal) {
+	if !types.Has(vocab.TypeSignal) {
 		clear(c.Signals)
 	}
 }
 
 // Total returns the count of one type.
-func (c *Counts) Total(t EventType) uint64 { return c.Totals[t] }
+func (c *Counts) Total(t vocab.Type) uint64 { return c.Totals[t] }
 
 // SetTotal sets the count of one type (for counts read from kernel maps).
-func (c *Counts) SetTotal(t EventType, n uint64) { c.Totals[t] = n }
+func (c *Counts) SetTotal(t vocab.Type, n uint64) { c.Totals[t] = n }
 
 // sortedKeys returns m's keys ordered by count, then by less; bpftrace prints smallest first.
 func sortedKeys[K comparable](m map[K]uint64, less func(a, b K) bool) []K {

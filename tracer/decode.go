@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // jsonEvent is a JSON line as AppendJSON writes it (docs/events.md): the
@@ -92,7 +94,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("event time: %w", err)
 		}
 	}
-	if e.Type = typeNamed(j.Type); e.Type == TypeNone {
+	if e.Type = vocab.TypeNamed(j.Type); e.Type == vocab.TypeNone {
 		return fmt.Errorf("unknown event type %q", j.Type)
 	}
 	e.Backend, e.PID, e.Comm, e.UID, e.AUID = string(j.Backend), j.PID, string(j.Comm), j.UID, j.AUID
@@ -114,7 +116,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		e.Ancestors = append(e.Ancestors, anc)
 	}
 	switch e.Type {
-	case TypeExec:
+	case vocab.TypeExec:
 		e.PPID, e.Filename, e.Ret = j.PPID, string(j.Filename), j.Ret
 		if j.Argv != nil {
 			e.Argv = make([]string, len(j.Argv))
@@ -123,34 +125,34 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			}
 		}
 		e.ArgvTruncated = j.ArgvCut
-	case TypeFork:
+	case vocab.TypeFork:
 		e.ChildPID, e.Syscall = j.ChildPID, string(j.Syscall)
-	case TypeSignal:
+	case vocab.TypeSignal:
 		e.TargetPID, e.Signal, e.Syscall, e.Ret, e.TargetComm = j.TargetPID, j.Signal, string(j.Syscall), j.Ret, string(j.TargetComm)
 		if j.Code != "" {
 			e.HasCode = true
-			if e.Code, err = sigCodeNamed(e.Signal, j.Code); err != nil {
+			if e.Code, err = vocab.SigCodeNamed(e.Signal, j.Code); err != nil {
 				return err
 			}
 		}
-		e.Origin = originNamed(j.Origin)
-		e.Result = resultNamed(j.Result)
-	case TypeExit:
+		e.Origin = vocab.OriginNamed(j.Origin)
+		e.Result = vocab.ResultNamed(j.Result)
+	case vocab.TypeExit:
 		e.ExitCode, e.Signal, e.OOMKill = j.ExitCode, j.Signal, j.OOMKill
 		if e.Signal != 0 {
 			e.CoreUnknown = j.CoreDumped == nil
 			e.CoreDumped = j.CoreDumped != nil && *j.CoreDumped
 		}
 		if k := j.KilledBy; k != nil {
-			e.KilledBy = KilledBy{PID: k.PID, Comm: string(k.Comm), Origin: originNamed(k.Origin), Syscall: string(k.Syscall)}
+			e.KilledBy = KilledBy{PID: k.PID, Comm: string(k.Comm), Origin: vocab.OriginNamed(k.Origin), Syscall: string(k.Syscall)}
 			if err := parseExecIDField(k.ExecID, &e.KilledBy.ExecID); err != nil {
 				return err
 			}
-			if e.KilledBy.Code, err = sigCodeNamed(e.Signal, k.Code); err != nil {
+			if e.KilledBy.Code, err = vocab.SigCodeNamed(e.Signal, k.Code); err != nil {
 				return err
 			}
 		}
-	case TypeThrottle:
+	case vocab.TypeThrottle:
 		return j.throttle(&e.Throttle)
 	}
 	return nil
@@ -175,8 +177,8 @@ func (j *jsonEvent) throttle(t *Throttle) error {
 	}
 	t.CgroupID, t.Limit = j.CgroupID, j.Limit
 	for name, n := range j.ByType {
-		typ := typeNamed(name)
-		if typ == TypeNone {
+		typ := vocab.TypeNamed(name)
+		if typ == vocab.TypeNone {
 			return fmt.Errorf("unknown type %q in suppressed_by_type", name)
 		}
 		t.Add(typ, n)
@@ -294,54 +296,4 @@ func parseExecIDField(s string, id *ExecID) error {
 	}
 	*id = v
 	return nil
-}
-
-func typeNamed(s string) EventType {
-	for _, t := range AllTypes {
-		if t.String() == s {
-			return t
-		}
-	}
-	if s == TypeThrottle.String() {
-		return TypeThrottle
-	}
-	return TypeNone
-}
-
-func originNamed(s string) Origin {
-	for _, o := range []Origin{OriginUser, OriginKernel} {
-		if o.String() == s {
-			return o
-		}
-	}
-	return OriginUnknown
-}
-
-func resultNamed(s string) SignalResult {
-	for r := range resultNames {
-		if r > 0 && resultNames[r] == s {
-			return SignalResult(r)
-		}
-	}
-	return ResultUnknown
-}
-
-// sigCodeNamed is SigCodeName's inverse: the si_code of signal sig that
-// name names (a number for codes the headers do not name).
-func sigCodeNamed(sig int, name string) (int32, error) {
-	for code, n := range genericCodes {
-		if n == name {
-			return code, nil
-		}
-	}
-	for i, n := range perSignalCodes[sig] {
-		if n == name {
-			return int32(i + 1), nil
-		}
-	}
-	v, err := strconv.ParseInt(name, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("unknown signal code %q", name)
-	}
-	return int32(v), nil
 }

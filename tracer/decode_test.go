@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // decodeEvents are events of every type with every field the JSON sink
@@ -14,14 +16,14 @@ import (
 func decodeEvents() map[string]Event {
 	evs := whoEvents()
 	anc := []Ancestor{{PID: 1, Comm: "systemd", ExecID: ExecID{PID: 1, Start: 2}}, {PID: 900, Comm: "sshd", ExecID: ExecID{PID: 900, Start: 50}}}
-	evs["exec"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "ebpf", Type: TypeExec, PID: 4400, Comm: "ba\"sh\x01",
+	evs["exec"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "ebpf", Type: vocab.TypeExec, PID: 4400, Comm: "ba\"sh\x01",
 		UID: 1000, AUID: 1000, PPID: 4399, Filename: "/usr/bin/gr ep", Argv: []string{"grep", "-e", "a\nb", "\u00e9\u2028"}, Ret: -2,
 		ExecID: ExecID{PID: 4400, Start: 123}, ParentExecID: ExecID{PID: 4399, Start: 100}, Ancestors: anc,
 		Cgroup: "/user.slice/x.scope", Unit: "x.scope"}
-	evs["fork"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 999999999, time.UTC), Backend: "audit", Type: TypeFork, PID: 4400,
-		Comm: "bash", AUID: UnsetID, ChildPID: 4401, Syscall: "clone3"}
-	evs["segv-code"] = Event{Time: whoTime, Backend: "ebpf", Type: TypeSignal, PID: 1, Comm: "a", AUID: UnsetID, TargetPID: -1,
-		Signal: 11, HasCode: true, Code: 77, Origin: OriginKernel, Result: ResultOverflow}
+	evs["fork"] = Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 999999999, time.UTC), Backend: "audit", Type: vocab.TypeFork, PID: 4400,
+		Comm: "bash", AUID: vocab.UnsetID, ChildPID: 4401, Syscall: "clone3"}
+	evs["segv-code"] = Event{Time: whoTime, Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "a", AUID: vocab.UnsetID, TargetPID: -1,
+		Signal: 11, HasCode: true, Code: 77, Origin: vocab.OriginKernel, Result: vocab.ResultOverflow}
 	return evs
 }
 
@@ -45,7 +47,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		}
 	}
 	// Invalid UTF-8 is written as \udcXX, and read as the same bytes.
-	e := Event{Time: whoTime, Type: TypeFork, Comm: "a\xffb\ufffd"}
+	e := Event{Time: whoTime, Type: vocab.TypeFork, Comm: "a\xffb\ufffd"}
 	var got Event
 	if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil || got.Comm != e.Comm {
 		t.Errorf("invalid UTF-8 read back as %q, %v", got.Comm, err)
@@ -142,7 +144,7 @@ func TestJSONStringsLossless(t *testing.T) {
 			t.Fatalf("%q and %q both encode as %s", prev, s, enc)
 		}
 		seen[enc] = s
-		e := Event{Time: whoTime, Type: TypeExec, Backend: s, Comm: s, Filename: s, Argv: []string{s, "x" + s},
+		e := Event{Time: whoTime, Type: vocab.TypeExec, Backend: s, Comm: s, Filename: s, Argv: []string{s, "x" + s},
 			Cgroup: s, ContainerID: s, Unit: s, Ancestors: []Ancestor{{PID: 1, Comm: s, ExecID: ExecID{PID: 1, Start: 1}}}}
 		var got Event
 		if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil {
@@ -153,8 +155,8 @@ func TestJSONStringsLossless(t *testing.T) {
 			t.Fatalf("%q read back as %+v", s, got)
 		}
 		for _, k := range []Event{
-			{Time: whoTime, Type: TypeSignal, Syscall: s, TargetComm: s, Signal: 9},
-			{Time: whoTime, Type: TypeExit, Signal: 9, CoreUnknown: true, KilledBy: KilledBy{PID: 2, Comm: s, Syscall: s, Origin: OriginUser}},
+			{Time: whoTime, Type: vocab.TypeSignal, Syscall: s, TargetComm: s, Signal: 9},
+			{Time: whoTime, Type: vocab.TypeExit, Signal: 9, CoreUnknown: true, KilledBy: KilledBy{PID: 2, Comm: s, Syscall: s, Origin: vocab.OriginUser}},
 		} {
 			var got Event
 			if err := json.Unmarshal(AppendJSON(nil, &k), &got); err != nil || got.Syscall != k.Syscall ||

@@ -17,6 +17,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // hostileC renames itself to argv[1] with prctl, signals itself, then forks
@@ -84,8 +85,8 @@ func TestHostileStringsOutput(t *testing.T) {
 	args := append([]string{hostileComm, target}, hostileArgs...)
 
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	cfg.ExecFailures = true // the workload's execfail is counted
 	runs := []struct {
 		name   string
@@ -108,8 +109,8 @@ func TestHostileStringsOutput(t *testing.T) {
 					continue
 				}
 				kept = append(kept, e)
-				sawExec = sawExec || e.Type == tracer.TypeExec && e.Filename == target
-				sawSignal = sawSignal || e.Type == tracer.TypeSignal && e.Comm == hostileComm
+				sawExec = sawExec || e.Type == vocab.TypeExec && e.Filename == target
+				sawSignal = sawSignal || e.Type == vocab.TypeSignal && e.Comm == hostileComm
 			}
 			// Without the hostile strings in the events the output checks prove nothing.
 			if !sawExec || !sawSignal {

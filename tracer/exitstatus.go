@@ -1,76 +1,26 @@
 package tracer
 
-// ExitStatus is how a process ended, decoded from a wait status (the
-// kernel's exit_code: the exit code in bits 8-15, or the killing signal in
-// bits 0-6 with the core flag in bit 7).
-type ExitStatus struct {
-	Exited     bool // ended by exit(2) or exit_group(2), or returning from main
-	Code       int  // the exit code, 0-255, when Exited
-	Signal     int  // the signal that killed it, when not Exited
-	CoreDumped bool // the kernel wrote a core file (or piped it to core_pattern)
-}
-
-// DecodeWaitStatus splits a wait status. A stopped or continued status
-// (0x7f, 0xffff) is not an exit and decodes as neither.
-func DecodeWaitStatus(status uint32) ExitStatus {
-	switch sig := int(status & 0x7f); {
-	case sig == 0:
-		return ExitStatus{Exited: true, Code: int(status>>8) & 0xff}
-	case sig == 0x7f || status == 0xffff:
-		return ExitStatus{}
-	default:
-		return ExitStatus{Signal: sig, CoreDumped: status&0x80 != 0}
-	}
-}
-
-// WaitStatus encodes s back (the inverse of DecodeWaitStatus).
-func (s ExitStatus) WaitStatus() uint32 {
-	if s.Exited {
-		return uint32(s.Code&0xff) << 8
-	}
-	st := uint32(s.Signal & 0x7f)
-	if s.CoreDumped {
-		st |= 0x80
-	}
-	return st
-}
-
-// ExitCause is the bounded label of tracer_exits_total.
-type ExitCause uint8
-
-// Exit causes: an exit call, a signal, the OOM killer's SIGKILL, a signal
-// that dumped core.
-const (
-	CauseExit ExitCause = iota
-	CauseSignal
-	CauseOOM
-	CauseCore
-	NumExitCauses
-)
-
-var causeNames = [...]string{"exit", "signal", "oom", "core"}
-
-func (c ExitCause) String() string { return causeNames[c] }
+import "github.com/tracer-dev/tracer/tracer/vocab"
 
 // Killed reports whether exit event e is the death of a process by a signal.
-func (e *Event) Killed() bool { return e.Type == TypeExit && e.Signal != 0 }
+func (e *Event) Killed() bool { return e.Type == vocab.TypeExit && e.Signal != 0 }
 
 // Cause classifies exit event e.
-func (e *Event) Cause() ExitCause {
+func (e *Event) Cause() vocab.ExitCause {
 	switch {
 	case e.OOMKill:
-		return CauseOOM
+		return vocab.CauseOOM
 	case !e.Killed():
-		return CauseExit
+		return vocab.CauseExit
 	case e.CoreDumped:
-		return CauseCore
+		return vocab.CauseCore
 	}
-	return CauseSignal
+	return vocab.CauseSignal
 }
 
 // SetExitStatus fills exit event e from a decoded status: the exit code,
 // or the signal and core flag.
-func (e *Event) SetExitStatus(s ExitStatus) {
+func (e *Event) SetExitStatus(s vocab.ExitStatus) {
 	if s.Exited {
 		e.ExitCode, e.Signal, e.CoreDumped = s.Code, 0, false
 		return

@@ -1,49 +1,20 @@
 package tracer
 
-import "testing"
+import (
+	"testing"
 
-func TestDecodeWaitStatus(t *testing.T) {
-	cases := []struct {
-		status uint32
-		want   ExitStatus
-	}{
-		{0x0000, ExitStatus{Exited: true, Code: 0}},
-		{0x0300, ExitStatus{Exited: true, Code: 3}},
-		{0xff00, ExitStatus{Exited: true, Code: 255}},                // exit(-1)
-		{0x0009, ExitStatus{Signal: 9}},                              // SIGKILL
-		{0x008b, ExitStatus{Signal: 11, CoreDumped: true}},           // SIGSEGV, core dumped
-		{0x000b, ExitStatus{Signal: 11}},                             // SIGSEGV, no core (ulimit -c 0)
-		{0x0086, ExitStatus{Signal: 6, CoreDumped: true}},            // abort(3)
-		{0x000d, ExitStatus{Signal: 13}},                             // SIGPIPE
-		{0x0040, ExitStatus{Signal: 64}},                             // SIGRTMAX
-		{0x137f, ExitStatus{}},                                       // stopped by SIGSTOP: not an exit
-		{0xffff, ExitStatus{}},                                       // continued
-		{0x10300, ExitStatus{Exited: true, Code: 3}},                 // bits above 15 are not the code
-		{0x0080 | 0x0300, ExitStatus{Exited: true, Code: 3}},         // the core bit means nothing without a signal
-		{0x0100 | 0x000f, ExitStatus{Signal: 15, CoreDumped: false}}, // stray high bits with a signal
-	}
-	for _, c := range cases {
-		got := DecodeWaitStatus(c.status)
-		if got != c.want {
-			t.Errorf("DecodeWaitStatus(%#x) = %+v, want %+v", c.status, got, c.want)
-		}
-	}
-	for _, s := range []ExitStatus{{Exited: true, Code: 7}, {Signal: 9}, {Signal: 11, CoreDumped: true}} {
-		if back := DecodeWaitStatus(s.WaitStatus()); back != s {
-			t.Errorf("round trip of %+v gave %+v", s, back)
-		}
-	}
-}
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 func TestExitCause(t *testing.T) {
 	cases := []struct {
 		e    Event
 		want string
 	}{
-		{Event{Type: TypeExit, ExitCode: 3}, "exit"},
-		{Event{Type: TypeExit, Signal: 15}, "signal"},
-		{Event{Type: TypeExit, Signal: 11, CoreDumped: true}, "core"},
-		{Event{Type: TypeExit, Signal: 9, OOMKill: true}, "oom"},
+		{Event{Type: vocab.TypeExit, ExitCode: 3}, "exit"},
+		{Event{Type: vocab.TypeExit, Signal: 15}, "signal"},
+		{Event{Type: vocab.TypeExit, Signal: 11, CoreDumped: true}, "core"},
+		{Event{Type: vocab.TypeExit, Signal: 9, OOMKill: true}, "oom"},
 	}
 	for _, c := range cases {
 		if got := c.e.Cause().String(); got != c.want {
@@ -51,12 +22,12 @@ func TestExitCause(t *testing.T) {
 		}
 	}
 	var e Event
-	e.Type = TypeExit
-	e.SetExitStatus(DecodeWaitStatus(0x8b))
+	e.Type = vocab.TypeExit
+	e.SetExitStatus(vocab.DecodeWaitStatus(0x8b))
 	if !e.Killed() || e.Signal != 11 || !e.CoreDumped || e.ExitCode != 0 {
 		t.Errorf("SetExitStatus(SIGSEGV core): %+v", e)
 	}
-	e.SetExitStatus(DecodeWaitStatus(0x300))
+	e.SetExitStatus(vocab.DecodeWaitStatus(0x300))
 	if e.Killed() || e.ExitCode != 3 || e.CoreDumped {
 		t.Errorf("SetExitStatus(exit 3): %+v", e)
 	}

@@ -1,14 +1,18 @@
 package tracer
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // Filter keeps the events a user asked for. Backends filter in the kernel
 // where they can; the Filter is the single place where the user-space
 // meaning of --events, --signal, --comm, --exe, --uid and --pid is defined, so both
 // backends print exactly the same set.
 type Filter struct {
-	Types   TypeSet
-	Signals SignalSet
+	Types   vocab.TypeSet
+	Signals vocab.SignalSet
 	Comms   []string
 	Exe     string
 	UIDs    []uint32
@@ -39,7 +43,7 @@ func (f *Filter) Match(e *Event) bool {
 	if f.tree != nil {
 		n := f.tree.Len()
 		if !f.tree.FollowEvent(e) {
-			if e.Type == TypeFork || f.rest(e) {
+			if e.Type == vocab.TypeFork || f.rest(e) {
 				f.hold.keep(e)
 			}
 			return false
@@ -68,19 +72,19 @@ func (f *Filter) rest(e *Event) bool {
 	if !f.Types.Has(e.Type) {
 		return false
 	}
-	if e.Type == TypeSignal && !f.Signals.Has(e.Signal) {
+	if e.Type == vocab.TypeSignal && !f.Signals.Has(e.Signal) {
 		return false
 	}
 	if f.Comms != nil && !slices.Contains(f.Comms, e.Comm) {
 		return false
 	}
-	if f.Exe != "" && (e.Type != TypeExec || !MatchExe(e.Filename, f.Exe)) {
+	if f.Exe != "" && (e.Type != vocab.TypeExec || !MatchExe(e.Filename, f.Exe)) {
 		return false
 	}
 	if f.UIDs != nil && !slices.Contains(f.UIDs, e.UID) {
 		return false
 	}
-	if f.AuidSet && e.AUID == UnsetID {
+	if f.AuidSet && e.AUID == vocab.UnsetID {
 		return false
 	}
 	if f.who != nil && !f.who.match(e) {
@@ -91,14 +95,14 @@ func (f *Filter) rest(e *Event) bool {
 
 // BackendTypes is the set of classes a backend must deliver for cfg: the
 // asked-for ones, plus fork when a --pid tree has to be followed.
-func BackendTypes(cfg Config) TypeSet {
+func BackendTypes(cfg Config) vocab.TypeSet {
 	t := cfg.Types
 	if len(cfg.TreeRoots()) > 0 {
-		t = t.With(TypeFork)
+		t = t.With(vocab.TypeFork)
 		if !cfg.CountOnly {
 			// The tree forgets a process at its exit (a reused pid is
 			// another process); counting in the kernel needs no tree here.
-			t = t.With(TypeExit)
+			t = t.With(vocab.TypeExit)
 		}
 	}
 	return t

@@ -5,25 +5,27 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestFilterPIDTree(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Types, _ = ParseTypes("all")
+	cfg.Types, _ = vocab.ParseTypes("all")
 	cfg.PID = 100
 	f := NewFilter(cfg)
 	events := []struct {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeExec, PID: 101, PPID: 100}, true},     // a vfork child's exec, before its parent's fork event
-		{Event{Type: TypeFork, PID: 100, ChildPID: 101}, true}, // the fork event arrives after
-		{Event{Type: TypeFork, PID: 101, ChildPID: 102}, true},
-		{Event{Type: TypeSignal, PID: 102, Signal: 10}, true}, // a grandchild
-		{Event{Type: TypeExec, PID: 200, PPID: 1}, false},     // not in the tree
-		{Event{Type: TypeFork, PID: 200, ChildPID: 201}, false},
-		{Event{Type: TypeExit, PID: 201}, false},
-		{Event{Type: TypeExit, PID: 102}, true},
+		{Event{Type: vocab.TypeExec, PID: 101, PPID: 100}, true},     // a vfork child's exec, before its parent's fork event
+		{Event{Type: vocab.TypeFork, PID: 100, ChildPID: 101}, true}, // the fork event arrives after
+		{Event{Type: vocab.TypeFork, PID: 101, ChildPID: 102}, true},
+		{Event{Type: vocab.TypeSignal, PID: 102, Signal: 10}, true}, // a grandchild
+		{Event{Type: vocab.TypeExec, PID: 200, PPID: 1}, false},     // not in the tree
+		{Event{Type: vocab.TypeFork, PID: 200, ChildPID: 201}, false},
+		{Event{Type: vocab.TypeExit, PID: 201}, false},
+		{Event{Type: vocab.TypeExit, PID: 102}, true},
 	}
 	for i, c := range events {
 		if got := f.Match(&c.e); got != c.want {
@@ -34,45 +36,23 @@ func TestFilterPIDTree(t *testing.T) {
 
 func TestFilterClassesSignalsComm(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Signals, _ = ParseSignals("USR1,TERM")
+	cfg.Signals, _ = vocab.ParseSignals("USR1,TERM")
 	cfg.Comms = []string{"sh"}
 	f := NewFilter(cfg)
 	cases := []struct {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeSignal, Comm: "sh", Signal: 10}, true},
-		{Event{Type: TypeSignal, Comm: "sh", Signal: 12}, false},
-		{Event{Type: TypeSignal, Comm: "bash", Signal: 15}, false},
-		{Event{Type: TypeExit, Comm: "sh"}, false}, // exit is not in the default classes
-		{Event{Type: TypeExec, Comm: "sh"}, true},
+		{Event{Type: vocab.TypeSignal, Comm: "sh", Signal: 10}, true},
+		{Event{Type: vocab.TypeSignal, Comm: "sh", Signal: 12}, false},
+		{Event{Type: vocab.TypeSignal, Comm: "bash", Signal: 15}, false},
+		{Event{Type: vocab.TypeExit, Comm: "sh"}, false}, // exit is not in the default classes
+		{Event{Type: vocab.TypeExec, Comm: "sh"}, true},
 	}
 	for i, c := range cases {
 		if got := f.Match(&c.e); got != c.want {
 			t.Errorf("case %d %+v: Match = %v, want %v", i, c.e, got, c.want)
 		}
-	}
-}
-
-func TestParseSignalsAndTypes(t *testing.T) {
-	for in, want := range map[string]int{"10": 10, "USR1": 10, "sigusr1": 10, "SIGRTMIN+2": 36, "0": 0} {
-		if n, err := ParseSignal(in); err != nil || n != want {
-			t.Errorf("ParseSignal(%q) = %d, %v; want %d", in, n, err, want)
-		}
-	}
-	for _, bad := range []string{"SIGFOO", "65", "-1", "RTMIN+40"} {
-		if _, err := ParseSignal(bad); err == nil {
-			t.Errorf("ParseSignal(%q): no error", bad)
-		}
-	}
-	if _, err := ParseTypes("exec,open"); err == nil {
-		t.Error("ParseTypes accepted open")
-	}
-	if ts, _ := ParseTypes("all"); ts.String() != "exec,fork,signal,exit" {
-		t.Errorf("all = %s", ts)
-	}
-	if SignalName(36) != "SIGRTMIN+2" || SignalName(0) != "SIG0" || SignalName(9) != "SIGKILL" {
-		t.Error("SignalName")
 	}
 }
 
@@ -94,21 +74,21 @@ func (s *collectSink) Close() error { return nil }
 // once the fork makes the child a member, its own children's with them.
 func TestPipelinePIDTreeChildBeforeFork(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Types = TypeSet(0).With(TypeSignal).With(TypeExec).With(TypeExit)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal).With(vocab.TypeExec).With(vocab.TypeExit)
 	cfg.PID = 100
 	var s collectSink
 	p := NewPipeline(cfg, &s)
 	at := func(ms int) time.Time { return time.Unix(1000, int64(ms)*int64(time.Millisecond)) }
 	for _, e := range []Event{
-		{Time: at(1), Type: TypeSignal, PID: 101, Signal: 10},
-		{Time: at(2), Type: TypeFork, PID: 101, ChildPID: 102},
-		{Time: at(3), Type: TypeExec, PID: 103, PPID: 102, Argv: []string{"true"}}, // a vfork child of 102, before 102's fork event
-		{Time: at(4), Type: TypeSignal, PID: 300, Signal: 10},                      // never in the tree
-		{Time: at(5), Type: TypeExit, PID: 102},
-		{Time: at(6), Type: TypeFork, PID: 102, ChildPID: 103},
-		{Time: at(7), Type: TypeFork, PID: 100, ChildPID: 101}, // fork is not asked for: it only grows the tree
-		{Time: at(8), Type: TypeExit, PID: 101},
-		{Time: at(9), Type: TypeSignal, PID: 300, Signal: 10},
+		{Time: at(1), Type: vocab.TypeSignal, PID: 101, Signal: 10},
+		{Time: at(2), Type: vocab.TypeFork, PID: 101, ChildPID: 102},
+		{Time: at(3), Type: vocab.TypeExec, PID: 103, PPID: 102, Argv: []string{"true"}}, // a vfork child of 102, before 102's fork event
+		{Time: at(4), Type: vocab.TypeSignal, PID: 300, Signal: 10},                      // never in the tree
+		{Time: at(5), Type: vocab.TypeExit, PID: 102},
+		{Time: at(6), Type: vocab.TypeFork, PID: 102, ChildPID: 103},
+		{Time: at(7), Type: vocab.TypeFork, PID: 100, ChildPID: 101}, // fork is not asked for: it only grows the tree
+		{Time: at(8), Type: vocab.TypeExit, PID: 101},
+		{Time: at(9), Type: vocab.TypeSignal, PID: 300, Signal: 10},
 	} {
 		p.Emit(&e)
 	}
@@ -130,20 +110,20 @@ func TestPipelinePIDTreeChildBeforeFork(t *testing.T) {
 // be another process's by then).
 func TestPipelinePIDTreeHoldBounded(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Types = TypeSet(0).With(TypeSignal)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 	cfg.PID = 100
 	var s collectSink
 	p := NewPipeline(cfg, &s)
 	t0 := time.Unix(1000, 0)
-	p.Emit(&Event{Time: t0, Type: TypeSignal, PID: 101, Signal: 10})
+	p.Emit(&Event{Time: t0, Type: vocab.TypeSignal, PID: 101, Signal: 10})
 	for i := range holdMax {
-		p.Emit(&Event{Time: t0.Add(time.Duration(i) * time.Microsecond), Type: TypeSignal, PID: 500 + uint32(i), Signal: 10})
+		p.Emit(&Event{Time: t0.Add(time.Duration(i) * time.Microsecond), Type: vocab.TypeSignal, PID: 500 + uint32(i), Signal: 10})
 	}
-	p.Emit(&Event{Time: t0.Add(time.Millisecond), Type: TypeFork, PID: 100, ChildPID: 101}) // 101's signal was pushed out
-	p.Emit(&Event{Time: t0, Type: TypeSignal, PID: 102, Signal: 10})
-	p.Emit(&Event{Time: t0.Add(holdAge + time.Millisecond), Type: TypeFork, PID: 100, ChildPID: 102}) // too late
-	p.Emit(&Event{Time: t0.Add(holdAge), Type: TypeSignal, PID: 103, Signal: 10})
-	p.Emit(&Event{Time: t0.Add(holdAge + time.Millisecond), Type: TypeFork, PID: 100, ChildPID: 103})
+	p.Emit(&Event{Time: t0.Add(time.Millisecond), Type: vocab.TypeFork, PID: 100, ChildPID: 101}) // 101's signal was pushed out
+	p.Emit(&Event{Time: t0, Type: vocab.TypeSignal, PID: 102, Signal: 10})
+	p.Emit(&Event{Time: t0.Add(holdAge + time.Millisecond), Type: vocab.TypeFork, PID: 100, ChildPID: 102}) // too late
+	p.Emit(&Event{Time: t0.Add(holdAge), Type: vocab.TypeSignal, PID: 103, Signal: 10})
+	p.Emit(&Event{Time: t0.Add(holdAge + time.Millisecond), Type: vocab.TypeFork, PID: 100, ChildPID: 103})
 	if len(s.events) != 1 || s.events[0].PID != 103 {
 		t.Errorf("written %+v, want only 103's signal", s.events)
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The parsers here read what other users of the node control: a process
@@ -21,7 +24,7 @@ const statStates = "RSDZTtXxKWPI"
 
 // statLine formats a /proc/PID/stat line as the kernel does (proc(5)),
 // with the fields ParseProcStat reads set and the others as a shell's.
-func statLine(comm string, st ProcStat) []byte {
+func statLine(comm string, st host.ProcStat) []byte {
 	b := append(append(append([]byte("4242 ("), comm...), ") "...), st.State) // a byte, not a rune
 	return fmt.Appendf(b, " %d 4242 4242 34817 -1 4194560 1200 0 0 0 %d %d 0 0 20 -5 1 0 %d 9207808 1011 18446744073709551615 1 1 0 0 0 0 65536 3686404 1266761467 0 0 0 17 1 0 0 0 0 0",
 		st.PPID, st.UTime, st.STime, st.Start)
@@ -36,17 +39,17 @@ func FuzzParseProcStat(f *testing.F) {
 	f.Add("tracer (x) y", byte('R'), uint32(4242), uint64(1)<<40, uint64(0), uint64(123456789), []byte("1 (a) b) S"))
 	f.Add(") S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 (", byte('Z'), uint32(0), uint64(0), uint64(0), uint64(0), []byte("(((())) ) Z"))
 	f.Fuzz(func(t *testing.T, comm string, state byte, ppid uint32, utime, stime, start uint64, raw []byte) {
-		want := ProcStat{Comm: comm, State: statStates[int(state)%len(statStates)], PPID: ppid, UTime: utime, STime: stime, Start: start}
+		want := host.ProcStat{Comm: comm, State: statStates[int(state)%len(statStates)], PPID: ppid, UTime: utime, STime: stime, Start: start}
 		line := statLine(comm, want)
-		got, ok := ParseProcStat(line)
+		got, ok := host.ParseProcStat(line)
 		if !ok || got != want {
 			t.Fatalf("ParseProcStat(%q) = %+v, %v; want %+v", line, got, ok, want)
 		}
-		if p, s, ok := ParseStat(line); !ok || p != ppid || s != start {
+		if p, s, ok := host.ParseStat(line); !ok || p != ppid || s != start {
 			t.Fatalf("ParseStat(%q) = %d, %d, %v", line, p, s, ok)
 		}
 
-		st, ok := ParseProcStat(raw)
+		st, ok := host.ParseProcStat(raw)
 		if !ok {
 			return
 		}
@@ -55,7 +58,7 @@ func FuzzParseProcStat(f *testing.F) {
 			bytes.IndexByte(raw[open+len(st.Comm)+2:], ')') >= 0 || st.State == ' ' {
 			t.Fatalf("ParseProcStat(%q) = %+v: comm or state not where the line has them", raw, st)
 		}
-		if again, ok := ParseProcStat(statLine(st.Comm, st)); !ok || again != st {
+		if again, ok := host.ParseProcStat(statLine(st.Comm, st)); !ok || again != st {
 			t.Fatalf("ParseProcStat(%q) = %+v, formatted and read again %+v, %v", raw, st, again, ok)
 		}
 	})
@@ -98,12 +101,12 @@ func FuzzParseProcCgroup(f *testing.F) {
 		}
 		file := cgroupFile(systemd, v2, hasSystemd, hasV2)
 		for _, data := range [][]byte{file, bytes.TrimSuffix(file, []byte("\n"))} {
-			if got, ok := ParseProcCgroup(data); got != want || ok != wantOK {
+			if got, ok := host.ParseProcCgroup(data); got != want || ok != wantOK {
 				t.Fatalf("ParseProcCgroup(%q) = %q, %v; want %q, %v", data, got, ok, want, wantOK)
 			}
 		}
 
-		got, ok := ParseProcCgroup(raw)
+		got, ok := host.ParseProcCgroup(raw)
 		if !ok {
 			if got != "" {
 				t.Fatalf("ParseProcCgroup(%q) = %q, false", raw, got)
@@ -140,7 +143,7 @@ func eventsFromBytes(data []byte, emit func(*Event)) {
 		}
 	})
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
-	e := Event{Time: t0, Backend: "ebpf", Type: TypeExec, PID: 4242, Comm: "sh", Filename: "/bin/true",
+	e := Event{Time: t0, Backend: "ebpf", Type: vocab.TypeExec, PID: 4242, Comm: "sh", Filename: "/bin/true",
 		Argv: []string{"true", "x"}, ExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
 	emit(&e)
 	for len(data) >= 2 {
@@ -153,7 +156,7 @@ func eventsFromBytes(data []byte, emit func(*Event)) {
 			e = templates[names[int(v)%len(names)]]
 			e.Argv, e.Ancestors = append(argv, e.Argv...), append(anc, e.Ancestors...)
 		case 1:
-			e.Type = EventType(v % uint8(numTypes+1))
+			e.Type = vocab.Type(v % uint8(vocab.NumTypes+1))
 		case 2:
 			e.PID = uint32(n)
 		case 3:
@@ -197,11 +200,11 @@ func eventsFromBytes(data []byte, emit func(*Event)) {
 				e.Ancestors = e.Ancestors[:0]
 			}
 		case 16:
-			e.KilledBy = KilledBy{Origin: Origin(v % 3), PID: uint32(n), Comm: s, Code: int32(v) - 128}
+			e.KilledBy = KilledBy{Origin: vocab.Origin(v % 3), PID: uint32(n), Comm: s, Code: int32(v) - 128}
 		case 17:
 			e.ExitCode, e.CoreDumped, e.OOMKill = int(n%256), v&1 != 0, v&2 != 0
 		case 18:
-			e.Code, e.HasCode, e.Origin, e.Result = int32(v)-6, v&1 != 0, Origin(v%3), SignalResult(v%4)
+			e.Code, e.HasCode, e.Origin, e.Result = int32(v)-6, v&1 != 0, vocab.Origin(v%3), vocab.SignalResult(v%4)
 		case 19:
 			e.UID, e.AUID, e.PPID, e.ChildPID = uint32(n), uint32(v)*1000, uint32(n/2), uint32(n+1)
 		}

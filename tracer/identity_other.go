@@ -7,8 +7,6 @@ import (
 	"runtime"
 )
 
-func readBootID() []byte { return nil }
-
 func readProcLineage(ExecID) (string, ExecID, bool) { return "", ExecID{}, false }
 
 // ReadProcIdentity needs /proc: only Linux has it.

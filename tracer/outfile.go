@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // CreateOutput creates or truncates a file the user named for tracer to
@@ -78,7 +80,7 @@ func createAt(dir int, name, path string, appending, truncating bool) (*os.File,
 		}
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
-				return nil, Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
+				return nil, vocab.Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
 			}
 			return nil, &os.PathError{Op: "open", Path: path, Err: err}
 		}
@@ -90,7 +92,7 @@ func createAt(dir int, name, path string, appending, truncating bool) (*os.File,
 		}
 		if got.Dev != st.Dev || got.Ino != st.Ino {
 			unix.Close(fd)
-			return nil, Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
+			return nil, vocab.Usagef("%s changed while tracer opened it: another user may be at work there; remove it or name another file", path)
 		}
 		if err := usableOutput(path, &got); err != nil {
 			unix.Close(fd)
@@ -108,7 +110,7 @@ func createAt(dir int, name, path string, appending, truncating bool) (*os.File,
 		}
 		return os.NewFile(uintptr(fd), path), nil
 	}
-	return nil, Usagef("%s keeps changing while tracer opens it: another user may be at work there; remove it or name another file", path)
+	return nil, vocab.Usagef("%s keeps changing while tracer opens it: another user may be at work there; remove it or name another file", path)
 }
 
 // CheckOutput reports early, before long work, whether CreateOutput will
@@ -135,30 +137,30 @@ func usableOutput(path string, st *unix.Stat_t) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		if st.Uid != me {
-			return Usagef("%s exists and belongs to uid %d, not to uid %d that tracer runs as: another user may read what is written there; remove it or name another file", path, st.Uid, me)
+			return vocab.Usagef("%s exists and belongs to uid %d, not to uid %d that tracer runs as: another user may read what is written there; remove it or name another file", path, st.Uid, me)
 		}
 		if st.Nlink != 1 {
-			return Usagef("%s has %d hard links: another name of it may be readable by another user; remove it or name another file", path, st.Nlink)
+			return vocab.Usagef("%s has %d hard links: another name of it may be readable by another user; remove it or name another file", path, st.Nlink)
 		}
 		return nil
 	case unix.S_IFCHR:
 		// /dev/null: only root makes device nodes.
 		if st.Uid != me && st.Uid != 0 {
-			return Usagef("%s is a device of uid %d: name a file (or - for stdout)", path, st.Uid)
+			return vocab.Usagef("%s is a device of uid %d: name a file (or - for stdout)", path, st.Uid)
 		}
 		return nil
 	case unix.S_IFLNK:
 		return symlinkError(path)
 	case unix.S_IFDIR:
-		return Usagef("%s is a directory: name a file", path)
+		return vocab.Usagef("%s is a directory: name a file", path)
 	case unix.S_IFIFO:
-		return Usagef("%s is a FIFO, which tracer does not write to (its reader could be anyone, and opening it can hang): name a file, or - for stdout and a pipe", path)
+		return vocab.Usagef("%s is a FIFO, which tracer does not write to (its reader could be anyone, and opening it can hang): name a file, or - for stdout and a pipe", path)
 	}
-	return Usagef("%s exists and is not a regular file: name a file (or - for stdout)", path)
+	return vocab.Usagef("%s exists and is not a regular file: name a file (or - for stdout)", path)
 }
 
 func symlinkError(path string) error {
-	return Usagef("%s is a symbolic link, which tracer does not write through: name the file itself (or - for stdout)", path)
+	return vocab.Usagef("%s is a symbolic link, which tracer does not write through: name the file itself (or - for stdout)", path)
 }
 
 // openParent opens the directory path names its file in, without
@@ -167,7 +169,7 @@ func symlinkError(path string) error {
 func openParent(path string) (int, string, error) {
 	dir, name := filepath.Split(path)
 	if name == "" || name == "." || name == ".." {
-		return -1, "", Usagef("%s is a directory: name a file", path)
+		return -1, "", vocab.Usagef("%s is a directory: name a file", path)
 	}
 	if dir == "" {
 		dir = "."
@@ -176,10 +178,10 @@ func openParent(path string) (int, string, error) {
 	switch {
 	case err == nil:
 		return fd, name, nil
-	case errors.Is(err, ErrUsage):
+	case errors.Is(err, vocab.ErrUsage):
 		return -1, "", err
 	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
-		return -1, "", Usagef("cannot create %s: directory %s does not exist", path, filepath.Clean(dir))
+		return -1, "", vocab.Usagef("cannot create %s: directory %s does not exist", path, filepath.Clean(dir))
 	}
 	return -1, "", fmt.Errorf("opening the directory of %s: %w", path, err)
 }
@@ -232,7 +234,7 @@ func OpenDirNoFollow(dir string) (int, error) {
 		}
 		if why := untrustedLink(fd, &st); why != "" {
 			unix.Close(fd)
-			return -1, Usagef("%s: %s is a symbolic link that %s, so another user could point it elsewhere: tracer does not follow it; name the real directory", filepath.Clean(dir), c, why)
+			return -1, vocab.Usagef("%s: %s is a symbolic link that %s, so another user could point it elsewhere: tracer does not follow it; name the real directory", filepath.Clean(dir), c, why)
 		}
 		target, err := readlinkat(fd, c)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestCreateOutputNewFileIs0600(t *testing.T) {
@@ -53,7 +55,7 @@ func TestCreateOutputRefusesSymlink(t *testing.T) {
 			"CheckOutput": CheckOutput,
 		} {
 			err := try(p)
-			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "symbolic link") {
+			if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "symbolic link") {
 				t.Errorf("%s(%s) = %v, want a usage error about the symbolic link", name, p, err)
 			}
 		}
@@ -90,7 +92,7 @@ func TestCreateOutputTruncatesRegularFile(t *testing.T) {
 func TestCheckOutputDirectories(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{dir, filepath.Join(dir, "missing", "out.json")} {
-		if err := CheckOutput(p); !errors.Is(err, ErrUsage) {
+		if err := CheckOutput(p); !errors.Is(err, vocab.ErrUsage) {
 			t.Errorf("CheckOutput(%s) = %v, want a usage error", p, err)
 		}
 	}

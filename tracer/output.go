@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Backpressure says what an output does when its reader falls behind.
@@ -37,7 +39,7 @@ func ParseBackpressure(s string) (Backpressure, error) {
 	case "block":
 		return BackpressureBlock, nil
 	}
-	return 0, Usagef("unknown --backpressure %q: use drop or block", s)
+	return 0, vocab.Usagef("unknown --backpressure %q: use drop or block", s)
 }
 
 func (b Backpressure) String() string {

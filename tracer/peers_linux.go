@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // peer is a running tracer's registration: pid and start time (a later
@@ -26,7 +28,7 @@ func RegisterPeer(dir string) (unregister func(), err error) {
 	}
 	d.Close()
 	pid := uint32(os.Getpid())
-	start, _ := ReadStartTicks(pid)
+	start, _ := host.ReadStartTicks(pid)
 	b, _ := json.Marshal(peer{PID: pid, Start: start})
 	name := peerPrefix + strconv.Itoa(int(pid)) + ".json"
 	if err := WriteStateFile(dir, name, b); err != nil {
@@ -75,7 +77,7 @@ func livePeers(dir string) (pids, removed []uint32) {
 		if json.Unmarshal(b, &pr) != nil || pr.PID == 0 || pr.PID == self {
 			continue
 		}
-		if start, ok := ReadStartTicks(pr.PID); !ok || start != pr.Start {
+		if start, ok := host.ReadStartTicks(pr.PID); !ok || start != pr.Start {
 			if os.Remove(dir+"/"+name) == nil {
 				removed = append(removed, pr.PID)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Pipeline joins a backend to its sinks: it filters, counts what it emits by
@@ -17,7 +19,7 @@ type Pipeline struct {
 	Sinks []Sink
 
 	maxArgs    int // Config.MaxArgs
-	emitted    [numTypes]atomic.Uint64
+	emitted    [vocab.NumTypes]atomic.Uint64
 	lostOutput atomic.Uint64
 	// Delay is how long events took from their kernel time to the output.
 	Delay DelayHist
@@ -33,7 +35,7 @@ func NewPipeline(cfg Config, sinks ...Sink) *Pipeline {
 
 // Emit is the backend's emit callback.
 func (p *Pipeline) Emit(e *Event) {
-	if e.Type == TypeThrottle {
+	if e.Type == vocab.TypeThrottle {
 		// It stands for events the backend left out before any filter:
 		// the filters have no say in it.
 		p.write(e)
@@ -60,7 +62,7 @@ func (p *Pipeline) write(e *Event) {
 	}
 	// A signal storm's events cost a tenth of a microsecond each: one in
 	// 16 of them is enough for a percentile, and spares a clock read.
-	if n := p.emitted[e.Type].Add(1); e.Type != TypeSignal || n&15 == 0 {
+	if n := p.emitted[e.Type].Add(1); e.Type != vocab.TypeSignal || n&15 == 0 {
 		p.Delay.Observe(e.Time)
 	}
 	for _, s := range p.Sinks {
@@ -93,13 +95,13 @@ func (p *Pipeline) kick() {
 }
 
 // Emitted returns how many events of type t passed to the sinks.
-func (p *Pipeline) Emitted(t EventType) uint64 { return p.emitted[t].Load() }
+func (p *Pipeline) Emitted(t vocab.Type) uint64 { return p.emitted[t].Load() }
 
 // TotalEmitted sums Emitted over the process event types (throttle
 // events are not counted: Emitted(TypeThrottle) has them).
 func (p *Pipeline) TotalEmitted() uint64 {
 	var n uint64
-	for _, t := range AllTypes {
+	for _, t := range vocab.AllTypes {
 		n += p.Emitted(t)
 	}
 	return n

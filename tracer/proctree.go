@@ -1,5 +1,7 @@
 package tracer
 
+import "github.com/tracer-dev/tracer/tracer/vocab"
+
 // ProcTree is a process and its descendants, followed through the events
 // that make the tree grow: a fork of a member adds the child, and an exec
 // whose parent is a member adds the execing process (a vfork or
@@ -47,14 +49,14 @@ func (t *ProcTree) Len() int { return len(t.members) }
 // an exec whose parent is a member, and adds the child of a member's fork.
 // child is the fork's new process; 0 leaves the tree as it is (a failed
 // fork, or a thread the caller does not count).
-func (t *ProcTree) Follow(typ EventType, pid, ppid, child uint32) bool {
+func (t *ProcTree) Follow(typ vocab.Type, pid, ppid, child uint32) bool {
 	if !t.Has(pid) {
-		if typ != TypeExec || !t.Has(ppid) {
+		if typ != vocab.TypeExec || !t.Has(ppid) {
 			return false
 		}
 		t.members[pid] = 0
 	}
-	if typ == TypeFork && child != 0 {
+	if typ == vocab.TypeFork && child != 0 {
 		t.members[child] = 0
 	}
 	return true
@@ -66,15 +68,15 @@ func (t *ProcTree) Follow(typ EventType, pid, ppid, child uint32) bool {
 // member is gone), and exits, which take the process out of the tree.
 func (t *ProcTree) FollowEvent(e *Event) bool {
 	if !t.member(e.PID, e.ExecID.Start) {
-		if e.Type != TypeExec || !t.member(e.PPID, e.ParentExecID.Start) {
+		if e.Type != vocab.TypeExec || !t.member(e.PPID, e.ParentExecID.Start) {
 			return false
 		}
 		t.members[e.PID] = e.ExecID.Start
 	}
 	switch {
-	case e.Type == TypeFork && e.ChildPID != 0:
+	case e.Type == vocab.TypeFork && e.ChildPID != 0:
 		t.members[e.ChildPID] = 0 // its start time comes with its first event
-	case e.Type == TypeExit:
+	case e.Type == vocab.TypeExit:
 		t.exit(e.PID)
 	}
 	return true
@@ -123,7 +125,7 @@ func (t *ProcTree) exit(pid uint32) {
 // until no event adds a member: events of one tree may be logged out of
 // order (a child can exec on one CPU before its parent's clone returns on
 // another), so a log read after the fact is followed to a fixed point.
-func (t *ProcTree) Grow(n int, ev func(i int) (typ EventType, pid, ppid, child uint32)) {
+func (t *ProcTree) Grow(n int, ev func(i int) (typ vocab.Type, pid, ppid, child uint32)) {
 	for grew := true; grew; {
 		before := t.Len()
 		for i := 0; i < n; i++ {

@@ -1,6 +1,10 @@
 package tracer
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // --pid forgets a process at its exit: its pid, reused by a process that
 // is not in the tree, does not let that process in.
@@ -13,15 +17,15 @@ func TestFilterPIDReusedAfterExit(t *testing.T) {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeFork, PID: 100, ExecID: id(100, 50), ChildPID: 101}, true},
-		{Event{Type: TypeExec, PID: 101, ExecID: id(101, 60), PPID: 100, ParentExecID: id(100, 50)}, true},
-		{Event{Type: TypeExit, PID: 101, ExecID: id(101, 60)}, false}, // in the tree, but exit not asked for
+		{Event{Type: vocab.TypeFork, PID: 100, ExecID: id(100, 50), ChildPID: 101}, true},
+		{Event{Type: vocab.TypeExec, PID: 101, ExecID: id(101, 60), PPID: 100, ParentExecID: id(100, 50)}, true},
+		{Event{Type: vocab.TypeExit, PID: 101, ExecID: id(101, 60)}, false}, // in the tree, but exit not asked for
 		// pid 101 again, another process: its parent is not in the tree.
-		{Event{Type: TypeFork, PID: 101, ExecID: id(101, 900), ChildPID: 102}, false},
-		{Event{Type: TypeSignal, PID: 102, ExecID: id(102, 901), Signal: 10}, false},
-		{Event{Type: TypeExec, PID: 101, ExecID: id(101, 900), PPID: 1, ParentExecID: id(1, 1)}, false},
+		{Event{Type: vocab.TypeFork, PID: 101, ExecID: id(101, 900), ChildPID: 102}, false},
+		{Event{Type: vocab.TypeSignal, PID: 102, ExecID: id(102, 901), Signal: 10}, false},
+		{Event{Type: vocab.TypeExec, PID: 101, ExecID: id(101, 900), PPID: 1, ParentExecID: id(1, 1)}, false},
 		// The root is still there.
-		{Event{Type: TypeSignal, PID: 100, ExecID: id(100, 50), Signal: 10}, true},
+		{Event{Type: vocab.TypeSignal, PID: 100, ExecID: id(100, 50), Signal: 10}, true},
 	}
 	for i, c := range events {
 		if got := f.Match(&c.e); got != c.want {
@@ -29,7 +33,7 @@ func TestFilterPIDReusedAfterExit(t *testing.T) {
 		}
 	}
 	// The backend must deliver exits for the tree to forget.
-	if !BackendTypes(cfg).Has(TypeExit) {
+	if !BackendTypes(cfg).Has(vocab.TypeExit) {
 		t.Errorf("BackendTypes %s: no exit events, the tree cannot forget", BackendTypes(cfg))
 	}
 }
@@ -39,17 +43,17 @@ func TestFilterPIDReusedAfterExit(t *testing.T) {
 // is not the member.
 func TestProcTreeReuseByStartTime(t *testing.T) {
 	tr := NewProcTree(100)
-	tr.FollowEvent(&Event{Type: TypeFork, PID: 100, ExecID: ExecID{PID: 100, Start: 5}, ChildPID: 101})
-	if !tr.FollowEvent(&Event{Type: TypeSignal, PID: 101, ExecID: ExecID{PID: 101, Start: 7}}) {
+	tr.FollowEvent(&Event{Type: vocab.TypeFork, PID: 100, ExecID: ExecID{PID: 100, Start: 5}, ChildPID: 101})
+	if !tr.FollowEvent(&Event{Type: vocab.TypeSignal, PID: 101, ExecID: ExecID{PID: 101, Start: 7}}) {
 		t.Fatal("the forked child is not in the tree")
 	}
-	if tr.FollowEvent(&Event{Type: TypeSignal, PID: 101, ExecID: ExecID{PID: 101, Start: 9000}}) {
+	if tr.FollowEvent(&Event{Type: vocab.TypeSignal, PID: 101, ExecID: ExecID{PID: 101, Start: 9000}}) {
 		t.Error("a process that reused the child's pid (another start time) is in the tree")
 	}
 	// A thread of a member calls exit: the exit event names the process,
 	// which lives on and is still a member at its next event.
-	tr.FollowEvent(&Event{Type: TypeExit, PID: 100, ExecID: ExecID{PID: 100, Start: 5}})
-	if !tr.FollowEvent(&Event{Type: TypeSignal, PID: 100, ExecID: ExecID{PID: 100, Start: 5}}) {
+	tr.FollowEvent(&Event{Type: vocab.TypeExit, PID: 100, ExecID: ExecID{PID: 100, Start: 5}})
+	if !tr.FollowEvent(&Event{Type: vocab.TypeSignal, PID: 100, ExecID: ExecID{PID: 100, Start: 5}}) {
 		t.Error("a member whose thread exited left the tree")
 	}
 }
@@ -61,9 +65,9 @@ func TestProcTreeBounded(t *testing.T) {
 	for i := range 100_000 {
 		child := uint32(1000 + i%30000) // pids wrap and are reused
 		start := uint64(10 + i)
-		tr.FollowEvent(&Event{Type: TypeFork, PID: 100, ExecID: root, ChildPID: child})
-		tr.FollowEvent(&Event{Type: TypeExec, PID: child, ExecID: ExecID{PID: child, Start: start}, PPID: 100, ParentExecID: root})
-		tr.FollowEvent(&Event{Type: TypeExit, PID: child, ExecID: ExecID{PID: child, Start: start}})
+		tr.FollowEvent(&Event{Type: vocab.TypeFork, PID: 100, ExecID: root, ChildPID: child})
+		tr.FollowEvent(&Event{Type: vocab.TypeExec, PID: child, ExecID: ExecID{PID: child, Start: start}, PPID: 100, ParentExecID: root})
+		tr.FollowEvent(&Event{Type: vocab.TypeExit, PID: child, ExecID: ExecID{PID: child, Start: start}})
 	}
 	if n := tr.Len(); n != 1 {
 		t.Errorf("after 100000 children that exited the tree has %d members, want 1 (the root)", n)

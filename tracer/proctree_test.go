@@ -3,6 +3,8 @@ package tracer
 import (
 	"slices"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Events as a node-wide log has them: root 100 forks 101, which vforks 102
@@ -11,17 +13,17 @@ import (
 // outside and forks 556.
 func TestProcTree(t *testing.T) {
 	type ev struct {
-		typ              EventType
+		typ              vocab.Type
 		pid, ppid, child uint32
 	}
 	evs := []ev{
-		{TypeExec, 102, 101, 0},
-		{TypeFork, 100, 1, 101},
-		{TypeFork, 101, 100, 102},
-		{TypeExec, 103, 100, 0},
-		{TypeFork, 100, 1, 0},
-		{TypeSignal, 555, 1, 0},
-		{TypeFork, 555, 1, 556},
+		{vocab.TypeExec, 102, 101, 0},
+		{vocab.TypeFork, 100, 1, 101},
+		{vocab.TypeFork, 101, 100, 102},
+		{vocab.TypeExec, 103, 100, 0},
+		{vocab.TypeFork, 100, 1, 0},
+		{vocab.TypeSignal, 555, 1, 0},
+		{vocab.TypeFork, 555, 1, 556},
 	}
 	// Followed once, in order: 102's exec came too early.
 	once := NewProcTree(100)
@@ -36,7 +38,7 @@ func TestProcTree(t *testing.T) {
 	}
 	// Grown to a fixed point, as a log read afterwards is.
 	all := NewProcTree(100)
-	all.Grow(len(evs), func(i int) (EventType, uint32, uint32, uint32) {
+	all.Grow(len(evs), func(i int) (vocab.Type, uint32, uint32, uint32) {
 		e := evs[i]
 		return e.typ, e.pid, e.ppid, e.child
 	})
@@ -49,8 +51,8 @@ func TestProcTree(t *testing.T) {
 		t.Errorf("%d members, want 4", all.Len())
 	}
 	// The Filter follows the same tree for --pid.
-	types, _ := ParseTypes("all")
-	sigs, _ := ParseSignals("")
+	types, _ := vocab.ParseTypes("all")
+	sigs, _ := vocab.ParseSignals("")
 	f := NewFilter(Config{Types: types, Signals: sigs, PID: 100})
 	n := 0
 	for _, e := range evs {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // --rate-limit N/s bounds the events one source may put in the output: a
@@ -33,11 +35,11 @@ const MaxRateLimit = 100_000_000
 func ParseRateLimit(s string) (uint32, error) {
 	num, unit, hasUnit := strings.Cut(strings.TrimSpace(s), "/")
 	if hasUnit && unit != "s" && unit != "sec" {
-		return 0, Usagef("--rate-limit %q: the limit is per second: give it as N/s, e.g. --rate-limit 1000/s", s)
+		return 0, vocab.Usagef("--rate-limit %q: the limit is per second: give it as N/s, e.g. --rate-limit 1000/s", s)
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
 	if err != nil || n == 0 || n > MaxRateLimit {
-		return 0, Usagef("--rate-limit %q: want events a second from one cgroup, 1 to %d, as N/s, e.g. --rate-limit 1000/s", s, MaxRateLimit)
+		return 0, vocab.Usagef("--rate-limit %q: want events a second from one cgroup, 1 to %d, as N/s, e.g. --rate-limit 1000/s", s, MaxRateLimit)
 	}
 	return uint32(n), nil
 }
@@ -83,29 +85,29 @@ type Throttle struct {
 func (t *Throttle) Suppressed() uint64 { return t.Exec + t.Fork + t.Signal + t.Exit }
 
 // Add counts n events of type typ left out.
-func (t *Throttle) Add(typ EventType, n uint64) {
+func (t *Throttle) Add(typ vocab.Type, n uint64) {
 	switch typ {
-	case TypeExec:
+	case vocab.TypeExec:
 		t.Exec += n
-	case TypeFork:
+	case vocab.TypeFork:
 		t.Fork += n
-	case TypeSignal:
+	case vocab.TypeSignal:
 		t.Signal += n
-	case TypeExit:
+	case vocab.TypeExit:
 		t.Exit += n
 	}
 }
 
 // Of is how many events of type typ the window left out.
-func (t *Throttle) Of(typ EventType) uint64 {
+func (t *Throttle) Of(typ vocab.Type) uint64 {
 	switch typ {
-	case TypeExec:
+	case vocab.TypeExec:
 		return t.Exec
-	case TypeFork:
+	case vocab.TypeFork:
 		return t.Fork
-	case TypeSignal:
+	case vocab.TypeSignal:
 		return t.Signal
-	case TypeExit:
+	case vocab.TypeExit:
 		return t.Exit
 	}
 	return 0
@@ -150,7 +152,7 @@ type Limiter struct {
 	// CgroupID, when set, gives a cgroup path's id for the throttle event.
 	CgroupID func(path string) uint64
 	// throttled counts every event left out, by type.
-	throttled [numTypes]uint64
+	throttled [vocab.NumTypes]uint64
 }
 
 type limitSource struct {
@@ -171,7 +173,7 @@ func NewLimiter(limit uint32, backend string) *Limiter {
 // has report called with that window's throttle event. who is non-nil for
 // the first event a window leaves out: the caller fills it with the
 // event's process (PID, Comm, UID, AUID, ExecID, cgroup).
-func (l *Limiter) Allow(key LimitKey, t time.Time, typ EventType, report func(*Event)) (pass bool, who *Event) {
+func (l *Limiter) Allow(key LimitKey, t time.Time, typ vocab.Type, report func(*Event)) (pass bool, who *Event) {
 	win := t.Unix()
 	s := l.sources[key]
 	if s == nil {
@@ -208,7 +210,7 @@ func (l *Limiter) end(key LimitKey, s *limitSource, end time.Time, report func(*
 		return
 	}
 	e := s.who
-	e.Time, e.Backend, e.Type = end, l.backend, TypeThrottle
+	e.Time, e.Backend, e.Type = end, l.backend, vocab.TypeThrottle
 	e.Throttle = s.dropped
 	e.Throttle.Start, e.Throttle.End, e.Throttle.Limit = time.Unix(s.win, 0), end, l.limit
 	if key.Cgroup != "" {
@@ -252,4 +254,4 @@ func (l *Limiter) Flush(now time.Time, report func(*Event)) {
 }
 
 // Throttled is how many events were left out, by type.
-func (l *Limiter) Throttled() [numTypes]uint64 { return l.throttled }
+func (l *Limiter) Throttled() [vocab.NumTypes]uint64 { return l.throttled }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestParseRateLimit(t *testing.T) {
@@ -17,7 +19,7 @@ func TestParseRateLimit(t *testing.T) {
 	}
 	for _, in := range []string{"0", "0/s", "abc", "10/m", "10/h", "-5/s", "1.5/s", "", "/s", "100000001/s", "99999999999999999999"} {
 		_, err := ParseRateLimit(in)
-		if !errors.Is(err, ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--rate-limit") {
+		if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--rate-limit") {
 			t.Errorf("ParseRateLimit(%q): %v, want a one-line usage error", in, err)
 		}
 	}
@@ -47,7 +49,7 @@ func TestLimiter(t *testing.T) {
 	calm := LimitKeyOf("/", 20)
 	t0 := time.Unix(1000, 0)
 	passed := 0
-	allow := func(key LimitKey, at time.Time, typ EventType) bool {
+	allow := func(key LimitKey, at time.Time, typ vocab.Type) bool {
 		ok, who := l.Allow(key, at, typ, report)
 		if who != nil {
 			who.PID, who.Comm = 10, "storm"
@@ -59,18 +61,18 @@ func TestLimiter(t *testing.T) {
 	}
 	// Window 1000: 10 signals and 2 forks from the flood, 2 from calm.
 	for i := range 10 {
-		allow(flood, t0.Add(time.Duration(i)*time.Millisecond), TypeSignal)
+		allow(flood, t0.Add(time.Duration(i)*time.Millisecond), vocab.TypeSignal)
 	}
-	allow(flood, t0.Add(500*time.Millisecond), TypeFork)
-	allow(flood, t0.Add(600*time.Millisecond), TypeFork)
-	if !allow(calm, t0.Add(700*time.Millisecond), TypeExec) || !allow(calm, t0.Add(800*time.Millisecond), TypeExec) {
+	allow(flood, t0.Add(500*time.Millisecond), vocab.TypeFork)
+	allow(flood, t0.Add(600*time.Millisecond), vocab.TypeFork)
+	if !allow(calm, t0.Add(700*time.Millisecond), vocab.TypeExec) || !allow(calm, t0.Add(800*time.Millisecond), vocab.TypeExec) {
 		t.Error("another source's events were left out")
 	}
 	if passed != 5 || len(reports) != 0 {
 		t.Fatalf("window 1: %d passed, %d reports; want 3 of the flood and 2 of calm, no report yet", passed, len(reports))
 	}
 	// Window 1001: the flood's next event ends window 1000.
-	if !allow(flood, t0.Add(1100*time.Millisecond), TypeSignal) {
+	if !allow(flood, t0.Add(1100*time.Millisecond), vocab.TypeSignal) {
 		t.Error("the first event of a new window was left out")
 	}
 	if len(reports) != 1 {
@@ -78,7 +80,7 @@ func TestLimiter(t *testing.T) {
 	}
 	r := reports[0]
 	th := r.Throttle
-	if r.Type != TypeThrottle || r.Backend != "audit" || r.PID != 10 || r.Comm != "storm" ||
+	if r.Type != vocab.TypeThrottle || r.Backend != "audit" || r.PID != 10 || r.Comm != "storm" ||
 		th.Source != SourceCgroup || th.CgroupID != 77 || th.Limit != 3 ||
 		!th.Start.Equal(time.Unix(1000, 0)) || !th.End.Equal(time.Unix(1001, 0)) || !r.Time.Equal(th.End) ||
 		th.Signal != 7 || th.Fork != 2 || th.Suppressed() != 9 {
@@ -87,7 +89,7 @@ func TestLimiter(t *testing.T) {
 	// The rest of window 1001 fills, and is reported by the sweep once
 	// it is over (and not before).
 	for range 5 {
-		allow(flood, t0.Add(1200*time.Millisecond), TypeExit)
+		allow(flood, t0.Add(1200*time.Millisecond), vocab.TypeExit)
 	}
 	l.Sweep(t0.Add(1900*time.Millisecond), report)
 	if len(reports) != 1 {
@@ -99,7 +101,7 @@ func TestLimiter(t *testing.T) {
 	}
 	// A process in the root cgroup is a source of its own.
 	for range 4 {
-		allow(calm, t0.Add(3100*time.Millisecond), TypeSignal)
+		allow(calm, t0.Add(3100*time.Millisecond), vocab.TypeSignal)
 	}
 	end := t0.Add(3500 * time.Millisecond)
 	l.Flush(end, report)
@@ -108,7 +110,7 @@ func TestLimiter(t *testing.T) {
 		t.Fatalf("the flush: %+v", reports[2:])
 	}
 	th2 := l.Throttled()
-	if th2[TypeSignal] != 8 || th2[TypeFork] != 2 || th2[TypeExit] != 3 {
+	if th2[vocab.TypeSignal] != 8 || th2[vocab.TypeFork] != 2 || th2[vocab.TypeExit] != 3 {
 		t.Errorf("Throttled %v", th2)
 	}
 	var suppressed uint64
@@ -127,8 +129,8 @@ func TestLimiter(t *testing.T) {
 
 // A throttle event in JSON and text, and back from JSON.
 func TestThrottleEncoding(t *testing.T) {
-	e := Event{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Backend: "ebpf", Type: TypeThrottle,
-		PID: 4242, Comm: "storm", UID: 0, AUID: UnsetID, ExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/pod"}
+	e := Event{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Backend: "ebpf", Type: vocab.TypeThrottle,
+		PID: 4242, Comm: "storm", UID: 0, AUID: vocab.UnsetID, ExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/pod"}
 	e.Throttle = Throttle{Source: SourceCgroup, CgroupID: 1234, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		End: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Limit: 1000, Signal: 998000, Fork: 2}
 	line := AppendJSON(nil, &e)
@@ -143,13 +145,13 @@ func TestThrottleEncoding(t *testing.T) {
 	if err := back.UnmarshalJSON(line); err != nil {
 		t.Fatal(err)
 	}
-	if !sameThrottle(&back.Throttle, &e.Throttle) || back.Type != TypeThrottle || back.PID != 4242 || back.Cgroup != "/pod" {
+	if !sameThrottle(&back.Throttle, &e.Throttle) || back.Type != vocab.TypeThrottle || back.PID != 4242 || back.Cgroup != "/pod" {
 		t.Errorf("read back %+v, want %+v", back, e)
 	}
 	// The JSON sink writes what AppendJSON does, after an event of another type too.
 	var out bytes.Buffer
 	s := NewJSONSink(&out)
-	sig := Event{Time: e.Time, Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", Signal: 10}
+	sig := Event{Time: e.Time, Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", Signal: 10}
 	for _, ev := range []*Event{&sig, &e, &sig} {
 		if err := s.Write(ev); err != nil {
 			t.Fatal(err)
@@ -177,16 +179,16 @@ func TestThrottleEncoding(t *testing.T) {
 func TestPipelinePassesThrottle(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Comms = []string{"nginx"}
-	cfg.Types = TypeSet(0).With(TypeExec)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeExec)
 	var out bytes.Buffer
 	p := NewPipeline(cfg, NewJSONSink(&out))
-	e := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: TypeThrottle, PID: 1, Comm: "storm",
+	e := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: vocab.TypeThrottle, PID: 1, Comm: "storm",
 		Throttle: Throttle{Source: SourceProcess, Start: time.Unix(0, 0), End: time.Unix(1, 0), Limit: 1, Signal: 5}}
 	p.Emit(&e)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if p.Emitted(TypeThrottle) != 1 || p.TotalEmitted() != 0 || !strings.Contains(out.String(), `"type":"throttle"`) {
-		t.Errorf("emitted %d throttle, %d in all; output %q", p.Emitted(TypeThrottle), p.TotalEmitted(), out.String())
+	if p.Emitted(vocab.TypeThrottle) != 1 || p.TotalEmitted() != 0 || !strings.Contains(out.String(), `"type":"throttle"`) {
+		t.Errorf("emitted %d throttle, %d in all; output %q", p.Emitted(vocab.TypeThrottle), p.TotalEmitted(), out.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // CommMax is the longest comm the kernel keeps (TASK_COMM_LEN 16, less its NUL).
@@ -35,7 +37,7 @@ func ParseComms(s string) ([]string, error) {
 // CheckComm refuses a comm the kernel's could never equal.
 func CheckComm(flag, comm string) error {
 	if len(comm) > CommMax {
-		return Usagef("%s %q is longer than the kernel's %d-byte comm: give its first %d characters %q (or match an exec's program with --exe)",
+		return vocab.Usagef("%s %q is longer than the kernel's %d-byte comm: give its first %d characters %q (or match an exec's program with --exe)",
 			flag, comm, CommMax, CommMax, comm[:CommMax])
 	}
 	return nil
@@ -48,10 +50,10 @@ func ParseIDs(flag, s string, live bool) ([]uint32, error) {
 	for _, f := range splitList(s) {
 		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil || (live && n == 0) {
-			return nil, Usagef("bad %s %q: give numbers separated by commas", flag, f)
+			return nil, vocab.Usagef("bad %s %q: give numbers separated by commas", flag, f)
 		}
 		if live && !ProcessAlive(int(n)) {
-			return nil, Usagef("%s %d: no such process: give the pid of a running process (ps -e lists them)", flag, n)
+			return nil, vocab.Usagef("%s %d: no such process: give the pid of a running process (ps -e lists them)", flag, n)
 		}
 		if !slices.Contains(out, uint32(n)) {
 			out = append(out, uint32(n))

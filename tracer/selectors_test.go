@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestFilterSelectors(t *testing.T) {
@@ -15,10 +17,10 @@ func TestFilterSelectors(t *testing.T) {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeFork, Comm: "bash", UID: 1000}, true},
-		{Event{Type: TypeFork, Comm: "sleep"}, true},
-		{Event{Type: TypeFork, Comm: "bash,sleep"}, false},
-		{Event{Type: TypeFork, Comm: "bash", UID: 1001}, false},
+		{Event{Type: vocab.TypeFork, Comm: "bash", UID: 1000}, true},
+		{Event{Type: vocab.TypeFork, Comm: "sleep"}, true},
+		{Event{Type: vocab.TypeFork, Comm: "bash,sleep"}, false},
+		{Event{Type: vocab.TypeFork, Comm: "bash", UID: 1001}, false},
 	} {
 		if got := f.Match(&c.e); got != c.want {
 			t.Errorf("--comm bash,sleep --uid 0,1000: Match(%+v) = %v", c.e, got)
@@ -31,9 +33,9 @@ func TestFilterSelectors(t *testing.T) {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeExec, Comm: "bash", Filename: "/usr/bin/true"}, true},
-		{Event{Type: TypeExec, Comm: "true", Filename: "/usr/bin/false"}, false},
-		{Event{Type: TypeFork, Comm: "true"}, false},
+		{Event{Type: vocab.TypeExec, Comm: "bash", Filename: "/usr/bin/true"}, true},
+		{Event{Type: vocab.TypeExec, Comm: "true", Filename: "/usr/bin/false"}, false},
+		{Event{Type: vocab.TypeFork, Comm: "true"}, false},
 	} {
 		if got := f.Match(&c.e); got != c.want {
 			t.Errorf("--exe true: Match(%+v) = %v", c.e, got)
@@ -46,7 +48,7 @@ func TestFilterSelectors(t *testing.T) {
 	cfg.PID, cfg.PIDs = 100, []uint32{200}
 	f = NewFilter(cfg)
 	for _, pid := range []uint32{100, 200} {
-		if !f.Match(&Event{Type: TypeExec, PID: pid}) {
+		if !f.Match(&Event{Type: vocab.TypeExec, PID: pid}) {
 			t.Errorf("--pid 100,200: an exec of %d does not pass", pid)
 		}
 	}
@@ -54,7 +56,7 @@ func TestFilterSelectors(t *testing.T) {
 
 func TestTimeModesKeepColumns(t *testing.T) {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
-	e := &Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: "sh", UID: 1234567, Filename: "/bin/true", Ret: -2}
+	e := &Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: "sh", UID: 1234567, Filename: "/bin/true", Ret: -2}
 	for i, m := range TimeModes {
 		mode, err := ParseTimeMode(m)
 		if err != nil || mode != TimeMode(i) {
@@ -94,9 +96,9 @@ func TestPipelineMaxArgs(t *testing.T) {
 	cfg.MaxArgs = 2
 	var s memSink
 	p := NewPipeline(cfg, &s)
-	e := &Event{Type: TypeExec, Argv: []string{"a", "b", "c"}}
+	e := &Event{Type: vocab.TypeExec, Argv: []string{"a", "b", "c"}}
 	p.Emit(e)
-	p.Emit(&Event{Type: TypeExec, Argv: []string{"a", "b"}})
+	p.Emit(&Event{Type: vocab.TypeExec, Argv: []string{"a", "b"}})
 	if len(s.got) != 2 || len(s.got[0].Argv) != 2 || !s.got[0].ArgvTruncated || s.got[1].ArgvTruncated {
 		t.Errorf("--max-args 2: got %+v", s.got)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Sink writes events somewhere. Write is called from one goroutine; Flush and
@@ -28,17 +30,17 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 		return NewTextSink(w, opts), nil
 	case "json":
 		if opts.Time != TimeClock {
-			return nil, Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
+			return nil, vocab.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
 		}
 		return NewJSONSink(w, opts), nil
 	}
 	if enc, ok := formats[format]; ok {
 		if opts.Time != TimeClock {
-			return nil, Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+			return nil, vocab.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
 		}
 		return NewLineSink(w, enc, opts), nil
 	}
-	return nil, Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
 }
 
 // Encoder appends one event's line to b, without the newline.
@@ -410,16 +412,16 @@ const (
 const maxJSONSegs = 10
 
 // jsonSegsOf lists each type's segments.
-var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
+var jsonSegsOf = func() (t [vocab.NumTypes][]jsonSeg) {
 	head := []jsonSeg{segKind, segPID, segUser, segExecID, segParentExecID, segCgroup, segAncestors}
 	for i := range t {
 		t[i] = head[:len(head):len(head)]
 	}
-	t[TypeExec] = append(t[TypeExec], segExec)
-	t[TypeFork] = append(t[TypeFork], segFork)
-	t[TypeSignal] = append(t[TypeSignal], segTargetPID, segSignal, segTargetExecID)
-	t[TypeExit] = append(t[TypeExit], segExit)
-	t[TypeThrottle] = append(t[TypeThrottle], segThrottle)
+	t[vocab.TypeExec] = append(t[vocab.TypeExec], segExec)
+	t[vocab.TypeFork] = append(t[vocab.TypeFork], segFork)
+	t[vocab.TypeSignal] = append(t[vocab.TypeSignal], segTargetPID, segSignal, segTargetExecID)
+	t[vocab.TypeExit] = append(t[vocab.TypeExit], segExit)
+	t[vocab.TypeThrottle] = append(t[vocab.TypeThrottle], segThrottle)
 	for _, segs := range t {
 		if len(segs) > maxJSONSegs {
 			panic("tracer: more JSON segments than maxJSONSegs")
@@ -430,7 +432,7 @@ var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
 
 // jsonSegIndexOf[t][sg] is where segment sg is in jsonSegsOf[t], -1
 // where it is not.
-var jsonSegIndexOf = func() (x [numTypes][16]int8) {
+var jsonSegIndexOf = func() (x [vocab.NumTypes][16]int8) {
 	for t, segs := range jsonSegsOf {
 		for sg := range x[t] {
 			x[t][sg] = int8(slices.Index(segs, jsonSeg(sg)))
@@ -440,20 +442,20 @@ var jsonSegIndexOf = func() (x [numTypes][16]int8) {
 }()
 
 // jsonSegIndex returns where each segment is in jsonSegs(t).
-func jsonSegIndex(t EventType) *[16]int8 {
-	if t < numTypes {
+func jsonSegIndex(t vocab.Type) *[16]int8 {
+	if t < vocab.NumTypes {
 		return &jsonSegIndexOf[t]
 	}
-	return &jsonSegIndexOf[TypeNone]
+	return &jsonSegIndexOf[vocab.TypeNone]
 }
 
 // jsonSegs returns the segments of an event of type t; an unknown type
 // has those of every type alone.
-func jsonSegs(t EventType) []jsonSeg {
-	if t < numTypes {
+func jsonSegs(t vocab.Type) []jsonSeg {
+	if t < vocab.NumTypes {
 		return jsonSegsOf[t]
 	}
-	return jsonSegsOf[TypeNone]
+	return jsonSegsOf[vocab.TypeNone]
 }
 
 // appendSeg appends segment sg of e.
@@ -523,16 +525,16 @@ func changedSegs(a, b *Event) segSet {
 		m |= 1 << segAncestors
 	}
 	switch a.Type {
-	case TypeExec:
+	case vocab.TypeExec:
 		if a.PPID != b.PPID || !sameString(a.Filename, b.Filename) || !slices.Equal(a.Argv, b.Argv) ||
 			a.ArgvTruncated != b.ArgvTruncated || a.Ret != b.Ret {
 			m |= 1 << segExec
 		}
-	case TypeFork:
+	case vocab.TypeFork:
 		if a.ChildPID != b.ChildPID || !sameString(a.Syscall, b.Syscall) {
 			m |= 1 << segFork
 		}
-	case TypeSignal:
+	case vocab.TypeSignal:
 		if a.TargetPID != b.TargetPID {
 			m |= 1 << segTargetPID
 		}
@@ -543,12 +545,12 @@ func changedSegs(a, b *Event) segSet {
 		if a.TargetExecID != b.TargetExecID {
 			m |= 1 << segTargetExecID
 		}
-	case TypeExit:
+	case vocab.TypeExit:
 		if a.ExitCode != b.ExitCode || a.Signal != b.Signal || a.CoreDumped != b.CoreDumped ||
 			a.CoreUnknown != b.CoreUnknown || a.OOMKill != b.OOMKill || !sameKiller(&a.KilledBy, &b.KilledBy) {
 			m |= 1 << segExit
 		}
-	case TypeThrottle:
+	case vocab.TypeThrottle:
 		if !sameThrottle(&a.Throttle, &b.Throttle) {
 			m |= 1 << segThrottle
 		}
@@ -786,7 +788,7 @@ func appendTextBody(b []byte, e *Event) []byte {
 	b = appendUintColumn(b, uint64(e.UID), 10)
 	b = append(b, ' ')
 	switch e.Type {
-	case TypeExec:
+	case vocab.TypeExec:
 		b = append(b, "ppid="...)
 		b = strconv.AppendUint(b, uint64(e.PPID), 10)
 		b = appendRet(append(b, " ret="...), e.Ret)
@@ -799,19 +801,19 @@ func appendTextBody(b []byte, e *Event) []byte {
 		if e.ArgvTruncated {
 			b = append(b, " [argv truncated]"...)
 		}
-	case TypeFork:
+	case vocab.TypeFork:
 		b = appendField(b, e.Syscall)
 		b = append(b, " -> "...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
-	case TypeSignal:
+	case vocab.TypeSignal:
 		// The helpers quote the comms they print; sanitizeFrom holds the
 		// line to its guarantee whatever they let through.
 		at := len(b)
 		b = sanitizeFrom(appendSignalText(b, e), at)
-	case TypeExit:
+	case vocab.TypeExit:
 		at := len(b)
 		b = sanitizeFrom(appendExitText(b, e), at)
-	case TypeThrottle:
+	case vocab.TypeThrottle:
 		at := len(b)
 		b = sanitizeFrom(appendThrottleText(b, e), at)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // appendStringByByte is appendString as it was before its fast path: one
@@ -99,7 +101,7 @@ func FuzzAppendStringMatchesByteAtATime(f *testing.F) {
 // sameButTime must name every field of Event but Time: one it missed
 // would make JSONSink write the last event's line for a different event.
 func TestSameButTimeSeesEveryField(t *testing.T) {
-	base := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: TypeSignal, Comm: "storm",
+	base := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: vocab.TypeSignal, Comm: "storm",
 		Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init"}}}
 	twin := base
 	twin.Time = time.Unix(2, 0)
@@ -178,25 +180,25 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
 		Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
 	var bases []Event
-	for _, typ := range []EventType{TypeNone, TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle, numTypes} {
+	for _, typ := range []vocab.Type{vocab.TypeNone, vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle, vocab.NumTypes} {
 		e := who
 		e.Type = typ
 		bases = append(bases, e)
 	}
 	exec := who
-	exec.Type, exec.PPID, exec.Filename, exec.Argv, exec.ArgvTruncated, exec.Ret = TypeExec, 1, "/bin/sh", []string{"sh"}, true, -2
+	exec.Type, exec.PPID, exec.Filename, exec.Argv, exec.ArgvTruncated, exec.Ret = vocab.TypeExec, 1, "/bin/sh", []string{"sh"}, true, -2
 	fork := who
-	fork.Type, fork.ChildPID, fork.Syscall = TypeFork, 4243, "clone"
+	fork.Type, fork.ChildPID, fork.Syscall = vocab.TypeFork, 4243, "clone"
 	sig := who
-	sig.Type, sig.TargetPID, sig.Signal, sig.Syscall, sig.Ret, sig.HasCode, sig.Code = TypeSignal, 4243, 11, "kill", -3, true, 1
-	sig.Origin, sig.Result, sig.TargetComm, sig.TargetExecID = OriginUser, ResultIgnored, "t", id
+	sig.Type, sig.TargetPID, sig.Signal, sig.Syscall, sig.Ret, sig.HasCode, sig.Code = vocab.TypeSignal, 4243, 11, "kill", -3, true, 1
+	sig.Origin, sig.Result, sig.TargetComm, sig.TargetExecID = vocab.OriginUser, vocab.ResultIgnored, "t", id
 	exit := who
-	exit.Type, exit.ExitCode = TypeExit, 3
+	exit.Type, exit.ExitCode = vocab.TypeExit, 3
 	killed := who
-	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = TypeExit, 9, true, true
-	killed.KilledBy = KilledBy{Origin: OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
+	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = vocab.TypeExit, 9, true, true
+	killed.KilledBy = KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
 	throttle := who
-	throttle.Type = TypeThrottle
+	throttle.Type = vocab.TypeThrottle
 	throttle.Throttle = Throttle{Source: SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
 	bases = append(bases, exec, fork, sig, exit, killed, throttle)
 
@@ -237,11 +239,11 @@ func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 	}
 	id := ExecID{PID: 4242, Start: 100}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
-	for _, typ := range []EventType{TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle} {
-		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: UnsetID, ExecID: id,
+	for _, typ := range []vocab.Type{vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle} {
+		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, ExecID: id,
 			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}},
-			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: OriginUser, TargetComm: "t", TargetExecID: id,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "init"},
+			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: vocab.OriginUser, TargetComm: "t", TargetExecID: id,
+			KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init"},
 			Throttle: Throttle{Source: SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
 		write(&e)
 		n := 0
@@ -269,10 +271,10 @@ func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 func TestJSONSinkLinesAreAppendJSON(t *testing.T) {
 	var out bytes.Buffer
 	s := NewJSONSink(&out)
-	sig := Event{Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", AUID: UnsetID, TargetPID: 4242, Signal: 10,
-		Syscall: "kill", HasCode: true, Origin: OriginUser, Result: ResultIgnored, TargetComm: "storm",
+	sig := Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, TargetPID: 4242, Signal: 10,
+		Syscall: "kill", HasCode: true, Origin: vocab.OriginUser, Result: vocab.ResultIgnored, TargetComm: "storm",
 		ExecID: ExecID{PID: 4242, Start: 100}, TargetExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
-	exec := Event{Backend: "ebpf", Type: TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
+	exec := Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	times := []time.Time{t0, t0, t0.Add(time.Millisecond), t0.Add(time.Second), t0.Truncate(time.Millisecond),
 		t0.Truncate(time.Second), t0.Add(7 * time.Nanosecond), t0.Add(7 * time.Nanosecond)}
@@ -311,12 +313,12 @@ func TestJSONSinkPatchesPIDsAsAppendJSON(t *testing.T) {
 	starts := []uint64{12345, 12346, 99999, 100000, 0, 7, 123456789, 987654321, 1 << 40}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	n := 0
-	for _, typ := range []EventType{TypeSignal, TypeFork, TypeExit, TypeExec} {
+	for _, typ := range []vocab.Type{vocab.TypeSignal, vocab.TypeFork, vocab.TypeExit, vocab.TypeExec} {
 		for i := range 3 * len(pids) * len(starts) {
 			p := pids[i%len(pids)]
 			q := pids[(i/3)%len(pids)]
 			st := starts[(i/len(pids))%len(starts)]
-			e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: UnsetID,
+			e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: vocab.UnsetID,
 				ExecID: ExecID{PID: p, Start: st}, ParentExecID: ExecID{PID: q, Start: 2},
 				TargetPID: int32(q), Signal: 10, Syscall: "kill", TargetComm: "t",
 				TargetExecID: ExecID{PID: q, Start: starts[i%len(starts)]}}

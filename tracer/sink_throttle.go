@@ -1,6 +1,10 @@
 package tracer
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // appendThrottleJSON appends a throttle event's own fields (docs/events.md):
 // `"source":"cgroup","cgroup_id":N,"window_start":T,"window_end":T,
@@ -22,7 +26,7 @@ func appendThrottleJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"suppressed":`...)
 	b = appendUint(b, t.Suppressed())
 	b = append(b, `,"suppressed_by_type":{`...)
-	for i, typ := range AllTypes {
+	for i, typ := range vocab.AllTypes {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -55,7 +59,7 @@ func appendThrottleText(b []byte, e *Event) []byte {
 	b = strconv.AppendUint(b, uint64(t.Limit), 10)
 	b = append(b, "/s left out ("...)
 	sep := ""
-	for _, typ := range AllTypes {
+	for _, typ := range vocab.AllTypes {
 		if n := t.Of(typ); n != 0 {
 			b = append(b, sep...)
 			b = append(b, typ.String()...)

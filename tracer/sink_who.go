@@ -3,6 +3,8 @@ package tracer
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The fields that say who a process is, where it runs and who killed it
@@ -66,7 +68,7 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"signal":`...)
 	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
-	b = appendString(b, SignalName(e.Signal))
+	b = appendString(b, vocab.SignalName(e.Signal))
 	if e.Syscall != "" {
 		b = append(b, `,"syscall":`...)
 		b = appendString(b, e.Syscall)
@@ -75,15 +77,15 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 	}
 	if e.HasCode {
 		b = append(b, `,"code":"`...)
-		b = append(b, SigCodeName(e.Signal, e.Code)...)
+		b = append(b, vocab.SigCodeName(e.Signal, e.Code)...)
 		b = append(b, '"')
 	}
-	if e.Origin != OriginUnknown {
+	if e.Origin != vocab.OriginUnknown {
 		b = append(b, `,"origin":"`...)
 		b = append(b, e.Origin.String()...)
 		b = append(b, '"')
 	}
-	if e.Result != ResultUnknown {
+	if e.Result != vocab.ResultUnknown {
 		b = append(b, `,"result":"`...)
 		b = append(b, e.Result.String()...)
 		b = append(b, '"')
@@ -105,7 +107,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"signal":`...)
 	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
-	b = appendString(b, SignalName(e.Signal))
+	b = appendString(b, vocab.SignalName(e.Signal))
 	if !e.CoreUnknown {
 		b = append(b, `,"core_dumped":`...)
 		b = strconv.AppendBool(b, e.CoreDumped)
@@ -121,7 +123,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 			b = append(b, '"')
 		}
 		b = append(b, `,"code":"`...)
-		b = append(b, SigCodeName(e.Signal, k.Code)...)
+		b = append(b, vocab.SigCodeName(e.Signal, k.Code)...)
 		b = append(b, `","origin":"`...)
 		b = append(b, k.Origin.String()...)
 		b = append(b, '"')
@@ -144,7 +146,7 @@ func appendSignalText(b []byte, e *Event) []byte {
 	if via == "" {
 		via = "kernel"
 	}
-	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, SignalName(e.Signal))
+	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, vocab.SignalName(e.Signal))
 	if e.Syscall != "" {
 		b = appendRet(append(b, " ret="...), e.Ret)
 	}
@@ -155,9 +157,9 @@ func appendSignalText(b []byte, e *Event) []byte {
 		sep = ", "
 	}
 	if e.HasCode {
-		part(SigCodeName(e.Signal, e.Code))
+		part(vocab.SigCodeName(e.Signal, e.Code))
 	}
-	if e.Result != ResultUnknown {
+	if e.Result != vocab.ResultUnknown {
 		part(e.Result.String())
 	}
 	if e.TargetComm != "" {
@@ -177,14 +179,14 @@ func appendExitText(b []byte, e *Event) []byte {
 		return fmt.Appendf(b, "code=%d", e.ExitCode)
 	}
 	b = append(b, "killed by "...)
-	b = append(b, SignalName(e.Signal)...)
+	b = append(b, vocab.SignalName(e.Signal)...)
 	k := &e.KilledBy
 	switch {
 	case e.OOMKill:
 		b = append(b, " from oom-killer"...)
-	case k.Origin == OriginKernel:
-		b = fmt.Appendf(b, " (%s) from the kernel", SigCodeName(e.Signal, k.Code))
-	case k.Origin == OriginUser:
+	case k.Origin == vocab.OriginKernel:
+		b = fmt.Appendf(b, " (%s) from the kernel", vocab.SigCodeName(e.Signal, k.Code))
+	case k.Origin == vocab.OriginUser:
 		b = fmt.Appendf(b, " from %s (pid %d)", textSafe(k.Comm), k.PID)
 		if via := viaSyscall(k); via != "" {
 			b = append(b, " via "...)
@@ -204,11 +206,11 @@ func viaSyscall(k *KilledBy) string {
 		return k.Syscall
 	}
 	switch k.Code {
-	case SIUser:
+	case vocab.SIUser:
 		return "kill"
-	case SITkill:
+	case vocab.SITkill:
 		return "tgkill"
-	case SIQueue:
+	case vocab.SIQueue:
 		return "sigqueue"
 	}
 	return ""

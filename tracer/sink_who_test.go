@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 var whoTime = time.Date(2026, 3, 1, 10, 41, 7, 113000000, time.UTC)
@@ -12,23 +15,23 @@ var whoTime = time.Date(2026, 3, 1, 10, 41, 7, 113000000, time.UTC)
 func whoEvents() map[string]Event {
 	parent := ExecID{PID: 1, Start: 2}
 	return map[string]Event{
-		"oom": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4300, Comm: "hog", AUID: UnsetID,
+		"oom": {Time: whoTime, Backend: "ebpf", Type: vocab.TypeExit, PID: 4300, Comm: "hog", AUID: vocab.UnsetID,
 			Signal: 9, OOMKill: true, ExecID: ExecID{PID: 4300, Start: 777}, ParentExecID: parent,
 			Cgroup: "/tracer-test.slice/hog.scope", Unit: "hog.scope",
-			KilledBy: KilledBy{Origin: OriginKernel, PID: 4300, Comm: "hog", ExecID: ExecID{PID: 4300, Start: 777}, Code: SIKernel}},
-		"segv": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4301, Comm: "segv", AUID: UnsetID,
+			KilledBy: KilledBy{Origin: vocab.OriginKernel, PID: 4300, Comm: "hog", ExecID: ExecID{PID: 4300, Start: 777}, Code: vocab.SIKernel}},
+		"segv": {Time: whoTime, Backend: "ebpf", Type: vocab.TypeExit, PID: 4301, Comm: "segv", AUID: vocab.UnsetID,
 			Signal: 11, CoreDumped: true,
-			KilledBy: KilledBy{Origin: OriginKernel, PID: 4301, Comm: "segv", Code: 1}},
-		"term": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4302, Comm: "nginx", AUID: UnsetID,
-			Signal: 15, KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "systemd", ExecID: parent, Code: SIUser, Syscall: "kill"}},
-		"abend": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4303, Comm: "segv", AUID: UnsetID, Signal: 11, CoreUnknown: true},
-		"exit3": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4304, Comm: "sh", AUID: UnsetID, ExitCode: 3,
+			KilledBy: KilledBy{Origin: vocab.OriginKernel, PID: 4301, Comm: "segv", Code: 1}},
+		"term": {Time: whoTime, Backend: "ebpf", Type: vocab.TypeExit, PID: 4302, Comm: "nginx", AUID: vocab.UnsetID,
+			Signal: 15, KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "systemd", ExecID: parent, Code: vocab.SIUser, Syscall: "kill"}},
+		"abend": {Time: whoTime, Backend: "audit", Type: vocab.TypeExit, PID: 4303, Comm: "segv", AUID: vocab.UnsetID, Signal: 11, CoreUnknown: true},
+		"exit3": {Time: whoTime, Backend: "audit", Type: vocab.TypeExit, PID: 4304, Comm: "sh", AUID: vocab.UnsetID, ExitCode: 3,
 			Cgroup: "/system.slice/docker-" + hexID + ".scope", ContainerID: hexID, Unit: "docker-" + hexID + ".scope"},
-		"pipe": {Time: whoTime, Backend: "ebpf", Type: TypeSignal, PID: 4305, Comm: "yes", AUID: UnsetID,
-			TargetPID: 4305, Signal: 13, HasCode: true, Code: SIUser, Origin: OriginKernel, Result: ResultDelivered,
+		"pipe": {Time: whoTime, Backend: "ebpf", Type: vocab.TypeSignal, PID: 4305, Comm: "yes", AUID: vocab.UnsetID,
+			TargetPID: 4305, Signal: 13, HasCode: true, Code: vocab.SIUser, Origin: vocab.OriginKernel, Result: vocab.ResultDelivered,
 			TargetComm: "yes", TargetExecID: ExecID{PID: 4305, Start: 9}},
-		"kill": {Time: whoTime, Backend: "audit", Type: TypeSignal, PID: 4306, Comm: "bash", AUID: 1000,
-			TargetPID: 4300, Signal: 10, Syscall: "kill", HasCode: true, Code: SIUser, Origin: OriginUser, TargetComm: "sleep"},
+		"kill": {Time: whoTime, Backend: "audit", Type: vocab.TypeSignal, PID: 4306, Comm: "bash", AUID: 1000,
+			TargetPID: 4300, Signal: 10, Syscall: "kill", HasCode: true, Code: vocab.SIUser, Origin: vocab.OriginUser, TargetComm: "sleep"},
 	}
 }
 
@@ -53,7 +56,7 @@ func TestWhoJSON(t *testing.T) {
 	}
 	for name, e := range whoEvents() {
 		got := string(AppendJSON(nil, &e))
-		w := strings.ReplaceAll(want[name], `"B:`, `"`+BootID()+":")
+		w := strings.ReplaceAll(want[name], `"B:`, `"`+host.BootID()+":")
 		if got != w {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, w)
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // OpenStateDir opens dir, the directory where tracers record what they
@@ -59,7 +61,7 @@ func openStateDir(dir string) (*os.File, error) {
 	fd, err := unix.Openat(parent, filepath.Base(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return nil, Usagef("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
+			return nil, vocab.Usagef("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
 		}
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -93,7 +95,7 @@ func trustedState(path string, st *unix.Stat_t, typ uint32) error {
 	default:
 		return nil
 	}
-	return Usagef("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
+	return vocab.Usagef("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
 }
 
 // ReadStateFile reads name in state directory dir, both checked as
@@ -108,7 +110,7 @@ func ReadStateFile(dir, name string) ([]byte, error) {
 	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, Usagef("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
+			return nil, vocab.Usagef("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}

@@ -1,6 +1,10 @@
 package tracer
 
-import "time"
+import (
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // StatsFile is what `watch --stats-file` writes when it exits: the figures
 // of the summary line, for programs (bench reads it instead of parsing the
@@ -36,16 +40,16 @@ func NewStatsFile(p *Pipeline, b Backend) StatsFile {
 		Backend: b.Name(), EventsSeen: p.TotalEmitted(), LostTotal: st.TotalLost(),
 		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
 		FilteredTotal: st.TotalFiltered(), Filtered: map[string]uint64{},
-		ThrottledTotal: st.TotalThrottled(), Throttled: map[string]uint64{}, ThrottleEvents: p.Emitted(TypeThrottle),
+		ThrottledTotal: st.TotalThrottled(), Throttled: map[string]uint64{}, ThrottleEvents: p.Emitted(vocab.TypeThrottle),
 	}
 	if p.Delay.Count() > 0 {
 		ms := float64(p.Delay.Quantile(0.99)) / float64(time.Millisecond)
 		f.DelayP99Ms = &ms
 	}
-	for r := FilterReason(0); r < NumFilterReasons; r++ {
+	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
 		f.Filtered[r.String()] = st.Filtered[r]
 	}
-	for _, t := range AllTypes {
+	for _, t := range vocab.AllTypes {
 		f.EventsByType[t.String()] = p.Emitted(t)
 		f.Throttled[t.String()] = st.Throttled[t]
 	}

@@ -3,6 +3,8 @@ package tracer
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // whoFilter is the user-space side of --cgroup and --target.
@@ -37,11 +39,11 @@ func CleanCgroup(p string) string {
 func ParseTarget(s string) (pid uint32, comm string, err error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, "", Usagef("empty --target: give a pid or a process name (comm)")
+		return 0, "", vocab.Usagef("empty --target: give a pid or a process name (comm)")
 	}
 	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
 		if n == 0 {
-			return 0, "", Usagef("--target 0 is no process: give a pid or a process name (comm)")
+			return 0, "", vocab.Usagef("--target 0 is no process: give a pid or a process name (comm)")
 		}
 		return uint32(n), "", nil
 	}
@@ -49,7 +51,7 @@ func ParseTarget(s string) (pid uint32, comm string, err error) {
 }
 
 // TargetTypes are the event classes --target keeps.
-var TargetTypes = TypeSet(0).With(TypeSignal).With(TypeExit)
+var TargetTypes = vocab.TypeSet(0).With(vocab.TypeSignal).With(vocab.TypeExit)
 
 // CgroupUnder reports whether the cgroup path is under (a CleanCgroup
 // path: --cgroup) or is it; every path is under "" and "/".
@@ -68,12 +70,12 @@ func (w *whoFilter) match(e *Event) bool {
 		return true
 	}
 	switch e.Type {
-	case TypeSignal:
+	case vocab.TypeSignal:
 		if w.targetPID != 0 {
 			return e.TargetExecID.PID == w.targetPID || e.TargetPID == int32(w.targetPID)
 		}
 		return e.TargetComm == w.targetComm
-	case TypeExit:
+	case vocab.TypeExit:
 		if w.targetPID != 0 {
 			return e.PID == w.targetPID
 		}

@@ -3,6 +3,8 @@ package tracer
 import (
 	"errors"
 	"testing"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestFilterTargetAndCgroup(t *testing.T) {
@@ -14,12 +16,12 @@ func TestFilterTargetAndCgroup(t *testing.T) {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeSignal, PID: 1, TargetPID: 4300, Signal: 15}, true},                                      // kill(4300)
-		{Event{Type: TypeSignal, PID: 1, TargetPID: 4301, TargetExecID: ExecID{PID: 4300}, Signal: 15}, true},     // tgkill to a thread of 4300
-		{Event{Type: TypeSignal, PID: 4300, TargetPID: 4301, TargetExecID: ExecID{PID: 4301}, Signal: 15}, false}, // sent by it, not to it
-		{Event{Type: TypeExit, PID: 4300, Signal: 9}, true},                                                       // its death
-		{Event{Type: TypeExit, PID: 4301}, false},                                                                 // another's
-		{Event{Type: TypeSignal, PID: 1, TargetPID: -4300, Signal: 15}, false},                                    // a process group
+		{Event{Type: vocab.TypeSignal, PID: 1, TargetPID: 4300, Signal: 15}, true},                                      // kill(4300)
+		{Event{Type: vocab.TypeSignal, PID: 1, TargetPID: 4301, TargetExecID: ExecID{PID: 4300}, Signal: 15}, true},     // tgkill to a thread of 4300
+		{Event{Type: vocab.TypeSignal, PID: 4300, TargetPID: 4301, TargetExecID: ExecID{PID: 4301}, Signal: 15}, false}, // sent by it, not to it
+		{Event{Type: vocab.TypeExit, PID: 4300, Signal: 9}, true},                                                       // its death
+		{Event{Type: vocab.TypeExit, PID: 4301}, false},                                                                 // another's
+		{Event{Type: vocab.TypeSignal, PID: 1, TargetPID: -4300, Signal: 15}, false},                                    // a process group
 	}
 	for i, c := range cases {
 		if got := f.Match(&c.e); got != c.want {
@@ -33,10 +35,10 @@ func TestFilterTargetAndCgroup(t *testing.T) {
 		e    Event
 		want bool
 	}{
-		{Event{Type: TypeSignal, Comm: "systemd", TargetComm: "nginx", Signal: 15}, true},
-		{Event{Type: TypeSignal, Comm: "nginx", TargetComm: "sh", Signal: 15}, false},
-		{Event{Type: TypeExit, Comm: "nginx"}, true},
-		{Event{Type: TypeExec, Comm: "nginx"}, false},
+		{Event{Type: vocab.TypeSignal, Comm: "systemd", TargetComm: "nginx", Signal: 15}, true},
+		{Event{Type: vocab.TypeSignal, Comm: "nginx", TargetComm: "sh", Signal: 15}, false},
+		{Event{Type: vocab.TypeExit, Comm: "nginx"}, true},
+		{Event{Type: vocab.TypeExec, Comm: "nginx"}, false},
 	} {
 		if got := f.Match(&c.e); got != c.want {
 			t.Errorf("--target nginx, event %d %+v: %v", i, c.e, got)
@@ -44,7 +46,7 @@ func TestFilterTargetAndCgroup(t *testing.T) {
 	}
 
 	cfg = DefaultConfig()
-	cfg.Types, _ = ParseTypes("all")
+	cfg.Types, _ = vocab.ParseTypes("all")
 	cfg.Cgroup = "kubepods.slice/pod1.slice/"
 	f = NewFilter(cfg)
 	for _, c := range []struct {
@@ -57,7 +59,7 @@ func TestFilterTargetAndCgroup(t *testing.T) {
 		{"/kubepods.slice", false},
 		{"", false}, // not known: not kept
 	} {
-		if got := f.Match(&Event{Type: TypeExec, Cgroup: c.cgroup}); got != c.want {
+		if got := f.Match(&Event{Type: vocab.TypeExec, Cgroup: c.cgroup}); got != c.want {
 			t.Errorf("--cgroup %s, event in %q: %v", cfg.Cgroup, c.cgroup, got)
 		}
 	}
@@ -71,7 +73,7 @@ func TestParseTarget(t *testing.T) {
 		t.Errorf("ParseTarget(nginx) = %d %q %v", pid, comm, err)
 	}
 	for _, bad := range []string{"", "0", "a-process-name-too-long"} {
-		if _, _, err := ParseTarget(bad); !errors.Is(err, ErrUsage) {
+		if _, _, err := ParseTarget(bad); !errors.Is(err, vocab.ErrUsage) {
 			t.Errorf("ParseTarget(%q): %v, want a usage error", bad, err)
 		}
 	}

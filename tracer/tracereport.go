@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Rusage is the resource use of a command's process tree, as /usr/bin/time
@@ -47,10 +49,10 @@ func (r *TraceReport) WriteTable(w io.Writer) error {
 		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", Escape(k), c.Fork[k])
 	}
 	for _, k := range c.SignalKeys() {
-		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", Escape(k.Comm), k.Target, Escape(SignalName(k.Signal)), c.Signals[k])
+		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", Escape(k.Comm), k.Target, Escape(vocab.SignalName(k.Signal)), c.Signals[k])
 	}
-	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal))
-	if n := c.Total(TypeExit); n > 0 {
+	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(vocab.TypeExec), c.Total(vocab.TypeFork), c.Total(vocab.TypeSignal))
+	if n := c.Total(vocab.TypeExit); n > 0 {
 		b = fmt.Appendf(b, "  exit %d", n)
 	}
 	b = fmt.Appendf(b, "  lost %d\n", r.Lost)
@@ -117,7 +119,7 @@ func (r *TraceReport) MarshalJSON() ([]byte, error) {
 	out := jsonTrace{
 		Backend:   r.Backend,
 		ExecCalls: []jsonExec{}, ForkCalls: []jsonFork{}, Signals: []jsonSignal{},
-		Totals: jsonTotals{c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal), c.Total(TypeExit), r.Lost},
+		Totals: jsonTotals{c.Total(vocab.TypeExec), c.Total(vocab.TypeFork), c.Total(vocab.TypeSignal), c.Total(vocab.TypeExit), r.Lost},
 		Rusage: jsonRusage{round3(r.Rusage.Elapsed.Seconds()), round3(r.Rusage.User.Seconds()),
 			round3(r.Rusage.Sys.Seconds()), round3(r.Rusage.CPUPct())},
 		ExitCode: r.ExitCode,
@@ -129,7 +131,7 @@ func (r *TraceReport) MarshalJSON() ([]byte, error) {
 		out.ForkCalls = append(out.ForkCalls, jsonFork{k, c.Fork[k]})
 	}
 	for _, k := range c.SignalKeys() {
-		out.Signals = append(out.Signals, jsonSignal{k.Comm, k.Target, k.Signal, SignalName(k.Signal), c.Signals[k]})
+		out.Signals = append(out.Signals, jsonSignal{k.Comm, k.Target, k.Signal, vocab.SignalName(k.Signal), c.Signals[k]})
 	}
 	return json.Marshal(out)
 }

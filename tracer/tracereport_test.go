@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func sampleReport() *TraceReport {
@@ -14,10 +16,10 @@ func sampleReport() *TraceReport {
 			c.Add(&e)
 		}
 	}
-	add(Event{Type: TypeExec, Comm: "sh", Filename: "/bin/grep"}, 588)
-	add(Event{Type: TypeExec, Comm: "sh", Filename: "/bin/sed"}, 102)
-	add(Event{Type: TypeFork, Comm: "sh"}, 1760)
-	add(Event{Type: TypeSignal, Comm: "sh", TargetPID: 4242, Signal: 10}, 5)
+	add(Event{Type: vocab.TypeExec, Comm: "sh", Filename: "/bin/grep"}, 588)
+	add(Event{Type: vocab.TypeExec, Comm: "sh", Filename: "/bin/sed"}, 102)
+	add(Event{Type: vocab.TypeFork, Comm: "sh"}, 1760)
+	add(Event{Type: vocab.TypeSignal, Comm: "sh", TargetPID: 4242, Signal: 10}, 5)
 	return &TraceReport{Backend: "ebpf", Counts: c, Rusage: Rusage{3120 * time.Millisecond, 2990 * time.Millisecond, 1050 * time.Millisecond}}
 }
 

@@ -1,6 +1,10 @@
 package tracer
 
-import "time"
+import (
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
 
 // The --pid tree's hold: a child can make events before its parent's fork
 // event arrives (audit sends the fork at the parent's syscall exit, which
@@ -58,7 +62,7 @@ func (h *treeHold) drop() {
 
 func (h *treeHold) count(e *Event, d int) {
 	h.add(e.PID, d)
-	if e.Type == TypeExec && e.PPID != e.PID {
+	if e.Type == vocab.TypeExec && e.PPID != e.PID {
 		h.add(e.PPID, d)
 	}
 }
@@ -91,7 +95,7 @@ func (h *treeHold) release(f *Filter, fn func(*Event)) {
 		for k := range h.n {
 			i := (h.head + k) % holdMax
 			e := &h.ring[i]
-			if h.gone[i] || (e.PID != pid && (e.Type != TypeExec || e.PPID != pid)) {
+			if h.gone[i] || (e.PID != pid && (e.Type != vocab.TypeExec || e.PPID != pid)) {
 				continue
 			}
 			h.gone[i] = true

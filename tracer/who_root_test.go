@@ -15,6 +15,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // runWhoUnder runs who args under b (everything, unscoped) and returns the
@@ -52,7 +53,7 @@ func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]
 func watchWhile(t *testing.T, b tracer.Backend, run func(), seen func([]tracer.Event) bool) []tracer.Event {
 	t.Helper()
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
+	cfg.Types, _ = vocab.ParseTypes("all")
 	if err := b.Start(cfg); err != nil {
 		t.Fatalf("%s Start: %v", b.Name(), err)
 	}
@@ -77,7 +78,7 @@ func watchWhile(t *testing.T, b tracer.Backend, run func(), seen func([]tracer.E
 
 func hasExit(events []tracer.Event, pid uint32) bool {
 	for _, e := range events {
-		if e.Type == tracer.TypeExit && e.PID == pid {
+		if e.Type == vocab.TypeExit && e.PID == pid {
 			return true
 		}
 	}
@@ -112,7 +113,7 @@ func TestWhoBothBackends(t *testing.T) {
 		out := map[string]death{}
 		for _, p := range whos[name].Procs {
 			for _, e := range got[name] {
-				if e.Type != tracer.TypeExit || e.PID != p.ExecID.PID || (!e.ExecID.IsZero() && e.ExecID != p.ExecID) {
+				if e.Type != vocab.TypeExit || e.PID != p.ExecID.PID || (!e.ExecID.IsZero() && e.ExecID != p.ExecID) {
 					continue
 				}
 				if p.Role == "reuse1" || p.Role == "reuse2" {
@@ -122,7 +123,7 @@ func TestWhoBothBackends(t *testing.T) {
 				}
 				d := death{exitCode: e.ExitCode, signal: e.Signal, killed: e.Killed(), ids: e.ExecID}
 				if e.KilledBy.Seen() {
-					d.killer = e.KilledBy.Comm + "/" + e.KilledBy.Origin.String() + "/" + tracer.SigCodeName(e.Signal, e.KilledBy.Code)
+					d.killer = e.KilledBy.Comm + "/" + e.KilledBy.Origin.String() + "/" + vocab.SigCodeName(e.Signal, e.KilledBy.Code)
 				}
 				out[p.Role] = d
 			}
@@ -171,9 +172,9 @@ func TestWhoBothBackends(t *testing.T) {
 		victim, _ := whos[name].Proc("kill9", 0)
 		n := 0
 		for _, ev := range events {
-			if ev.Type == tracer.TypeSignal && ev.PID == main.ExecID.PID && ev.TargetPID == int32(victim.ExecID.PID) {
+			if ev.Type == vocab.TypeSignal && ev.PID == main.ExecID.PID && ev.TargetPID == int32(victim.ExecID.PID) {
 				n++
-				if ev.Signal != 9 || ev.Code != tracer.SIUser || ev.Origin != tracer.OriginUser || ev.Syscall != "kill" || ev.ExecID != main.ExecID {
+				if ev.Signal != 9 || ev.Code != vocab.SIUser || ev.Origin != vocab.OriginUser || ev.Syscall != "kill" || ev.ExecID != main.ExecID {
 					t.Errorf("%s: kill event %+v", name, ev)
 				}
 			}
@@ -238,7 +239,7 @@ func TestAttributionIgnoresDelegatedNames(t *testing.T) {
 			}, func(evs []tracer.Event) bool {
 				n := 0
 				for _, e := range evs {
-					if _, ok := pids[e.PID]; ok && e.Type == tracer.TypeExit {
+					if _, ok := pids[e.PID]; ok && e.Type == vocab.TypeExit {
 						n++
 					}
 				}
@@ -247,7 +248,7 @@ func TestAttributionIgnoresDelegatedNames(t *testing.T) {
 			seen := map[string]int{}
 			for _, e := range events {
 				cg, ok := pids[e.PID]
-				if !ok || !(e.Type == tracer.TypeExec && e.Filename == sleep || e.Type == tracer.TypeExit) {
+				if !ok || !(e.Type == vocab.TypeExec && e.Filename == sleep || e.Type == vocab.TypeExit) {
 					continue
 				}
 				seen[cg]++

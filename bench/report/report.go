@@ -19,8 +19,8 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules/cost"
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Report is what `tracer report` renders from one or more result files:
@@ -240,7 +240,7 @@ func reportRank(m map[string]int, s string) int {
 // and its name, ./f.json and f.json) is one node.
 func New(names []string, files []*result.File) (*Report, error) {
 	if len(files) == 0 {
-		return nil, tracer.Usagef("no result file given: tracer report RESULT.json")
+		return nil, vocab.Usagef("no result file given: tracer report RESULT.json")
 	}
 	if len(names) != len(files) {
 		return nil, fmt.Errorf("report: %d names for %d files", len(names), len(files))
@@ -890,5 +890,5 @@ func Write(w io.Writer, r *Report, format string) error {
 	case "html":
 		return WriteHTML(w, r)
 	}
-	return tracer.Usagef("unknown --format %q: use md or html", format)
+	return vocab.Usagef("unknown --format %q: use md or html", format)
 }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -157,11 +157,11 @@ func TestReportFleet(t *testing.T) {
 }
 
 func TestReportBadInput(t *testing.T) {
-	if _, err := New(nil, nil); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := New(nil, nil); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("no files: %v", err)
 	}
 	r := loadReport(t, "web-86-12.json")
-	if err := Write(&bytes.Buffer{}, r, "pdf"); !errors.Is(err, tracer.ErrUsage) {
+	if err := Write(&bytes.Buffer{}, r, "pdf"); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("unknown format: %v", err)
 	}
 	dir := t.TempDir()

@@ -22,6 +22,7 @@ import (
 	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 type benchOptions struct {
@@ -76,7 +77,7 @@ func newBenchCmd() *cobra.Command {
   tracer bench --modes none,ebpf --metric 'Requests per second:\s+([0-9.]+)' --higher-is-better -- ab -n 5000 http://127.0.0.1/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
-				return tracer.Usagef("unexpected argument %q: give a command to measure after --", args[0])
+				return vocab.Usagef("unexpected argument %q: give a command to measure after --", args[0])
 			}
 			return nil
 		},
@@ -123,7 +124,7 @@ func parseRates(s string) ([]float64, error) {
 	for _, f := range splitList(s) {
 		r, err := strconv.ParseFloat(f, 64)
 		if err != nil {
-			return nil, tracer.Usagef("--rate %q is not a number of events a second: give e.g. --rate 300 or --rate 100,300,1000", f)
+			return nil, vocab.Usagef("--rate %q is not a number of events a second: give e.g. --rate 300 or --rate 100,300,1000", f)
 		}
 		out = append(out, r)
 	}
@@ -144,7 +145,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	// Refuse an --output that cannot be written before the runs, not after.
 	if o.out != "" {
 		if err := tracer.CheckOutput(o.out); err != nil {
-			return tracer.Usagef("cannot write --out: %v", err)
+			return vocab.Usagef("cannot write --out: %v", err)
 		}
 	}
 	if o.cgroup != "" {

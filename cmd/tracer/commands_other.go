@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // linuxCommands are, off Linux, the commands that watch, measure or change
@@ -34,5 +34,5 @@ func linuxCommands() []*cobra.Command {
 
 // needLinux says that the command what needs Linux (exit status 2).
 func needLinux(what string) error {
-	return tracer.Usagef("%s: needs Linux (this is %s)", what, runtime.GOOS)
+	return vocab.Usagef("%s: needs Linux (this is %s)", what, runtime.GOOS)
 }

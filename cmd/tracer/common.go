@@ -14,6 +14,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // streamFlags are the flags watch and trace share (README.md, "Common flags").
@@ -79,21 +80,21 @@ func (f *streamFlags) register(cmd *cobra.Command, formats []string, formatHelp,
 func (f *streamFlags) config() (tracer.Config, error) {
 	cfg := tracer.DefaultConfig()
 	var err error
-	if cfg.Types, err = tracer.ParseTypes(f.events); err != nil {
-		return cfg, tracer.Usagef("%v", err)
+	if cfg.Types, err = vocab.ParseTypes(f.events); err != nil {
+		return cfg, vocab.Usagef("%v", err)
 	}
-	if cfg.Signals, err = tracer.ParseSignals(f.signals); err != nil {
-		return cfg, tracer.Usagef("%v", err)
+	if cfg.Signals, err = vocab.ParseSignals(f.signals); err != nil {
+		return cfg, vocab.Usagef("%v", err)
 	}
 	if err := checkSignalsKept(cfg.Types, cfg.Signals, f.signals != ""); err != nil {
 		return cfg, err
 	}
 	// Checked here as well as at Start: before anything is installed.
 	if err := auditrules.CheckArch(f.arch); err != nil {
-		return cfg, tracer.Usagef("%w", err)
+		return cfg, vocab.Usagef("%w", err)
 	}
 	if err := bpfbackend.CheckProbes(f.probes); err != nil {
-		return cfg, tracer.Usagef("%w", err)
+		return cfg, vocab.Usagef("%w", err)
 	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
 	cfg.ExecFailures = f.execFailures
@@ -124,15 +125,15 @@ func newBackend(name string) (tracer.Backend, error) {
 	case "ebpf":
 		return bpfbackend.New(), nil
 	case "":
-		return nil, tracer.Usagef("--backend is required: use --backend audit or --backend ebpf")
+		return nil, vocab.Usagef("--backend is required: use --backend audit or --backend ebpf")
 	}
-	return nil, tracer.Usagef("unknown backend %q: use --backend audit or --backend ebpf", name)
+	return nil, vocab.Usagef("unknown backend %q: use --backend audit or --backend ebpf", name)
 }
 
 // needRoot fails early, before anything is installed, when not root.
 func needRoot(what string) error {
 	if os.Geteuid() != 0 {
-		return tracer.Usagef("%s needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ for audit, CAP_BPF and CAP_PERFMON for ebpf): run it with sudo", what)
+		return vocab.Usagef("%s needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ for audit, CAP_BPF and CAP_PERFMON for ebpf): run it with sudo", what)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // logDestination returns how watch makes its sink when --output names a
@@ -37,10 +38,10 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 		// service's config may name either) change nothing; a schema
 		// would be a promise the journal does not keep.
 		if formatGiven && o.format != "text" && o.format != "json" && o.format != "" {
-			return nil, nil, tracer.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", o.format, o.format)
+			return nil, nil, vocab.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", o.format, o.format)
 		}
 		if timeGiven {
-			return nil, nil, tracer.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
+			return nil, nil, vocab.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
 		}
 		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
 			j := sink.NewJournal(socket, opts)
@@ -54,7 +55,7 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 			return nil, nil, err
 		}
 		if timeGiven {
-			return nil, nil, tracer.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
+			return nil, nil, vocab.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
 		}
 		// A syslog server's pipelines parse JSON; --format text asks for
 		// the text line instead.
@@ -63,7 +64,7 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 			format = o.format
 		}
 		if _, ok := tracer.FormatEncoder(format); !ok {
-			return nil, nil, tracer.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
+			return nil, nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
 		}
 		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
 			s, err := sink.NewSyslog(cfg, format, opts)
@@ -76,7 +77,7 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 		}, hangup, nil
 	}
 	if scheme, _, found := strings.Cut(out, "://"); found && !strings.HasPrefix(scheme, "otlp") && !strings.ContainsAny(scheme, "/.") {
-		return nil, nil, tracer.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog://HOST:PORT, syslog+udp://HOST:PORT or otlp://HOST:PORT", out, scheme)
+		return nil, nil, vocab.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog://HOST:PORT, syslog+udp://HOST:PORT or otlp://HOST:PORT", out, scheme)
 	}
 	return nil, nil, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/sink/schematest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The docs' command lines and the output they show are the tool's: every
@@ -290,9 +291,9 @@ func checkFlagValue(cmd *cobra.Command, name, value string) error {
 	case "backend":
 		_, err = newBackend(value)
 	case "events":
-		_, err = tracer.ParseTypes(value)
+		_, err = vocab.ParseTypes(value)
 	case "signal":
-		_, err = tracer.ParseSignals(value)
+		_, err = vocab.ParseSignals(value)
 	case "probes":
 		err = bpfbackend.CheckProbes(value)
 	case "arch":
@@ -408,7 +409,7 @@ func summaryRe() (re *regexp.Regexp, template string) {
 		lost = append(lost, regexp.QuoteMeta(s.String())+` (?:>=)?\d+`)
 		lostT = append(lostT, s.String()+" N")
 	}
-	for r := tracer.FilterReason(0); r < tracer.NumFilterReasons; r++ {
+	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
 		filtered = append(filtered, regexp.QuoteMeta(r.String())+` \d+`)
 		filteredT = append(filteredT, r.String()+" N")
 	}
@@ -421,7 +422,7 @@ func summaryRe() (re *regexp.Regexp, template string) {
 // resultRe matches a signal result as the text format names it.
 func resultRe() *regexp.Regexp {
 	var names []string
-	for r := tracer.ResultDelivered; r <= tracer.ResultLoseInfo; r++ {
+	for r := vocab.ResultDelivered; r <= vocab.ResultLoseInfo; r++ {
 		names = append(names, regexp.QuoteMeta(r.String()))
 	}
 	return regexp.MustCompile(`(^|, )(` + strings.Join(names, "|") + `)(, |$)`)
@@ -491,18 +492,18 @@ func checkWatchOutput(cmd *cobra.Command, out []string) []string {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	format := flagString(cmd, "format")
 	backend := flagString(cmd, "backend")
-	types, _ := tracer.ParseTypes(flagString(cmd, "events"))
+	types, _ := vocab.ParseTypes(flagString(cmd, "events"))
 	if cmd.Flags().Lookup("target").Changed {
 		types = tracer.TargetTypes
 	}
 	if cmd.Flags().Lookup("exe").Changed {
-		types, _ = tracer.ParseTypes("exec")
+		types, _ = vocab.ParseTypes("exec")
 	}
-	sigs, _ := tracer.ParseSignals(flagString(cmd, "signal"))
+	sigs, _ := vocab.ParseSignals(flagString(cmd, "signal"))
 	execFailures := flagString(cmd, "exec-failures") == "true"
 	probes := flagString(cmd, "probes")
 	schedSet := backend == "ebpf" && (probes == "sched" || probes == "default" &&
-		!(execFailures && types.Has(tracer.TypeExec)) && !(sigs.KeepsNoise(tracer.FilteredExistence) && types.Has(tracer.TypeSignal)))
+		!(execFailures && types.Has(vocab.TypeExec)) && !(sigs.KeepsNoise(vocab.FilteredExistence) && types.Has(vocab.TypeSignal)))
 	timeFlag := flagString(cmd, "time")
 	quiet := flagString(cmd, "quiet") == "true"
 	summary, summaryText := summaryRe()

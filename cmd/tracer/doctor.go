@@ -8,8 +8,8 @@ import (
 
 	"github.com/tracer-dev/tracer/bench/report"
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 type doctorOptions struct {
@@ -42,7 +42,7 @@ func newDoctorCmd() *cobra.Command {
 
 func runDoctor(o *doctorOptions) error {
 	if o.format != "text" && o.format != "json" {
-		return tracer.Usagef("unknown --format %q: use text or json", o.format)
+		return vocab.Usagef("unknown --format %q: use text or json", o.format)
 	}
 	if err := needLinux("doctor"); err != nil {
 		return err
@@ -74,7 +74,7 @@ func runDoctor(o *doctorOptions) error {
 func readResult(path string) (*result.File, error) {
 	f, err := result.Read(path)
 	if err != nil {
-		return nil, tracer.Usagef("%v (give a file written by tracer bench -o)", err)
+		return nil, vocab.Usagef("%v (give a file written by tracer bench -o)", err)
 	}
 	return f, nil
 }

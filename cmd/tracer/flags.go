@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Help texts the commands share.
@@ -16,9 +16,9 @@ const (
 
 // checkSignalsKept refuses --signal when --events keeps no signal events:
 // it would filter nothing.
-func checkSignalsKept(types tracer.TypeSet, sigs tracer.SignalSet, given bool) error {
-	if given && !sigs.All() && !types.Has(tracer.TypeSignal) {
-		return tracer.Usagef("--signal filters signal events, which --events %s leaves out: add signal to --events", types)
+func checkSignalsKept(types vocab.TypeSet, sigs vocab.SignalSet, given bool) error {
+	if given && !sigs.All() && !types.Has(vocab.TypeSignal) {
+		return vocab.Usagef("--signal filters signal events, which --events %s leaves out: add signal to --events", types)
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func completeOne(choices ...string) cobra.CompletionFunc {
 func signalChoices() []string {
 	var out []string
 	for n := 1; n <= 31; n++ {
-		out = append(out, strings.TrimPrefix(tracer.SignalName(n), "SIG"))
+		out = append(out, strings.TrimPrefix(vocab.SignalName(n), "SIG"))
 	}
 	return out
 }
@@ -61,7 +61,7 @@ func signalChoices() []string {
 // eventChoices are the names --events completes.
 func eventChoices() []string {
 	out := []string{"all"}
-	for _, t := range tracer.AllTypes {
+	for _, t := range vocab.AllTypes {
 		out = append(out, t.String())
 	}
 	return out
@@ -76,7 +76,7 @@ func registerEventCompletions(cmd *cobra.Command) {
 // needCommand refuses a trace without the command it is to run.
 func needCommand(_ *cobra.Command, args []string) error {
 	if len(args) == 0 {
-		return tracer.Usagef("trace needs a command to run: tracer trace --backend ebpf -- CMD [ARGS...]")
+		return vocab.Usagef("trace needs a command to run: tracer trace --backend ebpf -- CMD [ARGS...]")
 	}
 	return nil
 }

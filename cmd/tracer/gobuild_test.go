@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -40,7 +41,7 @@ func procCPU(t *testing.T, pid int) float64 {
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / tracer.ClockTicks
+	return (utime + stime) / host.ClockTicks
 }
 
 // coldBuildModule writes a small Go module whose cold build compiles the

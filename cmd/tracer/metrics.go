@@ -21,6 +21,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/metrics"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // metricsOptions are the metrics flags besides --metrics-addr.
@@ -52,10 +53,10 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	}
 	if addr == "" {
 		if o.byComm {
-			return nil, tracer.Usagef("--metrics-comm needs --metrics-addr HOST:PORT")
+			return nil, vocab.Usagef("--metrics-comm needs --metrics-addr HOST:PORT")
 		}
 		if o.webConfig != "" {
-			return nil, tracer.Usagef("--web.config.file needs --metrics-addr HOST:PORT")
+			return nil, vocab.Usagef("--web.config.file needs --metrics-addr HOST:PORT")
 		}
 		return func() {}, nil
 	}
@@ -63,7 +64,7 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	// first scrape. The file is read again for each connection and
 	// request, so certificates and passwords can change while tracer runs.
 	if err := web.Validate(o.webConfig); err != nil {
-		return nil, tracer.Usagef("bad --web.config.file %s: %v", o.webConfig, strings.ReplaceAll(err.Error(), "\n", " "))
+		return nil, vocab.Usagef("bad --web.config.file %s: %v", o.webConfig, strings.ReplaceAll(err.Error(), "\n", " "))
 	}
 	srv, err := metrics.New(p, b, metrics.Options{Version: version, ByComm: o.byComm})
 	if err != nil {
@@ -102,13 +103,13 @@ func listenMetrics(addr string) (net.Listener, error) {
 	if !ok {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9477, the port docs/fleet.md gives tracer, or unix:PATH)", addr, err)
+			return nil, vocab.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9477, the port docs/fleet.md gives tracer, or unix:PATH)", addr, err)
 		}
 		return ln, nil
 	}
 	ln, err := listenUnix(path)
 	if err != nil {
-		return nil, tracer.Usagef("cannot serve metrics on --metrics-addr %s: %v", addr, err)
+		return nil, vocab.Usagef("cannot serve metrics on --metrics-addr %s: %v", addr, err)
 	}
 	return ln, nil
 }

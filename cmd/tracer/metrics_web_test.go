@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // idleBackend is a tracer.Backend that delivers nothing.
@@ -148,7 +149,7 @@ func TestMetricsWebConfigBad(t *testing.T) {
 		{"", bad, "needs --metrics-addr"},
 	} {
 		_, err := startMetrics(context.Background(), c.addr, p, idleBackend{}, metricsOptions{webConfig: c.file})
-		if !errors.Is(err, tracer.ErrUsage) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("startMetrics(%q, %s) = %v, want one line with %q", c.addr, filepath.Base(c.file), err, c.want)
 		}
 	}
@@ -254,7 +255,7 @@ func TestMetricsUnixSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, addr := range []string{"unix:" + file, "unix:" + link + "/m.sock"} {
-		if _, err := startMetrics(context.Background(), addr, p, idleBackend{}); !errors.Is(err, tracer.ErrUsage) {
+		if _, err := startMetrics(context.Background(), addr, p, idleBackend{}); !errors.Is(err, vocab.ErrUsage) {
 			t.Errorf("startMetrics(%s) = %v, want a usage error", addr, err)
 		}
 	}

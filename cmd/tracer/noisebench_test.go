@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -183,7 +183,7 @@ func procTicks(tb testing.TB, pid int) float64 {
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / tracer.ClockTicks
+	return (utime + stime) / host.ClockTicks
 }
 
 // kernelThread returns the pid of the kernel thread named comm, or 0.

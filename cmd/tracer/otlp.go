@@ -7,6 +7,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // otlpDestination returns how watch makes its sink when --output is
@@ -20,10 +21,10 @@ func otlpDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, 
 	}
 	// An empty --format= (tracer.service's TRACER_FORMAT left empty) is the default.
 	if o.flags.Changed("format") && o.format != "" && o.format != "ecs" {
-		return nil, tracer.Usagef("--output %s sends OpenTelemetry log records whose attributes are the ECS fields (docs/events.md), not --format lines: drop --format", o.output)
+		return nil, vocab.Usagef("--output %s sends OpenTelemetry log records whose attributes are the ECS fields (docs/events.md), not --format lines: drop --format", o.output)
 	}
 	if o.flags.Changed("time") && o.sel.timeMode != "clock" {
-		return nil, tracer.Usagef("--time is for text lines: an OTLP log record carries the event's time: drop --time")
+		return nil, vocab.Usagef("--time is for text lines: an OTLP log record carries the event's time: drop --time")
 	}
 	target := o.output
 	// The URL is checked now, before any rule or probe is loaded.

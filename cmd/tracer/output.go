@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // openOutput opens --output (mode 0600, never through a symlink: see
@@ -14,7 +15,7 @@ func openOutput(path string) (*os.File, error) {
 	}
 	f, err := tracer.CreateOutput(path)
 	if err != nil {
-		return nil, tracer.Usagef("cannot write --output: %v", err)
+		return nil, vocab.Usagef("cannot write --output: %v", err)
 	}
 	return f, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // readEvents reads a JSON lines file.
@@ -94,7 +95,7 @@ func TestWatchRateLimit(t *testing.T) {
 			var times []time.Time
 			var throttles []tracer.Event
 			for _, e := range readEvents(t, out) {
-				if e.Type == tracer.TypeThrottle {
+				if e.Type == vocab.TypeThrottle {
 					suppressedAll += e.Throttle.Suppressed()
 					if e.Throttle.Source == tracer.SourceCgroup && e.Cgroup == "/tracer-rate-watch/calm" {
 						t.Errorf("the calm cgroup was throttled: %+v", e)
@@ -111,10 +112,10 @@ func TestWatchRateLimit(t *testing.T) {
 					continue
 				}
 				switch _, isCalm := calmPIDs[e.PID]; {
-				case e.PID == floodPID && (e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Signal == 10):
+				case e.PID == floodPID && (e.Type == vocab.TypeExec || e.Type == vocab.TypeSignal && e.Signal == 10):
 					delivered++
 					times = append(times, e.Time)
-				case isCalm && (e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Signal == 10):
+				case isCalm && (e.Type == vocab.TypeExec || e.Type == vocab.TypeSignal && e.Signal == 10):
 					calmEvents++
 					calmPIDs[e.PID]++
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tracer-dev/tracer/bench/report"
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 type reportOptions struct {
@@ -40,10 +40,10 @@ func newReportCmd() *cobra.Command {
 
 func runReport(o *reportOptions, args []string) error {
 	if o.format != "md" && o.format != "html" {
-		return tracer.Usagef("unknown --format %q: use md or html", o.format)
+		return vocab.Usagef("unknown --format %q: use md or html", o.format)
 	}
 	if len(args) == 0 {
-		return tracer.Usagef("no result file given: tracer report RESULT.json... (files written by tracer bench --out)")
+		return vocab.Usagef("no result file given: tracer report RESULT.json... (files written by tracer bench --out)")
 	}
 	files := make([]*result.File, 0, len(args))
 	for _, path := range args {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // version is set by the Makefile through -ldflags.
@@ -33,13 +34,13 @@ func newRootCmd() *cobra.Command {
 		lvl, _ := cmd.Flags().GetString("log-level")
 		var l slog.Level
 		if err := l.UnmarshalText([]byte(lvl)); err != nil {
-			return tracer.Usagef("unknown --log-level %q: use debug, info, warn or error", lvl)
+			return vocab.Usagef("unknown --log-level %q: use debug, info, warn or error", lvl)
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 		if path, _ := cmd.Flags().GetString("cpuprofile"); path != "" {
 			f, err := tracer.CreateOutput(path)
 			if err != nil {
-				return tracer.Usagef("cannot write --cpuprofile: %v", err)
+				return vocab.Usagef("cannot write --cpuprofile: %v", err)
 			}
 			if err := pprof.StartCPUProfile(f); err != nil {
 				return err
@@ -49,7 +50,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &tracer.UsageError{Msg: err.Error() + " (see --help)", Err: err}
+		return &vocab.UsageError{Msg: err.Error() + " (see --help)", Err: err}
 	})
 	root.AddCommand(
 		newRulesCmd(),
@@ -79,7 +80,7 @@ func run(args []string) int {
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(os.Stderr, "tracer: %s\n", msg)
-	if errors.Is(err, tracer.ErrUsage) || isCobraUsage(err) {
+	if errors.Is(err, vocab.ErrUsage) || isCobraUsage(err) {
 		return 2
 	}
 	return 1

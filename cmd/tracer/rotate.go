@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // rotateFlags are watch's --output-max-size and --output-keep: --output
@@ -42,22 +42,22 @@ func (r *rotateFlags) register(cmd *cobra.Command) {
 func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
 	if r.maxSize == "" {
 		if r.flags.Changed("output-keep") {
-			return sink.Rotation{}, tracer.Usagef("--output-keep goes with --output-max-size: add --output-max-size SIZE (e.g. 100MB), or drop --output-keep where logrotate keeps the files (SIGHUP reopens FILE)")
+			return sink.Rotation{}, vocab.Usagef("--output-keep goes with --output-max-size: add --output-max-size SIZE (e.g. 100MB), or drop --output-keep where logrotate keeps the files (SIGHUP reopens FILE)")
 		}
 		return sink.Rotation{}, nil
 	}
 	if !isFileOutput(output) {
-		return sink.Rotation{}, tracer.Usagef("--output-max-size rotates a file: name one with --output FILE")
+		return sink.Rotation{}, vocab.Usagef("--output-max-size rotates a file: name one with --output FILE")
 	}
 	n, err := sink.ParseSize(r.maxSize)
 	if err != nil {
-		return sink.Rotation{}, tracer.Usagef("--output-max-size: %v", err)
+		return sink.Rotation{}, vocab.Usagef("--output-max-size: %v", err)
 	}
 	if n < minOutputSize {
-		return sink.Rotation{}, tracer.Usagef("--output-max-size %s is %d bytes, under the least of 4KiB: give a unit, e.g. 100MB", r.maxSize, n)
+		return sink.Rotation{}, vocab.Usagef("--output-max-size %s is %d bytes, under the least of 4KiB: give a unit, e.g. 100MB", r.maxSize, n)
 	}
 	if r.keep < 1 || r.keep > maxOutputKeep {
-		return sink.Rotation{}, tracer.Usagef("--output-keep %d: keep from 1 to %d rotated files", r.keep, maxOutputKeep)
+		return sink.Rotation{}, vocab.Usagef("--output-keep %d: keep from 1 to %d rotated files", r.keep, maxOutputKeep)
 	}
 	return sink.Rotation{MaxSize: n, Keep: r.keep, OnError: func(err error) {
 		if err != nil {
@@ -91,7 +91,7 @@ func openWatchOutput(path string, rot sink.Rotation) (io.Writer, func() error, e
 	}
 	f, err := sink.OpenRotatingFile(path, rot)
 	if err != nil {
-		return nil, nil, tracer.Usagef("cannot write --output: %v", err)
+		return nil, nil, vocab.Usagef("cannot write --output: %v", err)
 	}
 	return f, f.Reopen, nil
 }

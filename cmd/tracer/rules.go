@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/auditrules"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 type rulesOptions struct {
@@ -40,13 +40,13 @@ without root, and off Linux (--machine names the node's architecture).`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			types, err := tracer.ParseTypes(o.events)
+			types, err := vocab.ParseTypes(o.events)
 			if err != nil {
-				return tracer.Usagef("%v", err)
+				return vocab.Usagef("%v", err)
 			}
-			sigs, err := tracer.ParseSignals(o.signals)
+			sigs, err := vocab.ParseSignals(o.signals)
 			if err != nil {
-				return tracer.Usagef("%v", err)
+				return vocab.Usagef("%v", err)
 			}
 			if err := checkSignalsKept(types, sigs, o.signals != ""); err != nil {
 				return err
@@ -56,7 +56,7 @@ without root, and off Linux (--machine names the node's architecture).`,
 			}
 			set, err := auditrules.Build(auditrules.Options{
 				Arch: o.arch, Types: types, Signals: sigs, AuidSet: o.auidSet,
-				ScopeAUID: tracer.UnsetID, Machine: o.machine, Key: o.key, ExecFailures: o.failed,
+				ScopeAUID: vocab.UnsetID, Machine: o.machine, Key: o.key, ExecFailures: o.failed,
 			})
 			if err != nil {
 				return err

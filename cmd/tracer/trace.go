@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/trace"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 type traceOptions struct {
@@ -56,7 +57,7 @@ func runTrace(ctx context.Context, o *traceOptions, args []string) error {
 		o.format = "table" // watch's name for its lines
 	}
 	if o.format != "table" && o.format != "json" {
-		return tracer.Usagef("unknown format %q: use table or json", o.format)
+		return vocab.Usagef("unknown format %q: use table or json", o.format)
 	}
 	b, err := newBackend(o.backend)
 	if err != nil {

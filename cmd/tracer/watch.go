@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 	"github.com/tracer-dev/tracer/tracer/watch"
 )
 
@@ -41,11 +42,11 @@ const maxMaxDelay = 10 * time.Second
 // backend hands each event on as soon as its records are complete.
 func (o *watchOptions) applyMaxDelay(cfg *tracer.Config) error {
 	if o.maxDelay < 0 || o.maxDelay > maxMaxDelay {
-		return tracer.Usagef("--max-delay must be between 0 and %v (e.g. 100ms; 0: wake the reader per event)", maxMaxDelay)
+		return vocab.Usagef("--max-delay must be between 0 and %v (e.g. 100ms; 0: wake the reader per event)", maxMaxDelay)
 	}
 	if o.backend != "ebpf" {
 		if o.maxDelaySet && o.backend == "audit" {
-			return tracer.Usagef("--max-delay is for --backend ebpf: the audit backend hands each event on when its records are complete")
+			return vocab.Usagef("--max-delay is for --backend ebpf: the audit backend hands each event on when its records are complete")
 		}
 		return nil
 	}
@@ -118,7 +119,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		return err
 	}
 	if o.duration < 0 {
-		return tracer.Usagef("--duration must be positive")
+		return vocab.Usagef("--duration must be positive")
 	}
 	newSink, hangup, err := logDestination(o) // destination.go: the journal, syslog
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // selectFlags are watch's execsnoop-like selectors and text conveniences.
@@ -28,7 +29,7 @@ func (f *selectFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.pid, "pid", nil, "only events of these processes (comma-separated pids of running processes) and their descendants")
 	fl.StringSliceVar(&f.uid, "uid", nil, "only events of processes with one of these real uids (comma-separated numbers)")
 	fl.StringVar(&f.timeMode, "time", "clock", "text output's time column: clock (15:04:05.000), iso (date, time and offset), relative (seconds since the start) or none")
-	fl.IntVar(&f.maxArgs, "max-args", tracer.ArgvMax, "keep at most N arguments of an exec (1 to 20; argv_truncated marks a cut)")
+	fl.IntVar(&f.maxArgs, "max-args", vocab.ArgvMax, "keep at most N arguments of an exec (1 to 20; argv_truncated marks a cut)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no banner, notes or summary on stderr (errors and warnings still)")
 	_ = cmd.RegisterFlagCompletionFunc("time", completeOne(tracer.TimeModes...))
 }
@@ -46,25 +47,25 @@ func (f *selectFlags) apply(cfg *tracer.Config) (tracer.TimeMode, string, error)
 	if cfg.UIDs, err = tracer.ParseIDs("--uid", strings.Join(f.uid, ","), false); err != nil {
 		return 0, "", err
 	}
-	if f.maxArgs < 1 || f.maxArgs > tracer.ArgvMax {
-		return 0, "", tracer.Usagef("--max-args %d is out of range: give 1 to %d (tracer keeps at most %d arguments)", f.maxArgs, tracer.ArgvMax, tracer.ArgvMax)
+	if f.maxArgs < 1 || f.maxArgs > vocab.ArgvMax {
+		return 0, "", vocab.Usagef("--max-args %d is out of range: give 1 to %d (tracer keeps at most %d arguments)", f.maxArgs, vocab.ArgvMax, vocab.ArgvMax)
 	}
-	if f.maxArgs < tracer.ArgvMax {
+	if f.maxArgs < vocab.ArgvMax {
 		cfg.MaxArgs = f.maxArgs
 	}
 	mode, err := tracer.ParseTimeMode(f.timeMode)
 	if err != nil {
 		return 0, "", err
 	}
-	execOnly := tracer.TypeSet(0).With(tracer.TypeExec)
+	execOnly := vocab.TypeSet(0).With(vocab.TypeExec)
 	if f.exe != "" {
 		switch {
 		case f.cmd.Flags().Changed("target"):
-			return 0, "", tracer.Usagef("--exe keeps execs and --target signals and exits: give one of them")
+			return 0, "", vocab.Usagef("--exe keeps execs and --target signals and exits: give one of them")
 		case !f.cmd.Flags().Changed("events"):
 			cfg.Types = execOnly
 		case cfg.Types != execOnly:
-			return 0, "", tracer.Usagef("--exe keeps only exec events, which --events %s would mix with others: use --events exec, or leave --events out", cfg.Types)
+			return 0, "", vocab.Usagef("--exe keeps only exec events, which --events %s would mix with others: use --events exec, or leave --events out", cfg.Types)
 		}
 		cfg.Exe = f.exe
 	}

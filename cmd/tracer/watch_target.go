@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // targetFlags are watch's --target ("who killed it" in one command) and
@@ -27,7 +28,7 @@ func (f *targetFlags) register(cmd *cobra.Command) {
 // apply puts --target in cfg. Without --events it keeps signals and exits.
 func (f *targetFlags) apply(cfg *tracer.Config) error {
 	if f.ancestry < 0 || f.ancestry > tracer.MaxAncestry {
-		return tracer.Usagef("--ancestry %d is out of range: give 0 to %d ancestors", f.ancestry, tracer.MaxAncestry)
+		return vocab.Usagef("--ancestry %d is out of range: give 0 to %d ancestors", f.ancestry, tracer.MaxAncestry)
 	}
 	if f.target == "" {
 		return nil
@@ -37,14 +38,14 @@ func (f *targetFlags) apply(cfg *tracer.Config) error {
 		return err
 	}
 	if pid != 0 && !tracer.ProcessAlive(int(pid)) {
-		return tracer.Usagef("--target %d: no such process: give the pid of a running process, or a process name (comm) to watch for", pid)
+		return vocab.Usagef("--target %d: no such process: give the pid of a running process, or a process name (comm) to watch for", pid)
 	}
 	cfg.Target = f.target
 	switch {
 	case f.cmd == nil || !f.cmd.Flags().Changed("events"):
 		cfg.Types = tracer.TargetTypes
-	case !cfg.Types.Has(tracer.TypeSignal) && !cfg.Types.Has(tracer.TypeExit):
-		return tracer.Usagef("--target keeps only signals and exits: add signal or exit to --events")
+	case !cfg.Types.Has(vocab.TypeSignal) && !cfg.Types.Has(vocab.TypeExit):
+		return vocab.Usagef("--target keeps only signals and exits: add signal or exit to --events")
 	}
 	return nil
 }

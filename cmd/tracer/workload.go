@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/bench"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // newWorkloadCmd is the hidden `tracer bench workload` command that runs the
@@ -25,10 +25,10 @@ func newWorkloadCmd() *cobra.Command {
 		SilenceUsage: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if count < 0 {
-				return tracer.Usagef("--count must not be negative")
+				return vocab.Usagef("--count must not be negative")
 			}
 			if rate < 0 {
-				return tracer.Usagef("--rate must not be negative")
+				return vocab.Usagef("--rate must not be negative")
 			}
 			return bench.RunLoop(args[0], count, rate, tids)
 		},

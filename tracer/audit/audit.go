@@ -33,6 +33,8 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // BacklogLimit is the kernel queue size set while tracer holds the audit
@@ -83,10 +85,10 @@ type Backend struct {
 	pollDone chan struct{}
 
 	r          *reassembler
-	delivered  [tracer.TypeThrottle + 1]atomic.Uint64
-	throttled  [tracer.TypeThrottle + 1]atomic.Uint64 // --rate-limit's counts, by type
+	delivered  [vocab.TypeThrottle + 1]atomic.Uint64
+	throttled  [vocab.TypeThrottle + 1]atomic.Uint64 // --rate-limit's counts, by type
 	lostReasm  atomic.Uint64
-	filtered   [tracer.NumFilterReasons]atomic.Uint64
+	filtered   [vocab.NumFilterReasons]atomic.Uint64
 	lostSocket atomic.Uint64
 	// socketLowerBound: an overflow was seen but the kernel's drop count
 	// could not be read, so lostSocket counts overflows, not records.
@@ -151,22 +153,22 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		}
 	}()
 	if os.Geteuid() != 0 {
-		return tracer.Usagef("the audit backend needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ): run with sudo")
+		return vocab.Usagef("the audit backend needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ): run with sudo")
 	}
 	ctlConn, err := newConn(0)
 	if err != nil {
-		return tracer.Usagef("cannot open the audit netlink socket (%w): is audit compiled into this kernel (CONFIG_AUDIT)? use --backend ebpf", err)
+		return vocab.Usagef("cannot open the audit netlink socket (%w): is audit compiled into this kernel (CONFIG_AUDIT)? use --backend ebpf", err)
 	}
 	b.ctl = &libaudit.AuditClient{Netlink: ctlConn}
 	st, err := b.ctl.GetStatus()
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
-			return tracer.Usagef("reading audit status was refused (%w): run as root with CAP_AUDIT_CONTROL", err)
+			return vocab.Usagef("reading audit status was refused (%w): run as root with CAP_AUDIT_CONTROL", err)
 		}
 		return fmt.Errorf("reading audit status: %w", err)
 	}
 	if st.Enabled == 2 {
-		return tracer.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
+		return vocab.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
 	}
 	if err := b.setup(); err != nil {
 		return err
@@ -176,9 +178,9 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	b.r.scope = noiseScope(cfg)
 	if cfg.RateLimit > 0 {
 		b.r.limit = tracer.NewLimiter(cfg.RateLimit, backendName)
-		if mount, err := tracer.CgroupMount(); err == nil {
+		if mount, err := host.CgroupMount(); err == nil {
 			b.r.limit.CgroupID = func(path string) uint64 {
-				id, _, _ := tracer.CgroupID(mount, path)
+				id, _, _ := host.CgroupID(mount, path)
 				return id // 0 when it is gone: unknown
 			}
 		}
@@ -210,7 +212,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 			return fmt.Errorf("building audit rule: %w", err)
 		}
 		if err := b.ctl.AddRule(wf); err != nil {
-			return tracer.Usagef("the kernel refused audit rule %q: %w", r.Text(), err)
+			return vocab.Usagef("the kernel refused audit rule %q: %w", r.Text(), err)
 		}
 		b.mu.Lock()
 		b.added = append(b.added, wf)
@@ -224,7 +226,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	}
 	b.excluded.Store(uint32(excludedTypes(rules)))
 	if excludedTypes(rules).has(recSyscall) {
-		return tracer.Usagef("the node's audit rules exclude SYSCALL records (-a never,exclude -F msgtype=SYSCALL): the audit backend would see no event; remove that rule, or use --backend ebpf")
+		return vocab.Usagef("the node's audit rules exclude SYSCALL records (-a never,exclude -F msgtype=SYSCALL): the audit backend would see no event; remove that rule, or use --backend ebpf")
 	}
 	b.startPoller()
 	b.started.Store(true)
@@ -335,7 +337,7 @@ func (b *Backend) leanRecords() error {
 			if strings.Contains(err.Error(), "rule exists") {
 				continue
 			}
-			return tracer.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
+			return vocab.Usagef("the kernel refused %q: %w (use --lean-records=false)", r.Text(), err)
 		}
 		changed("add exclude " + typ)
 	}
@@ -398,10 +400,10 @@ func (b *Backend) Lean() bool { return b.lean }
 // unless an audit daemon runs then.
 func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
-		return tracer.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
+		return vocab.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
 	if err := changeSetting(b.ctl, settingEnabled, st.Enabled, 1); err != nil {
-		return tracer.Usagef("audit is disabled and could not be enabled (%w): run auditctl -e 1, or use --backend ebpf", err)
+		return vocab.Usagef("audit is disabled and could not be enabled (%w): run auditctl -e 1, or use --backend ebpf", err)
 	}
 	b.note("audit was disabled: enabled it for this session (disabled again when the last tracer exits, unless an audit daemon runs then); processes started before audit was first enabled since boot are not audited")
 	return nil
@@ -429,7 +431,7 @@ const failureModePanic = 2
 // queue overflows: under failure mode 2 that overflow panics the node.
 func (b *Backend) canRunAlone(st *libaudit.AuditStatus) error {
 	if st.Failure == failureModePanic && !b.cfg.AllowPanicFailureMode {
-		return tracer.Usagef("audit failure mode is 2 (panic, auditctl -f 2) and no audit daemon runs: the records of tracer's rules would fill the kernel's hold queue and panic the node; start auditd (tracer then reads beside it), pass --allow-panic-failure-mode to accept the risk, or use --backend ebpf")
+		return vocab.Usagef("audit failure mode is 2 (panic, auditctl -f 2) and no audit daemon runs: the records of tracer's rules would fill the kernel's hold queue and panic the node; start auditd (tracer then reads beside it), pass --allow-panic-failure-mode to accept the risk, or use --backend ebpf")
 	}
 	return nil
 }
@@ -461,14 +463,14 @@ func (b *Backend) prepareAlone(st *libaudit.AuditStatus) error {
 func (b *Backend) joinMulticast(holder int) error {
 	c, err := newConn(netlinkGroupReadLog)
 	if err != nil {
-		return tracer.Usagef("joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", err)
+		return vocab.Usagef("joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", err)
 	}
 	b.sizeBuffer(c)
 	b.recv = c
 	b.socketDrops0, _ = socketDrops(c.port)
 	b.mcastPort.Store(c.port)
 	if holder != 0 {
-		comm, _ := tracer.ProcComm(uint32(holder))
+		comm, _ := host.ProcComm(uint32(holder))
 		b.note(fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
 			comm, holder))
 	}
@@ -585,7 +587,7 @@ func otherReader(st *libaudit.AuditStatus) string {
 	live, _ := owners()
 	if st != nil && st.PID != 0 && tracer.ProcessAlive(int(st.PID)) &&
 		!slices.ContainsFunc(live, func(o owner) bool { return o.PID == int(st.PID) }) {
-		comm, _ := tracer.ProcComm(st.PID)
+		comm, _ := host.ProcComm(st.PID)
 		return fmt.Sprintf("%s (pid %d, the audit PID holder)", comm, st.PID)
 	}
 	for _, port := range multicastPorts() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // loadedRules returns the kernel's audit rules, sorted.
@@ -27,16 +28,16 @@ func auditStatus(t *testing.T) *libaudit.AuditStatus { return tracertest.AuditSt
 // countKey names an event for exact counting: type and syscall or signal.
 func countKey(e tracer.Event) string {
 	switch e.Type {
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		return "fork/" + e.Syscall
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		return "signal/" + e.Syscall + "/" + e.SignalName()
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		if e.Ret != 0 {
 			return "exec/failed"
 		}
 		return "exec"
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		return "exit"
 	}
 	return e.Type.String()
@@ -89,8 +90,8 @@ func TestKnownWorkloadExactCounts(t *testing.T) {
 	stBefore := auditStatus(t)
 
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	cfg.ExecFailures = true // the workload's execfail is counted
 	b := New()
 	events, root := runWorkload(t, b, cfg, knownWorkload...)
@@ -103,16 +104,16 @@ func TestKnownWorkloadExactCounts(t *testing.T) {
 	}
 	// Fields: every signal targets the workload itself, and the failed exec carries ENOENT.
 	for _, e := range events {
-		if e.Type == tracer.TypeSignal && (e.TargetPID != int32(root) || e.Ret != 0 || e.Comm != "workload") {
+		if e.Type == vocab.TypeSignal && (e.TargetPID != int32(root) || e.Ret != 0 || e.Comm != "workload") {
 			t.Errorf("signal event fields: %+v", e)
 		}
-		if e.Type == tracer.TypeExec && e.Ret != 0 && (e.Ret != -2 || e.Filename != "/nonexistent/tracer-enoent") {
+		if e.Type == vocab.TypeExec && e.Ret != 0 && (e.Ret != -2 || e.Filename != "/nonexistent/tracer-enoent") {
 			t.Errorf("failed exec fields: %+v", e)
 		}
-		if e.Type == tracer.TypeExec && e.Ret == 0 && e.PID != root && (e.Filename != "/bin/true" || e.Comm != "workload") {
+		if e.Type == vocab.TypeExec && e.Ret == 0 && e.PID != root && (e.Filename != "/bin/true" || e.Comm != "workload") {
 			t.Errorf("exec fields (comm must be the caller's before exec): %+v", e)
 		}
-		if e.Type == tracer.TypeExit && e.PID == root && e.ExitCode != 7 {
+		if e.Type == vocab.TypeExit && e.PID == root && e.ExitCode != 7 {
 			t.Errorf("root exit code %d, want 7", e.ExitCode)
 		}
 	}

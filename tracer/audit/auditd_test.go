@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // startAuditd runs a private auditd logging to dir, with the node's own
@@ -32,8 +33,8 @@ func TestAlongsideAuditd(t *testing.T) {
 	auditdPID, logFile := startAuditd(t, t.TempDir())
 
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	cfg.ExecFailures = true // the workload's execfail is counted
 	b := New()
 	events, _ := runWorkload(t, b, cfg, knownWorkload...)

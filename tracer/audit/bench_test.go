@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // BenchmarkReassembleSignal measures the user-space cost of one signal
@@ -50,7 +51,7 @@ func BenchmarkReassembleSignal(b *testing.B) {
 		recs []rec
 	}{{"classic", kill}, {"lean", kill[:1]}} {
 		b.Run(c.name, func(b *testing.B) {
-			r := newReassembler(tracer.DefaultTypes, tracer.UnsetID)
+			r := newReassembler(vocab.DefaultTypes, vocab.UnsetID)
 			r.eoeless = c.name == "lean"
 			// The recording's processes are gone; in a storm sender and
 			// target live, and are read from /proc once.
@@ -66,7 +67,7 @@ func BenchmarkReassembleSignal(b *testing.B) {
 					r.feed(rc.typ, rc.data, emit)
 				}
 			}
-			if got := r.delivered[tracer.TypeSignal]; got != uint64(b.N) {
+			if got := r.delivered[vocab.TypeSignal]; got != uint64(b.N) {
 				b.Fatalf("delivered %d signal events, want %d", got, b.N)
 			}
 		})

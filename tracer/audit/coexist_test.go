@@ -16,13 +16,14 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // coexistConfig watches everything the known workload does.
 func coexistConfig() tracer.Config {
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	cfg.ExecFailures = true // the workload's execfail is counted
 	return cfg
 }

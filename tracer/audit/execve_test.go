@@ -11,6 +11,7 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // kernelExecve returns the EXECVE record bodies the kernel writes for argv:
@@ -146,7 +147,7 @@ func feedLines(t testing.TB, r *reassembler, lines []string) []tracer.Event {
 }
 
 func testReassembler() *reassembler {
-	r := newReassembler(tracer.TypeSet(0).With(tracer.TypeExec), tracer.UnsetID)
+	r := newReassembler(vocab.TypeSet(0).With(vocab.TypeExec), vocab.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
 	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	return r
@@ -164,13 +165,13 @@ func TestExecveLongArguments(t *testing.T) {
 	}
 	// Under the byte cap, cut by count, and every long argument at once.
 	var many []string
-	for i := range tracer.ArgvMax + 1 {
+	for i := range vocab.ArgvMax + 1 {
 		many = append(many, fmt.Sprint("x", i))
 	}
-	argvs = append(argvs, many[:tracer.ArgvMax], many, append([]string{"/bin/true"}, long...))
+	argvs = append(argvs, many[:vocab.ArgvMax], many, append([]string{"/bin/true"}, long...))
 	// Just under, at and over the byte cap, and a NUL short of it: the
 	// boundaries of the cut.
-	for _, n := range []int{tracer.ArgvBytesMax - 9, tracer.ArgvBytesMax - 8, tracer.ArgvBytesMax - 7, tracer.ArgvBytesMax - 6} {
+	for _, n := range []int{vocab.ArgvBytesMax - 9, vocab.ArgvBytesMax - 8, vocab.ArgvBytesMax - 7, vocab.ArgvBytesMax - 6} {
 		argvs = append(argvs, []string{"/bin/sh", "-c", strings.Repeat("y", n)})
 	}
 
@@ -254,8 +255,8 @@ func TestExecveMemoryBounded(t *testing.T) {
 		if p == nil {
 			t.Fatal("no open event")
 		}
-		if c := cap(p.args.block); c > 2*tracer.ArgvBytesMax {
-			t.Errorf("argument of %d bytes: the open event holds %d bytes of it, the cap is %d", len(a), c, tracer.ArgvBytesMax)
+		if c := cap(p.args.block); c > 2*vocab.ArgvBytesMax {
+			t.Errorf("argument of %d bytes: the open event holds %d bytes of it, the cap is %d", len(a), c, vocab.ArgvBytesMax)
 		}
 		if evs := feedLines(t, r, lines[len(lines)-1:]); len(evs) != 1 || !evs[0].ArgvTruncated {
 			t.Errorf("events %+v", evs)

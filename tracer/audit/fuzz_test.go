@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The kernel writes the records these parsers read, but their strings come
@@ -79,8 +80,8 @@ func FuzzParseRecord(f *testing.F) {
 // checkArgv fails t when argv is over either cap.
 func checkArgv(t *testing.T, argv []string) {
 	t.Helper()
-	if len(argv) > tracer.ArgvMax || argvBytes(argv)+len(argv) > tracer.ArgvBytesMax+1 {
-		t.Fatalf("argv of %d arguments, %d bytes: the caps are %d and %d with NULs", len(argv), argvBytes(argv), tracer.ArgvMax, tracer.ArgvBytesMax)
+	if len(argv) > vocab.ArgvMax || argvBytes(argv)+len(argv) > vocab.ArgvBytesMax+1 {
+		t.Fatalf("argv of %d arguments, %d bytes: the caps are %d and %d with NULs", len(argv), argvBytes(argv), vocab.ArgvMax, vocab.ArgvBytesMax)
 	}
 }
 
@@ -120,11 +121,11 @@ func FuzzReassemble(f *testing.F) {
 		}
 		f.Add([]byte(strings.Join(recs, "\n")))
 	}
-	all, _ := tracer.ParseTypes("all")
+	all, _ := vocab.ParseTypes("all")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A new reassembler per input: a copy of one would share whatever
 		// state a later field adds, and inputs would leak into each other.
-		r := newReassembler(all, tracer.UnsetID)
+		r := newReassembler(all, vocab.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
 		r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 		starts, emitted := 0, 0 // SYSCALL and ANOM_ABEND records, events
@@ -138,7 +139,7 @@ func FuzzReassemble(f *testing.F) {
 			if total > 2*len(data) {
 				t.Fatalf("event of %d bytes from %d bytes of records", total, len(data))
 			}
-			if e.Type < tracer.TypeExec || e.Type > tracer.TypeExit || e.Backend != "audit" {
+			if e.Type < vocab.TypeExec || e.Type > vocab.TypeExit || e.Backend != "audit" {
 				t.Fatalf("event of type %v, backend %q", e.Type, e.Backend)
 			}
 			if line := tracer.AppendText(nil, e); bytes.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.Valid(line) {
@@ -189,7 +190,7 @@ func FuzzReassemble(f *testing.F) {
 // whole but for its EOE is emitted when it is ended; one that lacks a
 // record it needs (an exec without its PATH) is counted lost.
 func TestPendingStaysBounded(t *testing.T) {
-	all, _ := tracer.ParseTypes("all")
+	all, _ := vocab.ParseTypes("all")
 	syscalls := map[string]string{
 		"kill": `syscall=62 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=0 comm="kill"`,
 		"exec": `syscall=59 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=2 comm="sh"`,
@@ -200,7 +201,7 @@ func TestPendingStaysBounded(t *testing.T) {
 	for _, name := range []string{"kill", "exec"} {
 		for _, others := range []int{0, 1, 2, 3} {
 			t.Run(fmt.Sprintf("%s, %d records after each SYSCALL", name, others), func(t *testing.T) {
-				r := newReassembler(all, tracer.UnsetID)
+				r := newReassembler(all, vocab.UnsetID)
 				r.procComm = func(uint32) (string, bool) { return "", false }
 				r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 				most, emitted := 0, 0

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // testdata/hostile.raw holds the kernel's records of a process that set its
@@ -17,7 +18,7 @@ import (
 // bytes that are not UTF-8. The kernel logs such strings in hex; they must
 // come back byte for byte, and print as one escaped line per event.
 func TestReassembleHostileRecording(t *testing.T) {
-	all, _ := tracer.ParseTypes("all")
+	all, _ := vocab.ParseTypes("all")
 	events := replay(t, "testdata/hostile.raw", all)
 	const (
 		comm = "x\nF\x1b[31m\xff\x7f\xc2\x85"
@@ -25,18 +26,18 @@ func TestReassembleHostileRecording(t *testing.T) {
 	)
 	args := []string{"a\nFAKE\x1b]0;title\x07", "\xff\xfe\r\t", "\xc2\x85\xe2\x80\xa8ok"}
 	type short struct {
-		Type     tracer.EventType
+		Type     vocab.Type
 		Comm     string
 		Filename string
 		Argv     []string
 	}
 	want := []short{
-		{tracer.TypeExec, "hostile", "./hostile", append([]string{"./hostile", comm, file}, args...)},
-		{tracer.TypeSignal, comm, "", nil},
-		{tracer.TypeFork, comm, "", nil},
-		{tracer.TypeExec, comm, file, args},
-		{tracer.TypeExit, "t\n\x1b[2Jfake\xfe\x7f\xc2\x9bz", "", nil},
-		{tracer.TypeExit, comm, "", nil},
+		{vocab.TypeExec, "hostile", "./hostile", append([]string{"./hostile", comm, file}, args...)},
+		{vocab.TypeSignal, comm, "", nil},
+		{vocab.TypeFork, comm, "", nil},
+		{vocab.TypeExec, comm, file, args},
+		{vocab.TypeExit, "t\n\x1b[2Jfake\xfe\x7f\xc2\x9bz", "", nil},
+		{vocab.TypeExit, comm, "", nil},
 	}
 	var got []short
 	for _, e := range events {

@@ -11,6 +11,7 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func excludeRules(rules []string) []string {
@@ -28,8 +29,8 @@ func excludeRules(rules []string) []string {
 func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string]int) {
 	t.Helper()
 	cfg := tracer.DefaultConfig()
-	cfg.Types, _ = tracer.ParseTypes("all")
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Types, _ = vocab.ParseTypes("all")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	cfg.ExecFailures = true // the workload's execfail is counted
 	cfg.LeanRecords = mode
 	b := New()

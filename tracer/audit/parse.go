@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Audit record types this backend reads (linux/audit.h).
@@ -460,7 +461,7 @@ func (a *execveArgs) add(v []byte) {
 		return
 	}
 	text, isHex := untrustedForm(v)
-	room := tracer.ArgvBytesMax - len(a.block)
+	room := vocab.ArgvBytesMax - len(a.block)
 	if isHex {
 		n, at := min(len(text)/2, room), len(a.block)
 		a.block = slices.Grow(a.block, n)[:at+n]
@@ -481,7 +482,7 @@ func (a *execveArgs) closeArg() {
 		return
 	}
 	a.open = false
-	if a.cut || len(a.block) == tracer.ArgvBytesMax {
+	if a.cut || len(a.block) == vocab.ArgvBytesMax {
 		a.cut = true
 		return
 	}

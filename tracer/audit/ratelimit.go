@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Audit rules cannot limit a rate per cgroup (auditctl -r is one limit for
@@ -18,9 +19,9 @@ import (
 // window where events were left out first emits that window's throttle
 // event. reread says that the exec's process was read again from /proc,
 // for its cgroup now (identify need not).
-func (r *reassembler) limited(t time.Time, class tracer.EventType, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
+func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
 	w := r.who
-	if class == tracer.TypeExec {
+	if class == vocab.TypeExec {
 		w.reread(sc.PID, sc.PPID)
 		reread = true
 	}
@@ -43,11 +44,11 @@ func (r *reassembler) limited(t time.Time, class tracer.EventType, sc *SyscallRe
 	}
 	// What finish would have remembered of the event for the next ones.
 	switch {
-	case class == tracer.TypeFork && sc.Exit > 0:
+	case class == vocab.TypeFork && sc.Exit > 0:
 		delete(w.procs, uint32(sc.Exit)) // a new process has that pid now
-	case class == tracer.TypeExec && sc.Exit == 0:
+	case class == vocab.TypeExec && sc.Exit == 0:
 		r.setComm(sc.PID, sc.PPID, sc.Comm)
-	case class == tracer.TypeExit && r.byArch[sc.Arch][sc.Syscall].name == "exit_group":
+	case class == vocab.TypeExit && r.byArch[sc.Arch][sc.Syscall].name == "exit_group":
 		delete(w.procs, sc.PID)
 		delete(r.comms, sc.PID)
 	}
@@ -58,7 +59,7 @@ func (r *reassembler) limited(t time.Time, class tracer.EventType, sc *SyscallRe
 // an ANOM_ABEND record.
 func (r *reassembler) limitedAbend(t time.Time, pid, uid, auid uint32, comm string, emit func(*tracer.Event)) bool {
 	me, ok := r.who.lookup(pid, 0)
-	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, pid), t, tracer.TypeExit, emit)
+	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, pid), t, vocab.TypeExit, emit)
 	if who != nil {
 		who.PID, who.Comm, who.UID, who.AUID = pid, comm, uid, auid
 		if ok {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // --rate-limit on audit: a cgroup's kill loop is cut at the limit per
@@ -48,9 +49,9 @@ func TestAuditRateLimit(t *testing.T) {
 	var got []string
 	for _, e := range rc.events {
 		switch e.Type {
-		case tracer.TypeSignal:
+		case vocab.TypeSignal:
 			got = append(got, fmt.Sprintf("%s@%d", e.Comm, e.Time.Unix()-s0))
-		case tracer.TypeThrottle:
+		case vocab.TypeThrottle:
 			th := e.Throttle
 			got = append(got, fmt.Sprintf("throttle %s %s %s pid=%d exec_id=%v %d..%d+%dms signal=%d", th.Source, e.Cgroup, e.Comm, e.PID, e.ExecID,
 				th.Start.Unix()-s0, th.End.Unix()-s0, th.End.Sub(th.End.Truncate(time.Second)).Milliseconds(), th.Signal))
@@ -73,7 +74,7 @@ func TestAuditRateLimit(t *testing.T) {
 		t.Errorf("events\n%q\nwant\n%q", got, want)
 	}
 	th := r.limit.Throttled()
-	if th[tracer.TypeSignal] != 10 {
+	if th[vocab.TypeSignal] != 10 {
 		t.Errorf("throttled %v, want 10 signals", th)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // backendName fills Event.Backend.
@@ -16,7 +18,7 @@ const backendName = "audit"
 
 type syscallInfo struct {
 	name  string
-	class tracer.EventType
+	class vocab.Type
 }
 
 type pending struct {
@@ -49,7 +51,7 @@ type pending struct {
 // exec at its first PATH record (or at SYSCALL when it has none, a failed
 // exec). Records after that find no open event and are dropped.
 type reassembler struct {
-	types tracer.TypeSet
+	types vocab.TypeSet
 	// scopeAUID drops events of other login uids (trace's scope).
 	scopeAUID uint32
 	byArch    map[uint32]map[int]syscallInfo
@@ -69,8 +71,8 @@ type reassembler struct {
 
 	// signals says which runtime noise (tracer.IsNoise) to keep; what is
 	// left out is counted in filtered, by reason.
-	signals  tracer.SignalSet
-	filtered [tracer.NumFilterReasons]uint64
+	signals  vocab.SignalSet
+	filtered [vocab.NumFilterReasons]uint64
 	// execFailures keeps failed exec attempts; self is this process, never
 	// reported. The rules say so in the kernel, but another tracer's rules
 	// make records every tracer reads.
@@ -86,7 +88,7 @@ type reassembler struct {
 	limit *tracer.Limiter
 
 	ev        tracer.Event
-	delivered [tracer.TypeThrottle + 1]uint64
+	delivered [vocab.TypeThrottle + 1]uint64
 	lost      uint64 // events evicted without their EOE
 	bad       uint64 // records that failed to parse
 	// dedupe, while a handover reads two sockets that may both carry an
@@ -95,7 +97,7 @@ type reassembler struct {
 	who    *whoState // exec ids, cgroups, deaths (who.go)
 }
 
-func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
+func newReassembler(types vocab.TypeSet, scopeAUID uint32) *reassembler {
 	r := &reassembler{
 		types: types, scopeAUID: scopeAUID,
 		byArch:   map[uint32]map[int]syscallInfo{},
@@ -103,7 +105,7 @@ func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 		comms:    map[uint32]commEntry{},
 		intern:   map[string]string{},
 		who:      newWhoState(),
-		procComm: tracer.ProcComm,
+		procComm: host.ProcComm,
 	}
 	for _, b32 := range []bool{false, true} {
 		arch := archValue(b32)
@@ -113,7 +115,7 @@ func newReassembler(types tracer.TypeSet, scopeAUID uint32) *reassembler {
 			if name == "" {
 				continue
 			}
-			if c := auditrules.ClassOf(name); c != tracer.TypeNone && types.Has(c) {
+			if c := auditrules.ClassOf(name); c != vocab.TypeNone && types.Has(c) {
 				m[nr] = syscallInfo{name: name, class: c}
 			}
 		}
@@ -188,7 +190,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 // builds no PATH records either, once its EXECVE records held every
 // argument (a failed exec has none: it ends at SYSCALL).
 func (p *pending) whole(pathless bool) bool {
-	return p.info.class != tracer.TypeExec || p.havePath || p.sc.Items == 0 ||
+	return p.info.class != vocab.TypeExec || p.havePath || p.sc.Items == 0 ||
 		pathless && (p.sc.Exit != 0 || p.args.complete())
 }
 
@@ -244,12 +246,12 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	if !ok {
 		return nil
 	}
-	if r.scopeAUID != tracer.UnsetID && sc.AUID != r.scopeAUID {
+	if r.scopeAUID != vocab.UnsetID && sc.AUID != r.scopeAUID {
 		return nil
 	}
 	if sc.PID == r.self && r.self != 0 ||
-		info.class == tracer.TypeExec && sc.Exit != 0 && !r.execFailures ||
-		info.class == tracer.TypeSignal && r.noise(info.name, &sc) {
+		info.class == vocab.TypeExec && sc.Exit != 0 && !r.execFailures ||
+		info.class == vocab.TypeSignal && r.noise(info.name, &sc) {
 		return nil
 	}
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
@@ -259,7 +261,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
 	reread := false
 	if r.limit != nil {
-		if info.class == tracer.TypeFork && (!sc.HasExit || sc.Exit <= 0) {
+		if info.class == vocab.TypeFork && (!sc.HasExit || sc.Exit <= 0) {
 			return nil // a failed fork made no process, and no event
 		}
 		var pass bool
@@ -290,7 +292,7 @@ func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
 	// thread id for tkill: the sender's own process when it names its main
 	// thread. IsNoise looks at it only for those three.
 	ttgid := uint32(sc.Args[0])
-	why, ok := tracer.IsNoise(r.signals, sig, name, ttgid, sc.PID)
+	why, ok := vocab.IsNoise(r.signals, sig, name, ttgid, sc.PID)
 	if ok && (r.scope == nil || r.scope(r, sc)) {
 		r.filtered[why]++
 	}
@@ -416,7 +418,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	comm := sc.Comm
 	e.Comm = comm
 	switch p.info.class {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		e.PPID, e.Ret = sc.PPID, sc.Exit
 		e.Comm = r.commBefore(sc.PID, sc.PPID, comm)
 		e.Argv, e.ArgvTruncated = p.args.appendArgv(e.Argv)
@@ -427,7 +429,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		if sc.Exit == 0 {
 			r.setComm(sc.PID, sc.PPID, comm)
 		}
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		if !sc.HasExit || sc.Exit <= 0 {
 			return // a failed fork made no process
 		}
@@ -437,7 +439,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		if c, ok := r.comms[e.ChildPID]; !ok || c.ppid != sc.PID {
 			r.setComm(e.ChildPID, sc.PID, comm)
 		}
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		e.Syscall, e.Ret = p.info.name, sc.Exit
 		e.Signal = int(int32(sc.Args[auditrules.SignalArg[p.info.name]]))
 		if idx := auditrules.TargetArg[p.info.name]; idx >= 0 {
@@ -447,7 +449,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 			// the target while it is still open.
 			e.TargetPID = pidfdTarget(sc.PID, sc.Args[0])
 		}
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		e.ExitCode = int(int32(sc.Args[0]))
 		delete(r.comms, sc.PID)
 	}

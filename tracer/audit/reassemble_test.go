@@ -13,34 +13,35 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // replay feeds a recorded file of "TYPE audit(...): body" lines, as read from
 // the netlink socket on this machine, through the reassembler.
-func replay(t *testing.T, path string, types tracer.TypeSet) []tracer.Event {
+func replay(t *testing.T, path string, types vocab.TypeSet) []tracer.Event {
 	return replayLean(t, path, types, nil, -1)
 }
 
 // replayLean replays a recording as the kernel would have sent it with
 // the record types in drop excluded, and switches the reassembler to end
 // events without EOE before the eoelessAt'th record fed (-1: never).
-func replayLean(t *testing.T, path string, types tracer.TypeSet, drop []uint16, eoelessAt int) []tracer.Event {
+func replayLean(t *testing.T, path string, types vocab.TypeSet, drop []uint16, eoelessAt int) []tracer.Event {
 	t.Helper()
 	return replayExcluded(t, path, types, drop, recEOE, eoelessAt)
 }
 
 // replayExcluded is replayLean with the reassembler told, before the at'th
 // record fed, that the kernel excludes the record types in ex.
-func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint16, ex recordSet, at int) []tracer.Event {
+func replayExcluded(t *testing.T, path string, types vocab.TypeSet, drop []uint16, ex recordSet, at int) []tracer.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := newReassembler(types, tracer.UnsetID)
+	r := newReassembler(types, vocab.UnsetID)
 	r.execFailures = true // the recording's failed exec is part of the golden file
 	// The recording's processes are gone: comm lookups through /proc must not leak in.
 	r.procComm = func(uint32) (string, bool) { return "", false }
@@ -81,7 +82,7 @@ func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint
 }
 
 func TestReassembleGolden(t *testing.T) {
-	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	events := replay(t, "testdata/workload.raw", all)
 	var buf bytes.Buffer
 	for i := range events {
@@ -134,12 +135,12 @@ func TestParseExecveCap(t *testing.T) {
 		}
 		return b
 	}
-	for _, n := range []int{3, tracer.ArgvMax, tracer.ArgvMax + 1, 64} {
+	for _, n := range []int{3, vocab.ArgvMax, vocab.ArgvMax + 1, 64} {
 		var args execveArgs
 		args.parse(record(n))
 		argv, cut := args.appendArgv(nil)
-		if want := min(n, tracer.ArgvMax); len(argv) != want || cut != (n > tracer.ArgvMax) {
-			t.Errorf("%d arguments: kept %d, cut %v; want %d, %v", n, len(argv), cut, want, n > tracer.ArgvMax)
+		if want := min(n, vocab.ArgvMax); len(argv) != want || cut != (n > vocab.ArgvMax) {
+			t.Errorf("%d arguments: kept %d, cut %v; want %d, %v", n, len(argv), cut, want, n > vocab.ArgvMax)
 		}
 		if len(argv) > 0 && argv[len(argv)-1] != "x"+strconv.Itoa(len(argv)-1) {
 			t.Errorf("%d arguments: last kept %q", n, argv[len(argv)-1])
@@ -154,7 +155,7 @@ func TestParseExecveCap(t *testing.T) {
 // parent's records arrive between its child's exec's), so which ends first
 // is a matter of timing either way.
 func TestReassembleWithoutEOE(t *testing.T) {
-	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	const raw = "testdata/workload.raw"
 	lines := func(evs []tracer.Event) []string {
 		var out []string
@@ -188,7 +189,7 @@ func TestReassembleWithoutEOE(t *testing.T) {
 // exec then ends once its EXECVE records held every argument, and every
 // event still ends, with the same argv as when its EOE ends it.
 func TestReassembleWithoutPathAndEOE(t *testing.T) {
-	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
+	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	const raw = "testdata/workload.raw"
 	key := func(evs []tracer.Event) []string {
 		var out []string
@@ -234,8 +235,8 @@ func TestExecveCompleteAtLastPiece(t *testing.T) {
 // An event whole but for its EOE ends at the second sweep after it
 // opened, not at shutdown; an exec still waiting for its PATH stays open.
 func TestSweepEndsWholeEvents(t *testing.T) {
-	all, _ := tracer.ParseTypes("all")
-	r := newReassembler(all, tracer.UnsetID)
+	all, _ := vocab.ParseTypes("all")
+	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
 	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var got []string
@@ -259,7 +260,7 @@ func TestSweepEndsWholeEvents(t *testing.T) {
 // --cgroup keep, as eBPF counts it in the kernel: a Go program outside the
 // watched cgroup, or of another comm, adds nothing to the filtered count.
 func TestNoiseCountedInScope(t *testing.T) {
-	sigs, _ := tracer.ParseTypes("signal")
+	sigs, _ := vocab.ParseTypes("signal")
 	cgroups := map[uint32]string{10: "/build/go", 11: "/system.slice/other", 12: "/build"}
 	for _, c := range []struct {
 		cfg  tracer.Config
@@ -271,7 +272,7 @@ func TestNoiseCountedInScope(t *testing.T) {
 		{tracer.Config{Comms: []string{"compile"}}, 2},
 		{tracer.Config{Comms: []string{"compile"}, Cgroup: "/build"}, 1},
 	} {
-		r := newReassembler(sigs, tracer.UnsetID)
+		r := newReassembler(sigs, vocab.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
 		r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
 			cg, ok := cgroups[pid]
@@ -287,7 +288,7 @@ func TestNoiseCountedInScope(t *testing.T) {
 			r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x syscall=234 success=yes exit=0 a0=%x a1=%x a2=17 a3=0 items=0 ppid=1 pid=%d auid=0 uid=0 comm=%q",
 				i+1, archValue(false), s.pid, s.pid+100, s.pid, s.comm), emit)
 		}
-		if got := r.filtered[tracer.FilteredPreemption]; got != c.want {
+		if got := r.filtered[vocab.FilteredPreemption]; got != c.want {
 			t.Errorf("%+v: filtered %d, want %d", c.cfg, got, c.want)
 		}
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // StateDir is where running tracers tell each other, and `tracer cleanup`,
@@ -132,7 +134,7 @@ func readJSON(path string, v any) error {
 // processStart is the process's start time in clock ticks since boot
 // (tracer.ReadStartTicks); 0 when the process is gone.
 func processStart(pid int) uint64 {
-	start, _ := tracer.ReadStartTicks(uint32(pid))
+	start, _ := host.ReadStartTicks(uint32(pid))
 	return start
 }
 
@@ -343,7 +345,7 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 func Cleanup() ([]string, error) {
 	c, err := libaudit.NewAuditClient(nil)
 	if err != nil {
-		return nil, tracer.Usagef("cannot open the audit netlink socket (%w): run as root", err)
+		return nil, vocab.Usagef("cannot open the audit netlink socket (%w): run as root", err)
 	}
 	defer c.Close()
 	unlock, err := lockState()

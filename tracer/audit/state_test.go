@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // TestReturnSettings: a program that changed audit settings and puts them
@@ -88,7 +89,7 @@ func TestStateDirOthersCouldWriteRefused(t *testing.T) {
 		make(StateDir)
 		applied := false
 		_, err := ReturnSettings(Originals{Enabled: u(1)}, func() error { applied = true; return nil })
-		if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") || applied {
+		if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") || applied {
 			t.Errorf("%s: ReturnSettings = %v, settings applied %v; want one usage line and nothing applied", name, err, applied)
 		}
 		if o := TracerOriginals(); o.Enabled != nil {

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // UserMessageType is AUDIT_TRUSTED_APP, the record type of WriteUserMessage:
@@ -128,7 +128,7 @@ func (b *Backend) LinkLoginUID(auid uint32, pid int, cmd []string) error {
 	text := fmt.Sprintf("op=tracer-trace auid_real=%s auid_synthetic=%d %s pid=%d res=success",
 		realAUID, auid, EncodeField("cmd", cmdline), pid)
 	if err := WriteUserMessage(text); err != nil {
-		return tracer.Usagef("cannot write the audit record that ties the command's login uid %d to yours (%w): trace --backend audit needs CAP_AUDIT_WRITE; or use --backend ebpf", auid, err)
+		return vocab.Usagef("cannot write the audit record that ties the command's login uid %d to yours (%w): trace --backend audit needs CAP_AUDIT_WRITE; or use --backend ebpf", auid, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // typeAnomAbend is the record the kernel writes when a process dies of a
@@ -134,12 +135,12 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 	w := r.who
 	sc := &p.sc
 	switch e.Type {
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		// A new process has this pid now: read it while it may still run.
 		delete(w.procs, e.ChildPID)
 		w.lookup(e.ChildPID, 0)
 		w.inheritCgroup(e.ChildPID, e.PID)
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		if !p.reread {
 			w.reread(e.PID, sc.PPID)
 		}
@@ -158,9 +159,9 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 		e.ParentExecID = parent.id
 	}
 	switch e.Type {
-	case tracer.TypeSignal:
-		e.Origin = tracer.OriginUser
-		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, sc.Args[2] != 0)
+	case vocab.TypeSignal:
+		e.Origin = vocab.OriginUser
+		e.Code, e.HasCode = vocab.SyscallCode(e.Syscall, sc.Args[2] != 0)
 		target := uint32(p.objPID) // OBJ_PID: the target's tgid
 		if target == 0 && e.TargetPID > 0 && e.Syscall != "tkill" {
 			target = uint32(e.TargetPID) // kill, tgkill, rt_*sigqueueinfo: the tgid is an argument
@@ -183,14 +184,14 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 			if e.TargetComm == "" {
 				e.TargetComm, _ = r.procComm(target)
 			}
-			if e.Ret == 0 && tracer.Fatal(e.Signal) {
+			if e.Ret == 0 && vocab.TerminatesByDefault(e.Signal) {
 				if len(w.senders) >= maxProcs {
 					clear(w.senders)
 				}
 				w.senders[target] = sender{sig: e.Signal, pid: e.PID, comm: e.Comm, id: e.ExecID, code: e.Code, syscall: e.Syscall}
 			}
 		}
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		if p.info.name == "exit_group" {
 			delete(w.procs, e.PID) // the process ends
 		}
@@ -203,7 +204,7 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 // known when audit saw a process send that signal with a syscall (a
 // fault, the kernel's own signal, is not audited).
 func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*tracer.Event)) {
-	if !r.types.Has(tracer.TypeExit) {
+	if !r.types.Has(vocab.TypeExit) {
 		return
 	}
 	var pid, uid, auid uint32
@@ -232,7 +233,7 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 		r.bad++
 		return
 	}
-	if r.scopeAUID != tracer.UnsetID && auid != r.scopeAUID {
+	if r.scopeAUID != vocab.UnsetID && auid != r.scopeAUID {
 		return
 	}
 	if r.dedupe != nil {
@@ -246,7 +247,7 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	}
 	e := &r.ev
 	e.Reset()
-	e.Time, e.Backend, e.Type = t, backendName, tracer.TypeExit
+	e.Time, e.Backend, e.Type = t, backendName, vocab.TypeExit
 	e.PID, e.UID, e.AUID, e.Comm = pid, uid, auid, r.str(comm)
 	e.Signal, e.CoreUnknown = sig, true
 	w := r.who
@@ -260,7 +261,7 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 		}
 	}
 	if s, ok := w.senders[pid]; ok && s.sig == sig {
-		e.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: s.pid, Comm: s.comm, ExecID: s.id, Code: s.code, Syscall: s.syscall}
+		e.KilledBy = tracer.KilledBy{Origin: vocab.OriginUser, PID: s.pid, Comm: s.comm, ExecID: s.id, Code: s.code, Syscall: s.syscall}
 	}
 	delete(w.senders, pid)
 	delete(w.procs, pid)

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // whoReassembler reassembles with a /proc that holds procs.
 func whoReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]string) *reassembler {
-	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
-	r := newReassembler(all, tracer.UnsetID)
+	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
+	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(pid uint32) (string, bool) { c, ok := comms[pid]; return c, ok }
 	r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
 	return r
@@ -66,19 +67,19 @@ func TestAuditWho(t *testing.T) {
 			t.Errorf("%s event: cgroup %q unit %q", e.Type, e.Cgroup, e.Unit)
 		}
 	}
-	if kill.ExecID != shID || kill.ParentExecID != procs[initPID].ExecID || kill.Code != tracer.SIUser || !kill.HasCode ||
-		kill.Origin != tracer.OriginUser || kill.TargetComm != "nginx" || kill.TargetExecID != vID || kill.Result != tracer.ResultUnknown {
+	if kill.ExecID != shID || kill.ParentExecID != procs[initPID].ExecID || kill.Code != vocab.SIUser || !kill.HasCode ||
+		kill.Origin != vocab.OriginUser || kill.TargetComm != "nginx" || kill.TargetExecID != vID || kill.Result != vocab.ResultUnknown {
 		t.Errorf("kill: %+v", kill)
 	}
-	want := tracer.KilledBy{Origin: tracer.OriginUser, PID: sh, Comm: "sh", ExecID: shID, Code: tracer.SIUser, Syscall: "kill"}
-	if abend.Type != tracer.TypeExit || abend.PID != victim || abend.Comm != "nginx" || abend.Signal != 11 || !abend.CoreUnknown ||
+	want := tracer.KilledBy{Origin: vocab.OriginUser, PID: sh, Comm: "sh", ExecID: shID, Code: vocab.SIUser, Syscall: "kill"}
+	if abend.Type != vocab.TypeExit || abend.PID != victim || abend.Comm != "nginx" || abend.Signal != 11 || !abend.CoreUnknown ||
 		abend.ExecID != vID || abend.ParentExecID != shID || abend.KilledBy != want {
 		t.Errorf("ANOM_ABEND: %+v", abend)
 	}
-	if tgkill.Code != tracer.SITkill || tgkill.TargetComm != "nginx" || tgkill.TargetExecID != vID {
+	if tgkill.Code != vocab.SITkill || tgkill.TargetComm != "nginx" || tgkill.TargetExecID != vID {
 		t.Errorf("tgkill: %+v", tgkill)
 	}
-	if pidfd.Code != tracer.SIQueue || pidfd.TargetPID != victim {
+	if pidfd.Code != vocab.SIQueue || pidfd.TargetPID != victim {
 		t.Errorf("pidfd_send_signal: %+v", pidfd)
 	}
 	if exit.ExitCode != 3 || exit.Killed() || exit.ExecID != shID {

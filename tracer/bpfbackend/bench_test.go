@@ -22,6 +22,7 @@ import (
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // buildLoop compiles testdata/loop.c.
@@ -128,12 +129,12 @@ func BenchmarkOverhead(b *testing.B) {
 // kill(getpid(), SIGUSR1) ignored, with the sender's identity and cgroup
 // and the target's comm and exec id.
 func stormRecord(ktime uint64, pid uint32, cgid uint64) []byte {
-	b := whoRecord(tracer.TypeSignal, 7, int32(pid), 10, tracer.SIUser, pid, "storm", 0, 1, xfCode|xfResult|xfTarget, 0)
+	b := whoRecord(vocab.TypeSignal, 7, int32(pid), 10, vocab.SIUser, pid, "storm", 0, 1, xfCode|xfResult|xfTarget, 0)
 	le := binary.LittleEndian
 	le.PutUint64(b[offKtime:], ktime)
 	le.PutUint32(b[offPID:], pid)
 	le.PutUint32(b[offUID:], 0)
-	le.PutUint32(b[offAUID:], tracer.UnsetID)
+	le.PutUint32(b[offAUID:], vocab.UnsetID)
 	copy(b[offComm:offComm+commLen], "storm\x00")
 	le.PutUint32(b[offHdrPPID:], 811)
 	le.PutUint64(b[offCgid:], cgid)
@@ -243,7 +244,7 @@ func BenchmarkSignalFloor(b *testing.B) {
 	traced := func(stats, json bool) (time.Duration, tracer.Stats) {
 		be := New()
 		cfg := tracer.DefaultConfig()
-		cfg.Types, cfg.BPFStats = tracer.TypeSet(0).With(tracer.TypeSignal), stats
+		cfg.Types, cfg.BPFStats = vocab.TypeSet(0).With(vocab.TypeSignal), stats
 		if err := be.Start(cfg); err != nil {
 			b.Fatal(err)
 		}

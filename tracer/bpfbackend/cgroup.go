@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // maxCgroups bounds the names kept: a node that makes containers all day
@@ -43,7 +45,7 @@ type cgroupNames struct {
 
 func newCgroupNames() *cgroupNames {
 	c := &cgroupNames{fd: -1, cache: make(map[uint64]cgroupEntry)}
-	mount, err := tracer.CgroupMount()
+	mount, err := host.CgroupMount()
 	if err != nil {
 		return c // every lookup fails: no cgroup field
 	}
@@ -167,14 +169,14 @@ func cgroupFilter(path string) (cgroupScope, error) {
 	if path == "" {
 		return cgroupScope{}, nil
 	}
-	mount, err := tracer.CgroupMount()
+	mount, err := host.CgroupMount()
 	if err != nil {
-		return cgroupScope{}, tracer.Usagef("--cgroup needs cgroup v2: %w", err)
+		return cgroupScope{}, vocab.Usagef("--cgroup needs cgroup v2: %w", err)
 	}
 	clean := tracer.CleanCgroup(path)
-	id, level, err := tracer.CgroupID(mount, clean)
+	id, level, err := host.CgroupID(mount, clean)
 	if err != nil {
-		return cgroupScope{}, tracer.Usagef("--cgroup %s: no such cgroup under %s (%v): give a path as in /proc/PID/cgroup, e.g. /system.slice/nginx.service",
+		return cgroupScope{}, vocab.Usagef("--cgroup %s: no such cgroup under %s (%v): give a path as in /proc/PID/cgroup, e.g. /system.slice/nginx.service",
 			path, mount, unwrapPathError(err))
 	}
 	if level == 0 {

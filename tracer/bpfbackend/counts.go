@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Key layouts of the counting maps (struct exec_key, comm_key, signal_key).
@@ -65,8 +66,8 @@ func (b *Backend) readCounts() (*tracer.Counts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading signal counts: %w", err)
 	}
-	totals := sumPerCPU(b.coll.Maps["totals"], uint32(tracer.TypeExit)+1)
-	for _, t := range tracer.AllTypes {
+	totals := sumPerCPU(b.coll.Maps["totals"], uint32(vocab.TypeExit)+1)
+	for _, t := range vocab.AllTypes {
 		c.SetTotal(t, totals[t])
 	}
 	lost := sumPerCPU(b.coll.Maps["lost"], 2)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Record layouts written by bpf/tracer.bpf.c (struct event_hdr, struct
@@ -172,7 +173,7 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 			d.prev.Time = e.Time
 			return nil
 		}
-		if raw[offType] == uint8(tracer.TypeSignal) && sameButWho(raw, d.prevRaw) {
+		if raw[offType] == uint8(vocab.TypeSignal) && sameButWho(raw, d.prevRaw) {
 			d.otherWho(raw, e)
 			return nil
 		}
@@ -182,7 +183,7 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 		return err
 	}
 	d.prevRaw = d.prevRaw[:0]
-	if e.Type != tracer.TypeExec { // fixed fields only: no argv to copy
+	if e.Type != vocab.TypeExec { // fixed fields only: no argv to copy
 		d.prevRaw = append(d.prevRaw, raw...)
 		d.prev = *e
 		d.prev.Argv, d.prev.Ancestors = nil, nil
@@ -259,36 +260,36 @@ func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {
 	e.PID = le.Uint32(raw[offPID:])
 	e.UID = le.Uint32(raw[offUID:])
 	e.AUID = le.Uint32(raw[offAUID:])
-	e.Type = tracer.EventType(raw[offType])
+	e.Type = vocab.Type(raw[offType])
 	e.Comm = d.intern(cstring(raw[offComm : offComm+commLen]))
 	sc := raw[offSyscall]
-	if int(sc) < len(syscallNames) && e.Type != tracer.TypeExec && e.Type != tracer.TypeExit {
+	if int(sc) < len(syscallNames) && e.Type != vocab.TypeExec && e.Type != vocab.TypeExit {
 		e.Syscall = syscallNames[sc]
 	}
 	d.decodeIdentity(raw, e)
 
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		return d.decodeExec(raw, e)
-	case tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit:
+	case vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit:
 		if len(raw) < eventSize {
 			return fmt.Errorf("%w: %s record of %d bytes", errShortRecord, e.Type, len(raw))
 		}
 		a := int32(le.Uint32(raw[offA:]))
 		switch e.Type {
-		case tracer.TypeFork:
+		case vocab.TypeFork:
 			e.ChildPID = uint32(a)
-		case tracer.TypeSignal:
+		case vocab.TypeSignal:
 			e.TargetPID = a
 			e.Signal = int(int32(le.Uint32(raw[offB:])))
 			e.Ret = int64(le.Uint64(raw[offRet:]))
 			d.decodeSignal(raw, e)
-		case tracer.TypeExit:
+		case vocab.TypeExit:
 			e.ExitCode = int(a)
 			d.decodeExit(raw, e)
 		}
 		return nil
-	case tracer.TypeThrottle:
+	case vocab.TypeThrottle:
 		return d.decodeThrottle(raw, e)
 	}
 	return fmt.Errorf("unknown record type %d", raw[offType])
@@ -307,7 +308,7 @@ func (d *decoder) decodeThrottle(raw []byte, e *tracer.Event) error {
 		t.Source, t.CgroupID = tracer.SourceProcess, 0
 	}
 	t.Start, t.End, t.Limit = d.clock.wall(le.Uint64(raw[offWStart:])), d.clock.wall(le.Uint64(raw[offWEnd:])), d.limit
-	for i, typ := range tracer.AllTypes {
+	for i, typ := range vocab.AllTypes {
 		t.Add(typ, le.Uint64(raw[offDropped+8*i:]))
 	}
 	return nil

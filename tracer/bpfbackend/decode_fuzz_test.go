@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // fixedClock stops a decoder's clock from syncing, so that two decoders
@@ -29,11 +30,11 @@ func fixedClock(d *decoder) *decoder {
 // ring's buffer goes on past it, and is overwritten after each record); a
 // record too short for its type is an error.
 func FuzzDecodeAcrossRecords(f *testing.F) {
-	sig := smallRecord(tracer.TypeSignal, 7, 4300, 10, 0)
+	sig := smallRecord(vocab.TypeSignal, 7, 4300, 10, 0)
 	f.Add(sig, []byte{1, 0, 9, 0, 2, offPID, 3, 0, 2, offA, 250, 0, 1, 0, 1, 0})
 	f.Add(sig, []byte{2, offXPID, 1, 0, 2, offStart, 7, 0, 0, offXFlags, xfTarget, 0, 2, offXStart, 1, 0, 3, 100, 0, 0})
-	f.Add(smallRecord(tracer.TypeExit, 14, 3, 0, 0), []byte{1, 0, 1, 0, 0, offB, 9, 0, 0, offXFlags, xfKilled | xfKiller, 0})
-	f.Add(smallRecord(tracer.TypeFork, 5, 4243, 0, 0), []byte{1, 0, 5, 0, 0, offType, uint8(tracer.TypeExec), 0, 3, 80, 0, 0})
+	f.Add(smallRecord(vocab.TypeExit, 14, 3, 0, 0), []byte{1, 0, 1, 0, 0, offB, 9, 0, 0, offXFlags, xfKilled | xfKiller, 0})
+	f.Add(smallRecord(vocab.TypeFork, 5, 4243, 0, 0), []byte{1, 0, 5, 0, 0, offType, uint8(vocab.TypeExec), 0, 3, 80, 0, 0})
 	f.Add(execRecord("/usr/bin/grep", []string{"grep", "-q", "x"}, 0), []byte{1, 0, 1, 0, 0, offArgc, 30, 0, 0, offFilenameSize, 0xff, 0})
 	f.Fuzz(func(t *testing.T, first, edits []byte) {
 		if len(first) > 4096 {
@@ -120,14 +121,14 @@ func checkRecordLength(t *testing.T, raw []byte, err error) {
 	t.Helper()
 	need := hdrSize
 	if len(raw) >= hdrSize {
-		switch tracer.EventType(raw[offType]) {
-		case tracer.TypeExec:
+		switch vocab.Type(raw[offType]) {
+		case vocab.TypeExec:
 			need = offData
 			if len(raw) >= offData {
 				le := binary.LittleEndian
 				need += int(le.Uint16(raw[offFilenameSize:])) + int(le.Uint16(raw[offArgvSize:]))
 			}
-		case tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit:
+		case vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit:
 			need = eventSize
 		}
 	}

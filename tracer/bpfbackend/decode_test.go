@@ -14,17 +14,19 @@ import (
 	"testing"
 	"time"
 
+	"unsafe"
+
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
-	"unsafe"
 
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // header builds an event_hdr as the BPF programs write it.
-func header(b []byte, ktime uint64, pid, uid, auid uint32, typ tracer.EventType, sc, flags uint8, comm string) {
+func header(b []byte, ktime uint64, pid, uid, auid uint32, typ vocab.Type, sc, flags uint8, comm string) {
 	le := binary.LittleEndian
 	le.PutUint64(b[offKtime:], ktime)
 	le.PutUint32(b[offPID:], pid)
@@ -37,7 +39,7 @@ func header(b []byte, ktime uint64, pid, uid, auid uint32, typ tracer.EventType,
 	le.PutUint64(b[offPStart:], 29_999_999) // 2 ticks, rounded down
 }
 
-func smallRecord(typ tracer.EventType, sc uint8, a, sig int32, ret int64) []byte {
+func smallRecord(typ vocab.Type, sc uint8, a, sig int32, ret int64) []byte {
 	b := make([]byte, eventSize)
 	header(b, 5_000_000_000, 4242, 1000, 1001, typ, sc, 0, "sh")
 	le := binary.LittleEndian
@@ -53,7 +55,7 @@ func execRecord(filename string, argv []string, ret int64) []byte {
 		data += "\x00"
 	}
 	b := make([]byte, offData+len(data)+5) // trailing bytes a perf sample may pad with
-	header(b, 7_000_000_000, 4243, 0, tracer.UnsetID, tracer.TypeExec, 1, 0, "bash")
+	header(b, 7_000_000_000, 4243, 0, vocab.UnsetID, vocab.TypeExec, 1, 0, "bash")
 	le := binary.LittleEndian
 	le.PutUint32(b[offPPID:], 4242)
 	le.PutUint16(b[offFilenameSize:], uint16(len(filename)+1))
@@ -72,18 +74,18 @@ func TestDecodeRecords(t *testing.T) {
 		raw  []byte
 		want tracer.Event
 	}{
-		{"fork", smallRecord(tracer.TypeFork, 6, 4300, 0, 0),
-			tracer.Event{Type: tracer.TypeFork, Syscall: "clone3", ChildPID: 4300}},
-		{"kill to a process group", smallRecord(tracer.TypeSignal, 7, -4242, 15, 0),
-			tracer.Event{Type: tracer.TypeSignal, Syscall: "kill", TargetPID: -4242, Signal: 15,
-				HasCode: true, Code: tracer.SIUser, Origin: tracer.OriginUser}},
-		{"failed tgkill", smallRecord(tracer.TypeSignal, 9, 77, 10, -3),
-			tracer.Event{Type: tracer.TypeSignal, Syscall: "tgkill", TargetPID: 77, Signal: 10, Ret: -3,
-				HasCode: true, Code: tracer.SITkill, Origin: tracer.OriginUser}},
-		{"pidfd_send_signal: the record does not say whether a siginfo was passed", smallRecord(tracer.TypeSignal, 12, 77, 10, 0),
-			tracer.Event{Type: tracer.TypeSignal, Syscall: "pidfd_send_signal", TargetPID: 77, Signal: 10, Origin: tracer.OriginUser}},
-		{"exit with a negative code", smallRecord(tracer.TypeExit, 14, -1, 0, 0),
-			tracer.Event{Type: tracer.TypeExit, ExitCode: -1}},
+		{"fork", smallRecord(vocab.TypeFork, 6, 4300, 0, 0),
+			tracer.Event{Type: vocab.TypeFork, Syscall: "clone3", ChildPID: 4300}},
+		{"kill to a process group", smallRecord(vocab.TypeSignal, 7, -4242, 15, 0),
+			tracer.Event{Type: vocab.TypeSignal, Syscall: "kill", TargetPID: -4242, Signal: 15,
+				HasCode: true, Code: vocab.SIUser, Origin: vocab.OriginUser}},
+		{"failed tgkill", smallRecord(vocab.TypeSignal, 9, 77, 10, -3),
+			tracer.Event{Type: vocab.TypeSignal, Syscall: "tgkill", TargetPID: 77, Signal: 10, Ret: -3,
+				HasCode: true, Code: vocab.SITkill, Origin: vocab.OriginUser}},
+		{"pidfd_send_signal: the record does not say whether a siginfo was passed", smallRecord(vocab.TypeSignal, 12, 77, 10, 0),
+			tracer.Event{Type: vocab.TypeSignal, Syscall: "pidfd_send_signal", TargetPID: 77, Signal: 10, Origin: vocab.OriginUser}},
+		{"exit with a negative code", smallRecord(vocab.TypeExit, 14, -1, 0, 0),
+			tracer.Event{Type: vocab.TypeExit, ExitCode: -1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,7 +111,7 @@ func TestDecodeExec(t *testing.T) {
 	if err := d.decode(execRecord("/usr/bin/grep", []string{"grep", "-q", "", "x y"}, 0), &e); err != nil {
 		t.Fatal(err)
 	}
-	want := tracer.Event{Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "bash", AUID: tracer.UnsetID,
+	want := tracer.Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", AUID: vocab.UnsetID,
 		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"},
 		ExecID: tracer.ExecID{PID: 4243, Start: 12345}, ParentExecID: tracer.ExecID{PID: 1, Start: 2}}
 	e.Time = time.Time{}
@@ -133,18 +135,18 @@ func TestDecodeExec(t *testing.T) {
 
 	// More arguments than tracer.ArgvMax in the argument area: the first
 	// ArgvMax are kept.
-	long := make([]string, tracer.ArgvMax+5)
+	long := make([]string, vocab.ArgvMax+5)
 	for i := range long {
 		long[i] = strconv.Itoa(i)
 	}
 	if err := d.decode(execRecord("/bin/echo", long, 0), &e); err != nil {
 		t.Fatal(err)
 	}
-	if !e.ArgvTruncated || !reflect.DeepEqual(e.Argv, long[:tracer.ArgvMax]) {
+	if !e.ArgvTruncated || !reflect.DeepEqual(e.Argv, long[:vocab.ArgvMax]) {
 		t.Errorf("%d arguments: kept %q, argv_truncated %v", len(long), e.Argv, e.ArgvTruncated)
 	}
-	if err := d.decode(execRecord("/bin/echo", long[:tracer.ArgvMax], 0), &e); err != nil || e.ArgvTruncated {
-		t.Errorf("%d arguments: argv_truncated %v, %v", tracer.ArgvMax, e.ArgvTruncated, err)
+	if err := d.decode(execRecord("/bin/echo", long[:vocab.ArgvMax], 0), &e); err != nil || e.ArgvTruncated {
+		t.Errorf("%d arguments: argv_truncated %v, %v", vocab.ArgvMax, e.ArgvTruncated, err)
 	}
 
 	// A long argument area, as the kernel side reads it: its first
@@ -152,7 +154,7 @@ func TestDecodeExec(t *testing.T) {
 	for _, a := range tracertest.LongArgs(tracertest.ArgSizes...) {
 		argv := []string{"/bin/sh", "-c", a, "TAIL_MARKER"}
 		block := []byte(strings.Join(argv, "\x00") + "\x00")
-		read := block[:min(len(block), tracer.ArgvBytesMax)]
+		read := block[:min(len(block), vocab.ArgvBytesMax)]
 		raw := append(execRecord("/bin/sh", nil, 0)[:offData+len("/bin/sh\x00")], read...)
 		binary.LittleEndian.PutUint16(raw[offArgvSize:], uint16(len(read)))
 		raw[offArgc] = uint8(len(argv))
@@ -170,7 +172,7 @@ func TestDecodeTime(t *testing.T) {
 	d := newDecoder()
 	var e tracer.Event
 	var mono, real = monoNow(), time.Now()
-	raw := smallRecord(tracer.TypeExit, 14, 0, 0, 0)
+	raw := smallRecord(vocab.TypeExit, 14, 0, 0, 0)
 	binary.LittleEndian.PutUint64(raw[offKtime:], mono)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 	var e tracer.Event
 	bad := map[string][]byte{
 		"short header":     make([]byte, hdrSize-1),
-		"short signal":     smallRecord(tracer.TypeSignal, 7, 1, 1, 0)[:eventSize-8],
+		"short signal":     smallRecord(vocab.TypeSignal, 7, 1, 1, 0)[:eventSize-8],
 		"exec beyond data": execRecord("/bin/true", []string{"true"}, 0)[:offData+4],
 		"unknown type":     smallRecord(9, 0, 0, 0, 0),
 	}
@@ -209,7 +211,7 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 func TestDecodeAllocations(t *testing.T) {
 	d := newDecoder()
 	var e tracer.Event
-	sig := smallRecord(tracer.TypeSignal, 7, 1, 10, 0)
+	sig := smallRecord(vocab.TypeSignal, 7, 1, 10, 0)
 	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(sig, &e) }); n != 0 {
 		t.Errorf("signal record: %v allocations per decode, want 0", n)
 	}
@@ -266,7 +268,7 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"wend", unsafe.Offsetof(th.Wend), offWEnd},
 		{"dropped", unsafe.Offsetof(th.Dropped), offDropped},
 		{"throttle size", unsafe.Sizeof(th), eventSize},
-		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + tracer.ArgvMax*128}, // ARG_MAX: 128 bytes per argument, NUL included
+		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + vocab.ArgvMax*128}, // ARG_MAX: 128 bytes per argument, NUL included
 		{"exec key size", unsafe.Sizeof(bpf.TracerExecKey{}), execKeySize},
 		{"signal key size", unsafe.Sizeof(bpf.TracerSignalKey{}), signalKeySize},
 	}
@@ -283,7 +285,7 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 func BenchmarkDecodeSignal(b *testing.B) {
 	d := newDecoder()
 	var e tracer.Event
-	raw := smallRecord(tracer.TypeSignal, 7, 1, 10, 0)
+	raw := smallRecord(vocab.TypeSignal, 7, 1, 10, 0)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := d.decode(raw, &e); err != nil {
@@ -299,7 +301,7 @@ func TestDeliverBatchRepeats(t *testing.T) {
 	b := New()
 	d := newDecoder()
 	rec := func(sig int32, repeat uint32) []byte {
-		r := smallRecord(tracer.TypeSignal, 7, 99, sig, 0)
+		r := smallRecord(vocab.TypeSignal, 7, 99, sig, 0)
 		binary.LittleEndian.PutUint32(r[offRepeat:], repeat)
 		return r
 	}
@@ -316,7 +318,7 @@ func TestDeliverBatchRepeats(t *testing.T) {
 	if want := []int{1, 2, 2, 2, 2, 4, 4}; !reflect.DeepEqual(got, want) {
 		t.Errorf("delivered %v, want %v", got, want)
 	}
-	if st := b.Stats(); st.Events[tracer.TypeSignal] != 7 || b.badRecs.Load() != 1 {
+	if st := b.Stats(); st.Events[vocab.TypeSignal] != 7 || b.badRecs.Load() != 1 {
 		t.Errorf("%v events, %d bad records, want 7 signals and 1 bad record", st.Events, b.badRecs.Load())
 	}
 }
@@ -328,15 +330,15 @@ func TestDeliverBatch(t *testing.T) {
 	d := newDecoder()
 	var raw []byte
 	for sig := int32(1); sig <= 3; sig++ {
-		raw = append(raw, smallRecord(tracer.TypeSignal, 7, 99, sig, 0)...)
+		raw = append(raw, smallRecord(vocab.TypeSignal, 7, 99, sig, 0)...)
 	}
 	var got []int
 	b.deliverBatch(d, raw, new(tracer.Event), func(e *tracer.Event) { got = append(got, e.Signal) })
 	b.deliverBatch(d, execRecord("/bin/true", []string{"true"}, 0), new(tracer.Event), func(e *tracer.Event) { got = append(got, -int(e.Type)) })
-	if want := []int{1, 2, 3, -int(tracer.TypeExec)}; !reflect.DeepEqual(got, want) {
+	if want := []int{1, 2, 3, -int(vocab.TypeExec)}; !reflect.DeepEqual(got, want) {
 		t.Errorf("delivered %v, want %v", got, want)
 	}
-	if st := b.Stats(); st.Events[tracer.TypeSignal] != 3 || st.Events[tracer.TypeExec] != 1 || st.TotalLost() != 0 {
+	if st := b.Stats(); st.Events[vocab.TypeSignal] != 3 || st.Events[vocab.TypeExec] != 1 || st.TotalLost() != 0 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -357,14 +359,14 @@ func TestArgvMaxIsTheCSide(t *testing.T) {
 		n, _ := strconv.Atoi(string(m[1]))
 		return n
 	}
-	if n := define("ARGC_MAX"); n != tracer.ArgvMax {
-		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, tracer.ArgvMax)
+	if n := define("ARGC_MAX"); n != vocab.ArgvMax {
+		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, vocab.ArgvMax)
 	}
 	if !regexp.MustCompile(`(?m)^#define ARGV_BYTES \(ARGC_MAX \* ARG_MAX\)$`).Match(src) {
 		t.Error("ARGV_BYTES is no longer ARGC_MAX * ARG_MAX")
 	}
-	if n := tracer.ArgvMax * define("ARG_MAX"); n != tracer.ArgvBytesMax {
-		t.Errorf("ARGV_BYTES is %d, tracer.ArgvBytesMax %d: change both (and run make generate)", n, tracer.ArgvBytesMax)
+	if n := vocab.ArgvMax * define("ARG_MAX"); n != vocab.ArgvBytesMax {
+		t.Errorf("ARGV_BYTES is %d, tracer.ArgvBytesMax %d: change both (and run make generate)", n, vocab.ArgvBytesMax)
 	}
 }
 
@@ -389,7 +391,7 @@ func TestDecodeThrottle(t *testing.T) {
 	le := binary.LittleEndian
 	rec := func(flags uint8) []byte {
 		b := make([]byte, eventSize)
-		header(b, 6_000_000_000, 4242, 0, tracer.UnsetID, tracer.TypeThrottle, 0, flags, "storm")
+		header(b, 6_000_000_000, 4242, 0, vocab.UnsetID, vocab.TypeThrottle, 0, flags, "storm")
 		le.PutUint64(b[offCgid:], 8214)
 		le.PutUint64(b[offWStart:], 5_000_000_000)
 		le.PutUint64(b[offWEnd:], 6_000_000_000)
@@ -405,7 +407,7 @@ func TestDecodeThrottle(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := e.Throttle
-	if e.Type != tracer.TypeThrottle || e.PID != 4242 || e.Comm != "storm" || th.Source != tracer.SourceCgroup || th.CgroupID != 8214 ||
+	if e.Type != vocab.TypeThrottle || e.PID != 4242 || e.Comm != "storm" || th.Source != tracer.SourceCgroup || th.CgroupID != 8214 ||
 		th.Limit != 1000 || th.Exec != 1 || th.Fork != 2 || th.Signal != 99_000 || th.Exit != 4 ||
 		th.End.Sub(th.Start) != time.Second || !e.Time.Equal(th.End) || e.Syscall != "" {
 		t.Errorf("throttle event %+v", e)

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // decodeIdentity fills the exec ids and the cgroup from a record's header.
@@ -14,7 +16,7 @@ func (d *decoder) decodeIdentity(raw []byte, e *tracer.Event) {
 	le := binary.LittleEndian
 	e.ExecID = senderID(raw)
 	if ppid := le.Uint32(raw[offHdrPPID:]); ppid != 0 {
-		e.ParentExecID = tracer.ExecID{PID: ppid, Start: tracer.TicksFromNS(le.Uint64(raw[offPStart:]))}
+		e.ParentExecID = tracer.ExecID{PID: ppid, Start: host.TicksFromNS(le.Uint64(raw[offPStart:]))}
 	}
 	if id := le.Uint64(raw[offCgid:]); id != 0 && d.cgroups != nil {
 		if id != d.lastCgid {
@@ -34,13 +36,13 @@ func senderID(raw []byte) tracer.ExecID {
 	if pid == 0 { // the idle task
 		return tracer.ExecID{}
 	}
-	return tracer.ExecID{PID: pid, Start: tracer.TicksFromNS(le.Uint64(raw[offStart:]))}
+	return tracer.ExecID{PID: pid, Start: host.TicksFromNS(le.Uint64(raw[offStart:]))}
 }
 
 // targetID is the exec id of a signal record's target (xfTarget set).
 func targetID(raw []byte) tracer.ExecID {
 	le := binary.LittleEndian
-	return tracer.ExecID{PID: le.Uint32(raw[offXPID:]), Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
+	return tracer.ExecID{PID: le.Uint32(raw[offXPID:]), Start: host.TicksFromNS(le.Uint64(raw[offXStart:]))}
 }
 
 // decodeSignal fills what the kernel said of a signal: its code, origin,
@@ -54,16 +56,16 @@ func (d *decoder) decodeSignal(raw []byte, e *tracer.Event) {
 	case xf&xfCode != 0:
 		e.Code, e.HasCode = int32(le.Uint32(raw[offCode:])), true
 	case e.Syscall != "" && e.Syscall != "pidfd_send_signal":
-		e.Code, e.HasCode = tracer.SyscallCode(e.Syscall, true)
+		e.Code, e.HasCode = vocab.SyscallCode(e.Syscall, true)
 	}
 	switch {
 	case xf&xfKernel != 0:
-		e.Origin = tracer.OriginKernel
+		e.Origin = vocab.OriginKernel
 	case e.Syscall != "":
-		e.Origin = tracer.OriginUser
+		e.Origin = vocab.OriginUser
 	}
 	if xf&xfResult != 0 {
-		e.Result = tracer.ResultFromKernel(int(raw[offResult]))
+		e.Result = vocab.ResultFromKernel(int(raw[offResult]))
 	}
 	if xf&xfTarget != 0 {
 		e.TargetComm = d.intern(cstring(raw[offXComm : offXComm+commLen]))
@@ -81,7 +83,7 @@ func (d *decoder) decodeExit(raw []byte, e *tracer.Event) {
 	if xf&xfKilled == 0 {
 		return
 	}
-	e.SetExitStatus(tracer.DecodeWaitStatus(le.Uint32(raw[offStatus:])))
+	e.SetExitStatus(vocab.DecodeWaitStatus(le.Uint32(raw[offStatus:])))
 	e.OOMKill = xf&xfOOM != 0
 	if xf&xfKiller == 0 {
 		return
@@ -89,16 +91,16 @@ func (d *decoder) decodeExit(raw []byte, e *tracer.Event) {
 	k := &e.KilledBy
 	k.Code = int32(le.Uint32(raw[offCode:]))
 	if xf&xfKernel != 0 {
-		k.Origin, k.Comm = tracer.OriginKernel, "kernel"
+		k.Origin, k.Comm = vocab.OriginKernel, "kernel"
 		if e.OOMKill {
 			k.Comm = "oom-killer"
 		}
 		return
 	}
-	k.Origin = tracer.OriginUser
+	k.Origin = vocab.OriginUser
 	k.PID = le.Uint32(raw[offXPID:])
 	k.Comm = d.intern(cstring(raw[offXComm : offXComm+commLen]))
-	k.ExecID = tracer.ExecID{PID: k.PID, Start: tracer.TicksFromNS(le.Uint64(raw[offXStart:]))}
+	k.ExecID = tracer.ExecID{PID: k.PID, Start: host.TicksFromNS(le.Uint64(raw[offXStart:]))}
 	if sc := raw[offXSyscall]; int(sc) < len(syscallNames) {
 		k.Syscall = syscallNames[sc]
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // whoRecord is a signal or exit record with the tail the signal_generate
 // and sched_process_exit programs write.
-func whoRecord(typ tracer.EventType, sc uint8, a, sig int32, code int32, xpid uint32, xcomm string, status uint32, result, xflags, xsc uint8) []byte {
+func whoRecord(typ vocab.Type, sc uint8, a, sig int32, code int32, xpid uint32, xcomm string, status uint32, result, xflags, xsc uint8) []byte {
 	b := smallRecord(typ, sc, a, sig, 0)
 	le := binary.LittleEndian
 	le.PutUint32(b[offCode:], uint32(code))
@@ -30,30 +31,30 @@ func TestDecodeWho(t *testing.T) {
 	var e tracer.Event
 
 	// A fault: the kernel's SIGSEGV to the process itself, delivered.
-	raw := whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	raw := whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Syscall != "" || e.Origin != tracer.OriginKernel || !e.HasCode || tracer.SigCodeName(e.Signal, e.Code) != "SEGV_MAPERR" ||
-		e.Result != tracer.ResultDelivered || e.TargetComm != "segv" || e.TargetExecID != (tracer.ExecID{PID: 4242, Start: 7}) {
+	if e.Syscall != "" || e.Origin != vocab.OriginKernel || !e.HasCode || vocab.SigCodeName(e.Signal, e.Code) != "SEGV_MAPERR" ||
+		e.Result != vocab.ResultDelivered || e.TargetComm != "segv" || e.TargetExecID != (tracer.ExecID{PID: 4242, Start: 7}) {
 		t.Errorf("kernel SIGSEGV: %+v", e)
 	}
 
 	// The signal_generate view of a kill(2): code and result from the kernel.
-	raw = whoRecord(tracer.TypeSignal, 7, 4300, 15, tracer.SIUser, 4300, "sleep", 0, 1, xfCode|xfResult|xfTarget, 0)
+	raw = whoRecord(vocab.TypeSignal, 7, 4300, 15, vocab.SIUser, 4300, "sleep", 0, 1, xfCode|xfResult|xfTarget, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Syscall != "kill" || e.Origin != tracer.OriginUser || e.Code != tracer.SIUser || e.Result != tracer.ResultIgnored || e.TargetComm != "sleep" {
+	if e.Syscall != "kill" || e.Origin != vocab.OriginUser || e.Code != vocab.SIUser || e.Result != vocab.ResultIgnored || e.TargetComm != "sleep" {
 		t.Errorf("kill: %+v", e)
 	}
 
 	// Killed by SIGTERM from a process's kill(2).
-	raw = whoRecord(tracer.TypeExit, 0, 0, 15, tracer.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7)
+	raw = whoRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	want := tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "systemd", ExecID: tracer.ExecID{PID: 1, Start: 7}, Code: tracer.SIUser, Syscall: "kill"}
+	want := tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "systemd", ExecID: tracer.ExecID{PID: 1, Start: 7}, Code: vocab.SIUser, Syscall: "kill"}
 	if !e.Killed() || e.Signal != 15 || e.CoreDumped || e.OOMKill || e.KilledBy != want || e.ExitCode != 0 {
 		t.Errorf("killed by SIGTERM: %+v", e)
 	}
@@ -62,20 +63,20 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// A fault that dumped core.
-	raw = whoRecord(tracer.TypeExit, 0, 0, 11, 1, 0, "", 0x8b, 0, xfKilled|xfKiller|xfCode|xfKernel, 0)
+	raw = whoRecord(vocab.TypeExit, 0, 0, 11, 1, 0, "", 0x8b, 0, xfKilled|xfKiller|xfCode|xfKernel, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	if !e.Killed() || e.Signal != 11 || !e.CoreDumped || e.KilledBy.Origin != tracer.OriginKernel || e.KilledBy.Comm != "kernel" || e.Cause() != tracer.CauseCore {
+	if !e.Killed() || e.Signal != 11 || !e.CoreDumped || e.KilledBy.Origin != vocab.OriginKernel || e.KilledBy.Comm != "kernel" || e.Cause() != vocab.CauseCore {
 		t.Errorf("SIGSEGV core: %+v", e)
 	}
 
 	// The OOM killer.
-	raw = whoRecord(tracer.TypeExit, 0, 0, 9, tracer.SIKernel, 0, "", 9, 0, xfKilled|xfKiller|xfCode|xfKernel|xfOOM, 0)
+	raw = whoRecord(vocab.TypeExit, 0, 0, 9, vocab.SIKernel, 0, "", 9, 0, xfKilled|xfKiller|xfCode|xfKernel|xfOOM, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	if !e.OOMKill || e.KilledBy.Comm != "oom-killer" || e.Cause() != tracer.CauseOOM {
+	if !e.OOMKill || e.KilledBy.Comm != "oom-killer" || e.Cause() != vocab.CauseOOM {
 		t.Errorf("OOM: %+v", e)
 	}
 	if got := string(tracer.AppendText(nil, &e)); !endsWith(got, "killed by SIGKILL from oom-killer") {
@@ -83,7 +84,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// Killed, the sender not seen (the tracer started after it was sent).
-	raw = whoRecord(tracer.TypeExit, 0, 0, 9, 0, 0, "", 9, 0, xfKilled, 0)
+	raw = whoRecord(vocab.TypeExit, 0, 0, 9, 0, 0, "", 9, 0, xfKilled, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,11 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// An exit call: the code, nothing else.
-	raw = whoRecord(tracer.TypeExit, 14, 3, 0, 0, 0, "", 0, 0, 0, 0)
+	raw = whoRecord(vocab.TypeExit, 14, 3, 0, 0, 0, "", 0, 0, 0, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Killed() || e.ExitCode != 3 || e.Cause() != tracer.CauseExit {
+	if e.Killed() || e.ExitCode != 3 || e.Cause() != vocab.CauseExit {
 		t.Errorf("exit 3: %+v", e)
 	}
 }
@@ -109,7 +110,7 @@ func endsWith(s, suffix string) bool {
 func TestDecodeWhoAllocations(t *testing.T) {
 	d := newDecoder()
 	var e tracer.Event
-	raw := whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	raw := whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
 	_ = d.decode(raw, &e)
 	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(raw, &e) }); n != 0 {
 		t.Errorf("%v allocations per decode", n)
@@ -125,10 +126,10 @@ func TestDecodeLikeTheLastRecord(t *testing.T) {
 	le := binary.LittleEndian
 	bases := [][]byte{
 		stormRecord(5_000_000_000, 4242, 0),
-		whoRecord(tracer.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0),
-		whoRecord(tracer.TypeSignal, 9, -1, 15, tracer.SIUser, 0, "", 0, 1, xfCode|xfResult, 0),
-		whoRecord(tracer.TypeExit, 0, 0, 15, tracer.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7),
-		smallRecord(tracer.TypeFork, 5, 4300, 0, 0),
+		whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0),
+		whoRecord(vocab.TypeSignal, 9, -1, 15, vocab.SIUser, 0, "", 0, 1, xfCode|xfResult, 0),
+		whoRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7),
+		smallRecord(vocab.TypeFork, 5, 4300, 0, 0),
 	}
 	for bi, base := range bases {
 		for off := offKtime; off < len(base); off++ {

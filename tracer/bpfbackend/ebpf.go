@@ -43,6 +43,7 @@ import (
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracefs"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // DefaultRingBytes is the ring buffer size when Config.RingBytes is 0.
@@ -81,7 +82,7 @@ type Backend struct {
 	cgroups   *cgroupNames // names the cgroup ids of records
 	sweep     bool         // rate_sweep and rate_final are loaded (--rate-limit)
 
-	events   [tracer.TypeThrottle + 1]atomic.Uint64
+	events   [vocab.TypeThrottle + 1]atomic.Uint64
 	perfLost atomic.Uint64
 	badRecs  atomic.Uint64
 
@@ -175,9 +176,9 @@ func unavailable(err error) bool {
 // sees, or "": failed exec attempts, and signal 0 (no signal is generated).
 func syscallsOnly(cfg tracer.Config) string {
 	switch {
-	case cfg.ExecFailures && cfg.Types.Has(tracer.TypeExec):
+	case cfg.ExecFailures && cfg.Types.Has(vocab.TypeExec):
 		return "failed exec attempts (--exec-failures)"
-	case cfg.Signals.KeepsNoise(tracer.FilteredExistence) && cfg.Types.Has(tracer.TypeSignal):
+	case cfg.Signals.KeepsNoise(vocab.FilteredExistence) && cfg.Types.Has(vocab.TypeSignal):
 		return "existence checks (--signal 0)"
 	}
 	return ""
@@ -186,22 +187,22 @@ func syscallsOnly(cfg tracer.Config) string {
 // normalize fills defaults and checks what the user gave.
 func normalize(cfg *tracer.Config) error {
 	if cfg.Types == 0 {
-		cfg.Types = tracer.DefaultTypes
+		cfg.Types = vocab.DefaultTypes
 	}
 	if cfg.Probes == "" {
 		cfg.Probes = ProbesDefault
 	}
 	if err := CheckProbes(cfg.Probes); err != nil {
-		return tracer.Usagef("%w", err)
+		return vocab.Usagef("%w", err)
 	}
 	if cfg.RingBytes == 0 {
 		cfg.RingBytes = DefaultRingBytes
 	}
 	if page := os.Getpagesize(); cfg.RingBytes < page || cfg.RingBytes&(cfg.RingBytes-1) != 0 {
-		return tracer.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
+		return vocab.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
 	}
 	if why := syscallsOnly(*cfg); why != "" && cfg.Probes != ProbesDefault && cfg.Probes != ProbesSyscalls {
-		return tracer.Usagef("%s are seen only at the syscall: use --probes syscalls (or default) with them, not --probes %s", why, cfg.Probes)
+		return vocab.Usagef("%s are seen only at the syscall: use --probes syscalls (or default) with them, not --probes %s", why, cfg.Probes)
 	}
 	for _, c := range cfg.Comms {
 		if err := tracer.CheckComm("--comm", c); err != nil {
@@ -227,7 +228,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		}
 	case ProbesFEntry:
 		if events, err = fentryProbes(kernel, cfg.Types); err != nil {
-			return tracer.Usagef("--probes fentry: %w: use --probes default", err)
+			return vocab.Usagef("--probes fentry: %w: use --probes default", err)
 		}
 	default:
 		events = tracepointProbes(cfg.Types)
@@ -336,7 +337,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	// under each other.
 	err = tracefs.Do(attachAll)
 	if errors.Is(err, tracefs.ErrUnavailable) {
-		return &noTracefsError{tracer.UsageError{Msg: fmt.Sprintf(
+		return &noTracefsError{vocab.UsageError{Msg: fmt.Sprintf(
 			"syscall tracepoints need tracefs (%v): mount -t tracefs tracefs %s, or use --probes sched", err, tracefs.Path)}}
 	}
 	return err
@@ -402,8 +403,8 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		// tracer never reports itself: its runtime's signals, its own
 		// liveness checks, the children it starts.
 		"cfg_self_tgid":      uint32(os.Getpid()),
-		"cfg_keep_preempt":   boolByte(cfg.Signals.KeepsNoise(tracer.FilteredPreemption)),
-		"cfg_keep_existence": boolByte(cfg.Signals.KeepsNoise(tracer.FilteredExistence)),
+		"cfg_keep_preempt":   boolByte(cfg.Signals.KeepsNoise(vocab.FilteredPreemption)),
+		"cfg_keep_existence": boolByte(cfg.Signals.KeepsNoise(vocab.FilteredExistence)),
 		"cfg_exec_failures":  boolByte(cfg.ExecFailures),
 		"cfg_rate_limit":     rateLimit(cfg),
 	}
@@ -437,14 +438,14 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 			spec.Maps[name].MaxEntries = 1
 		}
 	}
-	unused("execs", set != ProbesSched && cfg.Types.Has(tracer.TypeExec))
-	unused("exec_comm", set == ProbesSched && cfg.Types.Has(tracer.TypeExec))
-	unused("pending", set == ProbesSyscalls && cfg.Types.Has(tracer.TypeSignal))
-	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeExec))
-	unused("fork_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeFork))
-	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(tracer.TypeSignal))
-	unused("killers", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
-	unused("oom_victims", !cfg.CountOnly && cfg.Types.Has(tracer.TypeExit))
+	unused("execs", set != ProbesSched && cfg.Types.Has(vocab.TypeExec))
+	unused("exec_comm", set == ProbesSched && cfg.Types.Has(vocab.TypeExec))
+	unused("pending", set == ProbesSyscalls && cfg.Types.Has(vocab.TypeSignal))
+	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeExec))
+	unused("fork_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeFork))
+	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeSignal))
+	unused("killers", !cfg.CountOnly && cfg.Types.Has(vocab.TypeExit))
+	unused("oom_victims", !cfg.CountOnly && cfg.Types.Has(vocab.TypeExit))
 	unused("rates", rateLimit(cfg) != 0)
 	return nil
 }
@@ -478,12 +479,12 @@ func loadError(err error, set string) error {
 		return fmt.Errorf("loading BPF programs: %w", err)
 	}
 	if mode := lockdownMode(); mode != "" && mode != "none" {
-		return tracer.Usagef("the kernel refused the BPF programs (lockdown=%s): boot with lockdown=none, or use --backend audit", mode)
+		return vocab.Usagef("the kernel refused the BPF programs (lockdown=%s): boot with lockdown=none, or use --backend audit", mode)
 	}
 	if set == ProbesFEntry {
-		return tracer.Usagef("the kernel refused fentry programs (%v): it does not allow BPF trampolines here, use --probes default", unix.EPERM)
+		return vocab.Usagef("the kernel refused fentry programs (%v): it does not allow BPF trampolines here, use --probes default", unix.EPERM)
 	}
-	return tracer.Usagef("the kernel refused the BPF programs (%v): run as root (CAP_BPF and CAP_PERFMON), or use --backend audit", unix.EPERM)
+	return vocab.Usagef("the kernel refused the BPF programs (%v): run as root (CAP_BPF and CAP_PERFMON), or use --backend audit", unix.EPERM)
 }
 
 // startTracking puts pid in the tracked set, turns the filter on, and
@@ -583,7 +584,7 @@ func (b *Backend) batchMayHold(seen *uint64, last *time.Time, every time.Duratio
 		return false
 	}
 	now := time.Now()
-	if n := b.events[tracer.TypeSignal].Load(); n != *seen {
+	if n := b.events[vocab.TypeSignal].Load(); n != *seen {
 		*seen, *last = n, now
 	}
 	return now.Sub(*last) <= 2*every+20*time.Millisecond
@@ -682,7 +683,7 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 // stands for 1 + its repeat count events. The batch's events are counted
 // once at its end: one locked add per batch, not per event.
 func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
-	var n [tracer.TypeThrottle + 1]uint64
+	var n [vocab.TypeThrottle + 1]uint64
 	for len(raw) > 0 {
 		rec, repeat, ok := nextRecord(raw)
 		raw = raw[len(rec):]
@@ -712,10 +713,10 @@ func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit fu
 // repeat count, and ok is false when that is beyond the kernel's cap.
 func nextRecord(raw []byte) (rec []byte, repeat uint32, ok bool) {
 	rec = raw
-	if len(raw) > eventSize && raw[offType] != uint8(tracer.TypeExec) {
+	if len(raw) > eventSize && raw[offType] != uint8(vocab.TypeExec) {
 		rec = raw[:eventSize]
 	}
-	if len(rec) == eventSize && rec[offType] != uint8(tracer.TypeExec) {
+	if len(rec) == eventSize && rec[offType] != uint8(vocab.TypeExec) {
 		if repeat = binary.LittleEndian.Uint32(rec[offRepeat:]); repeat > maxRepeat {
 			return rec, 0, false
 		}
@@ -791,14 +792,14 @@ func (b *Backend) flushLocked() func() {
 }
 
 func (b *Backend) deliver(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {
-	var n [tracer.TypeThrottle + 1]uint64
+	var n [vocab.TypeThrottle + 1]uint64
 	if b.decodeEmit(d, raw, ev, emit, &n) {
 		b.events[ev.Type].Add(1)
 	}
 }
 
 // decodeEmit decodes one record, counts it in n and emits it.
-func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event), n *[tracer.TypeThrottle + 1]uint64) bool {
+func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event), n *[vocab.TypeThrottle + 1]uint64) bool {
 	if err := d.decode(raw, ev); err != nil {
 		b.badRecs.Add(1)
 		return false
@@ -835,9 +836,9 @@ func (b *Backend) kernelStats() tracer.Stats {
 	st.Lost[tracer.LostRingbuf] = lost[lostOutput] + b.perfLost.Load()
 	st.Lost[tracer.LostKernel] = lost[lostMap]
 	st.Lost[tracer.LostReassembly] = b.badRecs.Load()
-	copy(st.Filtered[:], sumPerCPU(b.coll.Maps["filtered"], uint32(tracer.NumFilterReasons)))
+	copy(st.Filtered[:], sumPerCPU(b.coll.Maps["filtered"], uint32(vocab.NumFilterReasons)))
 	if b.cfg.RateLimit > 0 {
-		copy(st.Throttled[:], sumPerCPU(b.coll.Maps["throttled"], uint32(tracer.TypeExit+1)))
+		copy(st.Throttled[:], sumPerCPU(b.coll.Maps["throttled"], uint32(vocab.TypeExit+1)))
 	}
 	if b.bpfStats != nil {
 		for name, prog := range b.coll.Programs {

@@ -24,6 +24,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracefs"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // n and m are the workload's counts per syscall (m: signals outside the filter).
@@ -139,13 +140,13 @@ func traceHeld(t *testing.T, cfg tracer.Config, emit func(*tracer.Event), bin st
 	return b
 }
 
-func allTypes() tracer.TypeSet {
-	ts, _ := tracer.ParseTypes("all")
+func allTypes() vocab.TypeSet {
+	ts, _ := vocab.ParseTypes("all")
 	return ts
 }
 
-func usr1() tracer.SignalSet {
-	s, _ := tracer.ParseSignals("USR1")
+func usr1() vocab.SignalSet {
+	s, _ := vocab.ParseSignals("USR1")
 	return s
 }
 
@@ -197,7 +198,7 @@ func diffKeys(t *testing.T, got, want map[string]int) {
 func loginUID(t *testing.T) uint32 {
 	b, err := os.ReadFile("/proc/self/loginuid")
 	if err != nil {
-		return tracer.UnsetID
+		return vocab.UnsetID
 	}
 	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
 	if err != nil {
@@ -223,7 +224,7 @@ func checkFields(t *testing.T, events []tracer.Event, root uint32, start time.Ti
 			t.Errorf("%s event at %v, outside the test's run from %v", e.Type, e.Time, start)
 		}
 		switch e.Type {
-		case tracer.TypeExec:
+		case vocab.TypeExec:
 			wantPPID := root
 			if e.PID == root {
 				wantPPID = uint32(os.Getpid())
@@ -238,15 +239,15 @@ func checkFields(t *testing.T, events []tracer.Event, root uint32, start time.Ti
 				!slices.Equal(e.Argv, []string{"true"}) && !slices.Equal(e.Argv, []string{"/bin/true"}) {
 				t.Errorf("exec /bin/true argv %q", e.Argv)
 			}
-		case tracer.TypeFork:
+		case vocab.TypeFork:
 			if !pids[e.PID] || !pids[e.ChildPID] || e.ChildPID == root {
 				t.Errorf("fork by %d: child %d is not a process of the tree", e.PID, e.ChildPID)
 			}
-		case tracer.TypeSignal:
+		case vocab.TypeSignal:
 			if e.TargetPID != int32(root) || e.Signal != 10 || e.Ret != 0 {
 				t.Errorf("signal %+v: want target %d, SIGUSR1, ret 0", e, root)
 			}
-		case tracer.TypeExit:
+		case vocab.TypeExit:
 			if e.PID == root {
 				rootExit = true
 				if e.ExitCode != 7 {
@@ -307,7 +308,7 @@ func TestWorkloadEvents(t *testing.T) {
 			}
 			if c.failedExec {
 				for _, e := range all {
-					if e.Type == tracer.TypeExec && e.Filename == "/nonexistent/tracer-enoent" && e.Ret != -2 {
+					if e.Type == vocab.TypeExec && e.Filename == "/nonexistent/tracer-enoent" && e.Ret != -2 {
 						t.Errorf("failed exec ret %d, want -2 (ENOENT)", e.Ret)
 					}
 				}
@@ -322,7 +323,7 @@ func TestKernelFilters(t *testing.T) {
 	bin := tracertest.BuildWorkload(t)
 	t.Run("signals of one comm", func(t *testing.T) {
 		cfg := tracer.DefaultConfig()
-		cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+		cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 		cfg.Comms = []string{"workload"}
 		evs, _ := runScoped(t, New(), cfg, bin, workloadArgs()...)
 		diffKeys(t, keys(evs), map[string]int{
@@ -347,13 +348,13 @@ func wantCounts(bin string, failedExec bool) *tracer.Counts {
 	c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/bin/true"}] = 3 * n
 	c.Fork["workload"] = 7*n + 1
 	c.Signals[tracer.SignalKey{Comm: "workload", Signal: 10}] = 3 * n // Target set by the caller
-	c.SetTotal(tracer.TypeExec, 3*n+1)
-	c.SetTotal(tracer.TypeFork, 7*n+1)
-	c.SetTotal(tracer.TypeSignal, 3*n)
-	c.SetTotal(tracer.TypeExit, 7*n+2)
+	c.SetTotal(vocab.TypeExec, 3*n+1)
+	c.SetTotal(vocab.TypeFork, 7*n+1)
+	c.SetTotal(vocab.TypeSignal, 3*n)
+	c.SetTotal(vocab.TypeExit, 7*n+2)
 	if failedExec {
 		c.Exec[tracer.ExecKey{Comm: "workload", Filename: "/nonexistent/tracer-enoent"}] = 1
-		c.SetTotal(tracer.TypeExec, 3*n+2)
+		c.SetTotal(vocab.TypeExec, 3*n+2)
 	}
 	return c
 }
@@ -440,7 +441,7 @@ func TestRingFullIsCounted(t *testing.T) {
 	const pairs, repeats = 2500, 5000
 	const kills = 2*pairs + repeats
 	cfg := tracer.DefaultConfig()
-	cfg.Types, cfg.RingBytes = tracer.TypeSet(0).With(tracer.TypeSignal), os.Getpagesize()
+	cfg.Types, cfg.RingBytes = vocab.TypeSet(0).With(vocab.TypeSignal), os.Getpagesize()
 	b := New()
 	var args []string
 	for range pairs {
@@ -517,7 +518,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		"comm longer than the kernel's": {Comms: []string{"a-very-long-command-name"}},
 	} {
 		err := New().Start(cfg)
-		if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want a one-line usage error", name, err)
 		}
 	}
@@ -528,7 +529,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 func TestNotRootIsUsageError(t *testing.T) {
 	if os.Getenv("TRACER_EBPF_NOT_ROOT") == "1" {
 		err := New().Start(tracer.DefaultConfig())
-		if !errors.Is(err, tracer.ErrUsage) || !strings.Contains(err.Error(), "root") {
+		if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "root") {
 			fmt.Println("WRONG:", err)
 			os.Exit(1)
 		}
@@ -572,7 +573,7 @@ func TestSignalStormIdentityChanges(t *testing.T) {
 	bin := tracertest.BuildWorkload(t)
 	const kills = 2000
 	cfg := tracer.DefaultConfig()
-	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 	type who struct {
 		comm   string
 		uid    uint32
@@ -580,7 +581,7 @@ func TestSignalStormIdentityChanges(t *testing.T) {
 	}
 	var got []who
 	b := traceHeld(t, cfg, func(e *tracer.Event) {
-		if e.Type == tracer.TypeSignal {
+		if e.Type == vocab.TypeSignal {
 			if n := len(got); n == 0 || got[n-1].comm != e.Comm || got[n-1].uid != e.UID {
 				got = append(got, who{e.Comm, e.UID, 0})
 			}
@@ -620,10 +621,10 @@ func TestSignalOrderAcrossCPUs(t *testing.T) {
 	}
 	args = append(args, "exit", "0")
 	cfg := tracer.DefaultConfig()
-	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 	var sigs []int
 	b := traceHeld(t, cfg, func(e *tracer.Event) {
-		if e.Type == tracer.TypeSignal {
+		if e.Type == vocab.TypeSignal {
 			sigs = append(sigs, e.Signal)
 		}
 	}, bin, args...)
@@ -650,14 +651,14 @@ func TestSignalStormDelivered(t *testing.T) {
 	bin := tracertest.BuildWorkload(t)
 	const kills = 50000
 	cfg := tracer.DefaultConfig()
-	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal).With(tracer.TypeExit)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal).With(vocab.TypeExit)
 	var sigs []int
 	exits := 0
 	b := traceHeld(t, cfg, func(e *tracer.Event) {
 		switch e.Type {
-		case tracer.TypeSignal:
+		case vocab.TypeSignal:
 			sigs = append(sigs, e.Signal)
-		case tracer.TypeExit:
+		case vocab.TypeExit:
 			exits++
 		}
 	}, bin, "kill", strconv.Itoa(kills), "10", "tkill", "1", "12", "exit", "7")

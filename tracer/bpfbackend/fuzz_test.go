@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // FuzzDecode holds the record decoder, and the batch splitter in front of
@@ -18,7 +19,7 @@ import (
 // count, not the process. The corpus in testdata/fuzz/FuzzDecode holds
 // records built to bpf/tracer.bpf.c's layout (see decode_test.go).
 func FuzzDecode(f *testing.F) {
-	f.Add(smallRecord(tracer.TypeSignal, 7, 4300, 10, 0))
+	f.Add(smallRecord(vocab.TypeSignal, 7, 4300, 10, 0))
 	f.Add(execRecord("/usr/bin/grep", []string{"grep", "-q", "x"}, 0))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		d := newDecoder()
@@ -29,11 +30,11 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		switch e.Type {
-		case tracer.TypeExec, tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit:
+		case vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit:
 		default:
 			t.Fatalf("decoded an event of type %v", e.Type)
 		}
-		if e.Type != tracer.TypeExec && (len(e.Argv) != 0 || e.Filename != "") {
+		if e.Type != vocab.TypeExec && (len(e.Argv) != 0 || e.Filename != "") {
 			t.Fatalf("%v event kept exec fields: %q %q", e.Type, e.Filename, e.Argv)
 		}
 
@@ -72,7 +73,7 @@ func checkDecoded(t *testing.T, raw []byte, e *tracer.Event) {
 	for _, a := range e.Argv {
 		total += len(a)
 	}
-	if e.Type == tracer.TypeExec && total > len(raw) {
+	if e.Type == vocab.TypeExec && total > len(raw) {
 		t.Fatalf("filename and argv of %d bytes from a record of %d", total, len(raw))
 	}
 }

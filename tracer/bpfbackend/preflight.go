@@ -10,8 +10,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Capabilities (linux/capability.h).
@@ -44,14 +44,14 @@ func lockdownMode() string {
 // preflight fails with a usage error when the node cannot run the backend.
 func preflight() (*btf.Spec, error) {
 	if !haveCaps() {
-		return nil, tracer.Usagef("the ebpf backend needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo")
+		return nil, vocab.Usagef("the ebpf backend needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo")
 	}
 	if lockdownMode() == "confidentiality" {
-		return nil, tracer.Usagef("kernel lockdown=confidentiality forbids the kernel reads BPF tracing needs: boot with lockdown=integrity or none, or use --backend audit")
+		return nil, vocab.Usagef("kernel lockdown=confidentiality forbids the kernel reads BPF tracing needs: boot with lockdown=integrity or none, or use --backend audit")
 	}
 	kernel, err := btf.LoadKernelSpec()
 	if errors.Is(err, btf.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return nil, tracer.Usagef("the kernel has no BTF (/sys/kernel/btf/vmlinux), which the ebpf backend needs: use a kernel built with CONFIG_DEBUG_INFO_BTF=y, or --backend audit")
+		return nil, vocab.Usagef("the kernel has no BTF (/sys/kernel/btf/vmlinux), which the ebpf backend needs: use a kernel built with CONFIG_DEBUG_INFO_BTF=y, or --backend audit")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel BTF: %w", err)
@@ -62,8 +62,8 @@ func preflight() (*btf.Spec, error) {
 // errNoTracefs marks the usage error of a node where tracefs cannot be mounted.
 var errNoTracefs = errors.New("tracefs unavailable")
 
-type noTracefsError struct{ tracer.UsageError }
+type noTracefsError struct{ vocab.UsageError }
 
 func (e *noTracefsError) Is(target error) bool {
-	return target == tracer.ErrUsage || target == errNoTracefs
+	return target == vocab.ErrUsage || target == errNoTracefs
 }

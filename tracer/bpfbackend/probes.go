@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Probe sets (Config.Probes). See docs/backends.md, "eBPF backend".
@@ -103,7 +103,7 @@ func hasFunc(kernel *btf.Spec, name string) bool {
 
 // fentryProbes is the default probe set for types: exit-side programs
 // first, so that no exec recorded at entry misses its exit program.
-func fentryProbes(kernel *btf.Spec, types tracer.TypeSet) ([]probe, error) {
+func fentryProbes(kernel *btf.Spec, types vocab.TypeSet) ([]probe, error) {
 	pfx, err := sysPrefix()
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func fentryProbes(kernel *btf.Spec, types tracer.TypeSet) ([]probe, error) {
 	exit := func(name, prog, fn string) { exits = append(exits, probe{name: name, prog: prog, target: fn}) }
 	entry := func(name, prog, fn string) { entries = append(entries, probe{name: name, prog: prog, target: fn}) }
 
-	if types.Has(tracer.TypeExec) {
+	if types.Has(vocab.TypeExec) {
 		for _, sc := range []string{"execve", "execveat"} {
 			if err := need(pfx + sc); err != nil {
 				return nil, err
@@ -132,7 +132,7 @@ func fentryProbes(kernel *btf.Spec, types tracer.TypeSet) ([]probe, error) {
 			}
 		}
 	}
-	if types.Has(tracer.TypeFork) {
+	if types.Has(vocab.TypeFork) {
 		// fork and vfork take no arguments: BTF may hold only
 		// __do_sys_fork(void), which every ABI's entry point aliases.
 		// arm64 has neither syscall.
@@ -157,7 +157,7 @@ func fentryProbes(kernel *btf.Spec, types tracer.TypeSet) ([]probe, error) {
 			}
 		}
 	}
-	if types.Has(tracer.TypeSignal) {
+	if types.Has(vocab.TypeSignal) {
 		for _, sc := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"} {
 			if err := need(pfx + sc); err != nil {
 				if sc == "pidfd_send_signal" { // Linux 5.1+
@@ -175,7 +175,7 @@ func fentryProbes(kernel *btf.Spec, types tracer.TypeSet) ([]probe, error) {
 			}
 		}
 	}
-	if types.Has(tracer.TypeExit) {
+	if types.Has(vocab.TypeExit) {
 		for _, sc := range []string{"exit", "exit_group"} {
 			if err := need(pfx + sc); err != nil {
 				return nil, err
@@ -196,7 +196,7 @@ func hasTracepoint(kernel *btf.Spec, name string) bool {
 
 // schedProbes is the sched probe set for types, and the probes that
 // follow the process tree (the same fork and exit programs).
-func schedProbes(kernel *btf.Spec, types tracer.TypeSet) (events, track []probe, err error) {
+func schedProbes(kernel *btf.Spec, types vocab.TypeSet) (events, track []probe, err error) {
 	for _, tp := range []string{"sched_process_exec", "sched_process_fork", "sched_process_exit", "signal_generate"} {
 		if !hasTracepoint(kernel, tp) {
 			return nil, nil, fmt.Errorf("%w: BTF tracepoint %s", errMissingTarget, tp)
@@ -204,7 +204,7 @@ func schedProbes(kernel *btf.Spec, types tracer.TypeSet) (events, track []probe,
 	}
 	fork := probe{name: "sched_fork", prog: "sched_fork", target: "sched_process_fork"}
 	exit := probe{name: "sched_exit", prog: "sched_exit", target: "sched_process_exit"}
-	if types.Has(tracer.TypeExec) {
+	if types.Has(vocab.TypeExec) {
 		// The exec program first: a comm stashed for an exec whose
 		// tracepoint is not attached yet would stay in the map.
 		events = append(events, probe{name: "sched_exec", prog: "sched_exec", target: "sched_process_exec"})
@@ -214,15 +214,15 @@ func schedProbes(kernel *btf.Spec, types tracer.TypeSet) (events, track []probe,
 			events = append(events, probe{name: "sched_task_rename", prog: "sched_task_rename", target: "task_rename"})
 		}
 	}
-	if types.Has(tracer.TypeFork) {
+	if types.Has(vocab.TypeFork) {
 		events = append(events, fork)
 	}
 	// signal_generate also remembers the sender of a fatal signal for the
 	// exit record of its target.
-	if types.Has(tracer.TypeSignal) || types.Has(tracer.TypeExit) {
+	if types.Has(vocab.TypeSignal) || types.Has(vocab.TypeExit) {
 		events = append(events, probe{name: "sched_signal", prog: "sched_signal", target: "signal_generate"})
 	}
-	if types.Has(tracer.TypeExit) {
+	if types.Has(vocab.TypeExit) {
 		events = append(events, exit)
 	}
 	return events, []probe{fork, exit}, nil
@@ -230,7 +230,7 @@ func schedProbes(kernel *btf.Spec, types tracer.TypeSet) (events, track []probe,
 
 // tracepointProbes is the syscalls probe set for types, exit side first.
 // 32-bit syscalls do not fire the syscalls:* tracepoints on x86.
-func tracepointProbes(types tracer.TypeSet) []probe {
+func tracepointProbes(types vocab.TypeSet) []probe {
 	var exits, entries []probe
 	exit := func(name, prog, tp string, optional bool) {
 		exits = append(exits, probe{name: name, prog: prog, hook: hookTracepoint, target: "syscalls/" + tp, optional: optional})
@@ -238,19 +238,19 @@ func tracepointProbes(types tracer.TypeSet) []probe {
 	entry := func(name, prog, tp string) {
 		entries = append(entries, probe{name: name, prog: prog, hook: hookTracepoint, target: "syscalls/" + tp})
 	}
-	if types.Has(tracer.TypeExec) {
+	if types.Has(vocab.TypeExec) {
 		for _, sc := range []string{"execve", "execveat"} {
 			exit("tp_exit_exec", "tp_exit_exec", "sys_exit_"+sc, false)
 			entry("tp_enter_"+sc, "tp_enter_"+sc, "sys_enter_"+sc)
 		}
 	}
-	if types.Has(tracer.TypeFork) {
+	if types.Has(vocab.TypeFork) {
 		for _, sc := range []string{"fork", "vfork", "clone", "clone3"} {
 			// arm64 has no fork or vfork.
 			exit("tp_exit_"+sc, "tp_exit_"+sc, "sys_exit_"+sc, sc == "fork" || sc == "vfork")
 		}
 	}
-	if types.Has(tracer.TypeSignal) {
+	if types.Has(vocab.TypeSignal) {
 		for _, sc := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"} {
 			exit("tp_exit_signal", "tp_exit_signal", "sys_exit_"+sc, sc == "pidfd_send_signal")
 			entry("tp_enter_"+sc, "tp_enter_"+sc, "sys_enter_"+sc)
@@ -259,7 +259,7 @@ func tracepointProbes(types tracer.TypeSet) []probe {
 			}
 		}
 	}
-	if types.Has(tracer.TypeExit) {
+	if types.Has(vocab.TypeExit) {
 		for _, sc := range []string{"exit", "exit_group"} {
 			entry("tp_enter_"+sc, "tp_enter_"+sc, "sys_enter_"+sc)
 		}
@@ -326,17 +326,17 @@ func attach(coll *ebpf.Collection, p probe) (link.Link, error) {
 // deaths by a signal (sched_process_exit), and for every set the OOM
 // killer's choice (oom:mark_victim). Where the kernel lacks a BTF
 // tracepoint, that part is not seen.
-func whoProbes(kernel *btf.Spec, types tracer.TypeSet, set string) []probe {
+func whoProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []probe {
 	var out []probe
 	if set != ProbesSched {
-		if (types.Has(tracer.TypeSignal) || types.Has(tracer.TypeExit)) && hasTracepoint(kernel, "signal_generate") {
+		if (types.Has(vocab.TypeSignal) || types.Has(vocab.TypeExit)) && hasTracepoint(kernel, "signal_generate") {
 			out = append(out, probe{name: "sched_signal", prog: "sched_signal", target: "signal_generate"})
 		}
-		if types.Has(tracer.TypeExit) && hasTracepoint(kernel, "sched_process_exit") {
+		if types.Has(vocab.TypeExit) && hasTracepoint(kernel, "sched_process_exit") {
 			out = append(out, probe{name: "proc_exit", prog: "proc_exit", target: "sched_process_exit"})
 		}
 	}
-	if types.Has(tracer.TypeExit) && hasTracepoint(kernel, "mark_victim") {
+	if types.Has(vocab.TypeExit) && hasTracepoint(kernel, "mark_victim") {
 		prog := "oom_victim_pid" // before 6.8 the tracepoint passes the victim's pid
 		if tracepointTakesTask(kernel, "mark_victim") {
 			prog = "oom_victim"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // --rate-limit in the kernel, with each probe set: a kill loop in one
@@ -33,7 +34,7 @@ func testRateLimit(t *testing.T, probes string) {
 
 	b := New()
 	cfg := tracer.DefaultConfig()
-	cfg.Types, cfg.RateLimit, cfg.Probes = tracer.TypeSet(0).With(tracer.TypeSignal), limit, probes
+	cfg.Types, cfg.RateLimit, cfg.Probes = vocab.TypeSet(0).With(vocab.TypeSignal), limit, probes
 	if err := b.Start(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func testRateLimit(t *testing.T, probes string) {
 	time.Sleep(1500 * time.Millisecond)
 	var sweptBeforeEnd int
 	for _, e := range c.Events() {
-		if e.Type == tracer.TypeThrottle {
+		if e.Type == vocab.TypeThrottle {
 			sweptBeforeEnd++
 		}
 	}
@@ -71,12 +72,12 @@ func testRateLimit(t *testing.T, probes string) {
 	var times []time.Time
 	for _, e := range c.Events() {
 		switch {
-		case e.Type == tracer.TypeSignal && e.PID == floodPID && e.Signal == 10:
+		case e.Type == vocab.TypeSignal && e.PID == floodPID && e.Signal == 10:
 			delivered++
 			times = append(times, e.Time)
-		case e.Type == tracer.TypeSignal && e.PID == calmPID && e.Signal == 10:
+		case e.Type == vocab.TypeSignal && e.PID == calmPID && e.Signal == 10:
 			calmSeen++
-		case e.Type == tracer.TypeThrottle:
+		case e.Type == vocab.TypeThrottle:
 			if e.Throttle.Source != tracer.SourceCgroup || e.Cgroup != "/tracer-rate-test/flood" {
 				t.Errorf("a throttle of another source: %+v", e)
 				continue
@@ -94,7 +95,7 @@ func testRateLimit(t *testing.T, probes string) {
 	if uint64(delivered)+suppressed != kills {
 		t.Errorf("delivered %d + suppressed %d = %d, want the %d kills", delivered, suppressed, uint64(delivered)+suppressed, kills)
 	}
-	if st.Throttled[tracer.TypeSignal] != suppressed || st.TotalLost() != 0 {
+	if st.Throttled[vocab.TypeSignal] != suppressed || st.TotalLost() != 0 {
 		t.Errorf("stats: throttled %v, lost %d; want %d signals throttled, none lost", st.Throttled, st.TotalLost(), suppressed)
 	}
 	if calmSeen != calmKills {

@@ -13,6 +13,7 @@ import (
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // heldBatches sums the events the CPUs' signal batches hold.
@@ -40,7 +41,7 @@ func TestShutdownInStormLeavesNothingHeld(t *testing.T) {
 	tracertest.LockAudit(t)
 	bin := tracertest.BuildWorkload(t)
 	cfg := tracer.DefaultConfig()
-	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 	b := New()
 	h := startHeld(t, bin, "kill", "2000000000", "10", "exit", "0")
 	cfg.PID = h.pid()
@@ -85,7 +86,7 @@ func TestShutdownInStormLeavesNothingHeld(t *testing.T) {
 func TestCloseCountsHeldBatches(t *testing.T) {
 	tracertest.NeedRoot(t)
 	cfg := tracer.DefaultConfig()
-	cfg.Types = tracer.TypeSet(0).With(tracer.TypeSignal)
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal)
 	cfg.PID = 1 << 30 // no process: only the records put below
 	b := New()
 	if err := b.Start(cfg); err != nil {

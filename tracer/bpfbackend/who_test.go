@@ -17,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/metrics"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // runWho runs who with args under b, scoped in the kernel to its tree,
@@ -68,7 +70,7 @@ func runWho(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...str
 }
 
 // find returns the events of type typ whose process is id.
-func find(events []tracer.Event, typ tracer.EventType, id tracer.ExecID) []tracer.Event {
+func find(events []tracer.Event, typ vocab.Type, id tracer.ExecID) []tracer.Event {
 	var out []tracer.Event
 	for _, e := range events {
 		if e.Type == typ && e.ExecID == id {
@@ -105,7 +107,7 @@ func TestWhoKilledIt(t *testing.T) {
 func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, main tracertest.WhoProc) {
 	t.Helper()
 	kernel := func(code int32) tracer.KilledBy {
-		return tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "kernel", Code: code}
+		return tracer.KilledBy{Origin: vocab.OriginKernel, Comm: "kernel", Code: code}
 	}
 	cases := []struct {
 		role     string
@@ -119,12 +121,12 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 	}{
 		{role: "segv", signal: 11, code: 1, core: true, killedBy: kernel(1)},
 		{role: "segvnocore", signal: 11, code: 1, killedBy: kernel(1)},
-		{role: "kill9", signal: 9, killedBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: main.ExecID.PID, Comm: "who",
-			ExecID: main.ExecID, Code: tracer.SIUser, Syscall: "kill"}},
-		{role: "pipe", signal: 13, code: tracer.SIUser, killedBy: kernel(tracer.SIUser)},
-		{role: "timer", signal: 14, code: tracer.SITimer, killedBy: kernel(tracer.SITimer)},
-		{role: "oom", signal: 9, code: tracer.SIKernel, oom: true,
-			killedBy: tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "oom-killer", Code: tracer.SIKernel}},
+		{role: "kill9", signal: 9, killedBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: main.ExecID.PID, Comm: "who",
+			ExecID: main.ExecID, Code: vocab.SIUser, Syscall: "kill"}},
+		{role: "pipe", signal: 13, code: vocab.SIUser, killedBy: kernel(vocab.SIUser)},
+		{role: "timer", signal: 14, code: vocab.SITimer, killedBy: kernel(vocab.SITimer)},
+		{role: "oom", signal: 9, code: vocab.SIKernel, oom: true,
+			killedBy: tracer.KilledBy{Origin: vocab.OriginKernel, Comm: "oom-killer", Code: vocab.SIKernel}},
 		{role: "exit3", exitCode: 3},
 		{role: "reuse1", exitCode: 3},
 		{role: "reuse2", exitCode: 0},
@@ -136,10 +138,10 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 			t.Errorf("%s: who did not report it", c.role)
 			continue
 		}
-		if want := tracer.DecodeWaitStatus(uint32(p.Status)); (want.Signal != c.signal) || (c.signal == 0 && want.Code != c.exitCode) || want.CoreDumped != c.core {
+		if want := vocab.DecodeWaitStatus(uint32(p.Status)); (want.Signal != c.signal) || (c.signal == 0 && want.Code != c.exitCode) || want.CoreDumped != c.core {
 			t.Errorf("%s: who reaped status %#x, the test expects signal %d core %v exit %d", c.role, p.Status, c.signal, c.core, c.exitCode)
 		}
-		exits := find(events, tracer.TypeExit, p.ExecID)
+		exits := find(events, vocab.TypeExit, p.ExecID)
 		if len(exits) != 1 {
 			t.Errorf("%s (%s): %d exit events, want 1", c.role, p.ExecID, len(exits))
 			continue
@@ -157,10 +159,10 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		}
 		// The signal that killed it: the kernel's (the event is the
 		// target's), or who's kill(2).
-		sigs := find(events, tracer.TypeSignal, p.ExecID)
+		sigs := find(events, vocab.TypeSignal, p.ExecID)
 		if c.role == "kill9" {
 			sigs = nil
-			for _, s := range find(events, tracer.TypeSignal, main.ExecID) {
+			for _, s := range find(events, vocab.TypeSignal, main.ExecID) {
 				if s.TargetExecID == p.ExecID || s.TargetPID == int32(p.ExecID.PID) {
 					sigs = append(sigs, s)
 				}
@@ -171,17 +173,17 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 			continue
 		}
 		s := sigs[0]
-		wantOrigin, wantSyscall, wantCode := tracer.OriginKernel, "", c.code
+		wantOrigin, wantSyscall, wantCode := vocab.OriginKernel, "", c.code
 		if c.role == "kill9" {
-			wantOrigin, wantSyscall, wantCode = tracer.OriginUser, "kill", tracer.SIUser
+			wantOrigin, wantSyscall, wantCode = vocab.OriginUser, "kill", vocab.SIUser
 		}
 		if s.Signal != c.signal || !s.HasCode || s.Code != wantCode || s.Origin != wantOrigin || s.Syscall != wantSyscall ||
 			s.TargetPID != int32(p.ExecID.PID) {
 			t.Errorf("%s: signal event %+v", c.role, s)
 		}
 		// The syscall tracepoints see no result or target of a kill(2).
-		if wantOrigin == tracer.OriginKernel || s.Result != tracer.ResultUnknown {
-			if s.Result != tracer.ResultDelivered || s.TargetComm != "who" || s.TargetExecID != p.ExecID {
+		if wantOrigin == vocab.OriginKernel || s.Result != vocab.ResultUnknown {
+			if s.Result != vocab.ResultDelivered || s.TargetComm != "who" || s.TargetExecID != p.ExecID {
 				t.Errorf("%s: signal result %q target %q %s, want delivered who %s", c.role, s.Result, s.TargetComm, s.TargetExecID, p.ExecID)
 			}
 		}
@@ -191,8 +193,8 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 	g, ok := who.Proc("grandchild", 0)
 	orphan, _ := who.Proc("orphan", 0)
 	if ok {
-		exits := find(events, tracer.TypeExit, g.ExecID)
-		start, alive := tracer.ReadStartTicks(g.PPID)
+		exits := find(events, vocab.TypeExit, g.ExecID)
+		start, alive := host.ReadStartTicks(g.PPID)
 		switch {
 		case len(exits) != 1:
 			t.Errorf("grandchild %s: %d exit events", g.ExecID, len(exits))
@@ -201,7 +203,7 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		case alive && exits[0].ParentExecID != (tracer.ExecID{PID: g.PPID, Start: start}):
 			t.Errorf("grandchild's exit: parent_exec_id %s, want its new parent %d (start %d)", exits[0].ParentExecID, g.PPID, start)
 		}
-		forks := find(events, tracer.TypeFork, orphan.ExecID)
+		forks := find(events, vocab.TypeFork, orphan.ExecID)
 		if len(forks) != 1 || forks[0].ChildPID != g.ExecID.PID || forks[0].ParentExecID != main.ExecID {
 			t.Errorf("the orphan's fork of the grandchild: %+v", forks)
 		}
@@ -307,7 +309,7 @@ func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.
 		var events []tracer.Event
 		for _, e := range c.Tree(main.ExecID.PID) {
 			// Before it joined, who was in the test's cgroup.
-			if e.Type == tracer.TypeExec {
+			if e.Type == vocab.TypeExec {
 				continue
 			}
 			events = append(events, e)
@@ -323,7 +325,7 @@ func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.
 			continue
 		}
 		// The fork of the child, its exit and who's own.
-		if n != 3 || len(find(events, tracer.TypeExit, child.ExecID)) != 1 || len(find(events, tracer.TypeFork, main.ExecID)) != 1 {
+		if n != 3 || len(find(events, vocab.TypeExit, child.ExecID)) != 1 || len(find(events, vocab.TypeFork, main.ExecID)) != 1 {
 			t.Errorf("events of %s: %+v", cg, events)
 		}
 	}
@@ -349,7 +351,7 @@ func TestBadCgroupIsUsageError(t *testing.T) {
 	tracertest.Cgroup2(t)
 	b := New()
 	err := b.Start(tracer.Config{Cgroup: "/no-such-cgroup.slice"})
-	if !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--cgroup") {
+	if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--cgroup") {
 		t.Errorf("Start: %v, want a one-line usage error about --cgroup", err)
 	}
 	if b.coll != nil || len(b.links) != 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // maxSignal is the highest signal number (SIGRTMAX).
@@ -19,7 +20,7 @@ const maxSignal = 64
 type CauseSink struct {
 	signalsDesc, exitsDesc *prometheus.Desc
 	signals                [2][maxSignal + 1]atomic.Uint64 // [user, kernel][signal]
-	exits                  [tracer.NumExitCauses]atomic.Uint64
+	exits                  [vocab.NumExitCauses]atomic.Uint64
 }
 
 // NewCauseSink returns an empty CauseSink.
@@ -37,16 +38,16 @@ func NewCauseSink() *CauseSink {
 // Write counts e.
 func (s *CauseSink) Write(e *tracer.Event) error {
 	switch e.Type {
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		if e.Signal < 0 || e.Signal > maxSignal {
 			return nil
 		}
 		o := 0
-		if e.Origin == tracer.OriginKernel {
+		if e.Origin == vocab.OriginKernel {
 			o = 1
 		}
 		s.signals[o][e.Signal].Add(1)
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		s.exits[e.Cause()].Add(1)
 	}
 	return nil
@@ -69,11 +70,11 @@ func (s *CauseSink) Collect(ch chan<- prometheus.Metric) {
 	for o, origin := range []string{"user", "kernel"} {
 		for sig := range s.signals[o] {
 			if n := s.signals[o][sig].Load(); n > 0 {
-				ch <- prometheus.MustNewConstMetric(s.signalsDesc, prometheus.CounterValue, float64(n), origin, tracer.SignalName(sig))
+				ch <- prometheus.MustNewConstMetric(s.signalsDesc, prometheus.CounterValue, float64(n), origin, vocab.SignalName(sig))
 			}
 		}
 	}
 	for c := range s.exits {
-		ch <- prometheus.MustNewConstMetric(s.exitsDesc, prometheus.CounterValue, float64(s.exits[c].Load()), tracer.ExitCause(c).String())
+		ch <- prometheus.MustNewConstMetric(s.exitsDesc, prometheus.CounterValue, float64(s.exits[c].Load()), vocab.ExitCause(c).String())
 	}
 }

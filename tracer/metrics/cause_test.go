@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestCauseSink(t *testing.T) {
@@ -13,16 +14,16 @@ func TestCauseSink(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s)
 	for _, e := range []tracer.Event{
-		{Type: tracer.TypeSignal, Signal: 15, Syscall: "kill", Origin: tracer.OriginUser},
-		{Type: tracer.TypeSignal, Signal: 15, Syscall: "kill", Origin: tracer.OriginUser},
-		{Type: tracer.TypeSignal, Signal: 11, Origin: tracer.OriginKernel},
-		{Type: tracer.TypeSignal, Signal: 99}, // out of range: not counted
-		{Type: tracer.TypeExit, ExitCode: 3},
-		{Type: tracer.TypeExit, Signal: 9, OOMKill: true},
-		{Type: tracer.TypeExit, Signal: 11, CoreDumped: true},
-		{Type: tracer.TypeExit, Signal: 15},
-		{Type: tracer.TypeExit, Signal: 15},
-		{Type: tracer.TypeExec},
+		{Type: vocab.TypeSignal, Signal: 15, Syscall: "kill", Origin: vocab.OriginUser},
+		{Type: vocab.TypeSignal, Signal: 15, Syscall: "kill", Origin: vocab.OriginUser},
+		{Type: vocab.TypeSignal, Signal: 11, Origin: vocab.OriginKernel},
+		{Type: vocab.TypeSignal, Signal: 99}, // out of range: not counted
+		{Type: vocab.TypeExit, ExitCode: 3},
+		{Type: vocab.TypeExit, Signal: 9, OOMKill: true},
+		{Type: vocab.TypeExit, Signal: 11, CoreDumped: true},
+		{Type: vocab.TypeExit, Signal: 15},
+		{Type: vocab.TypeExit, Signal: 15},
+		{Type: vocab.TypeExec},
 	} {
 		if err := s.Write(&e); err != nil {
 			t.Fatal(err)

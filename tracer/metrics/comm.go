@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // MaxComms is how many distinct comms CommSink labels; events of any
@@ -29,7 +30,7 @@ type CommSink struct {
 }
 
 // typeCounts is one comm's counters, indexed by EventType.
-type typeCounts [tracer.TypeExit + 1]uint64
+type typeCounts [vocab.TypeExit + 1]uint64
 
 // NewCommSink returns an empty CommSink for the named backend.
 func NewCommSink(backend string) *CommSink {
@@ -88,7 +89,7 @@ func (s *CommSink) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	send := func(comm string, c *typeCounts) {
-		for _, t := range tracer.AllTypes {
+		for _, t := range vocab.AllTypes {
 			if c[t] > 0 {
 				ch <- prometheus.MustNewConstMetric(s.desc, prometheus.CounterValue, float64(c[t]), s.backend, comm, t.String())
 			}

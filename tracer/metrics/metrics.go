@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Namespace prefixes every metric the tracer exports.
@@ -114,7 +115,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		buckets[le.Seconds()] = c.p.Delay.Below(le)
 	}
 	ch <- prometheus.MustNewConstHistogram(c.delay, c.p.Delay.Count(), c.p.Delay.Sum().Seconds(), buckets, c.backend)
-	for _, t := range tracer.AllTypes {
+	for _, t := range vocab.AllTypes {
 		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue,
 			float64(c.p.Emitted(t)), c.backend, t.String())
 		ch <- prometheus.MustNewConstMetric(c.backendEvents, prometheus.CounterValue,
@@ -131,7 +132,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
 	}
-	for r := tracer.FilterReason(0); r < tracer.NumFilterReasons; r++ {
+	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
 		ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue,
 			float64(st.Filtered[r]), c.backend, r.String())
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // fakeBackend is a tracer.Backend whose Stats the test sets.
@@ -108,7 +109,7 @@ func diffValues(t *testing.T, got, want map[string]float64) {
 }
 
 // emitN sends n events of type typ and comm through p.
-func emitN(p *tracer.Pipeline, n int, typ tracer.EventType, comm string, sig int) {
+func emitN(p *tracer.Pipeline, n int, typ vocab.Type, comm string, sig int) {
 	for range n {
 		e := tracer.Event{Backend: "audit", Type: typ, Comm: comm, Signal: sig, PID: 42}
 		p.Emit(&e)
@@ -118,28 +119,28 @@ func emitN(p *tracer.Pipeline, n int, typ tracer.EventType, comm string, sig int
 func TestCollectorAudit(t *testing.T) {
 	var out bytes.Buffer
 	cfg := tracer.DefaultConfig()
-	cfg.Signals, _ = tracer.ParseSignals("USR1")
+	cfg.Signals, _ = vocab.ParseSignals("USR1")
 	p := tracer.NewPipeline(cfg, tracer.NewJSONSink(&out))
 	b := &fakeBackend{name: "audit"}
-	b.st.Events[tracer.TypeExec] = 7
-	b.st.Events[tracer.TypeFork] = 3
-	b.st.Events[tracer.TypeSignal] = 9
+	b.st.Events[vocab.TypeExec] = 7
+	b.st.Events[vocab.TypeFork] = 3
+	b.st.Events[vocab.TypeSignal] = 9
 	b.st.Lost[tracer.LostKernel] = 11
 	b.st.Lost[tracer.LostRingbuf] = 12
 	b.st.Lost[tracer.LostReassembly] = 13
 	b.st.LowerBound[tracer.LostRingbuf] = true
 	b.st.AuditBacklog, b.st.AuditBacklogLimit, b.st.AuditKernelLost = 5, 8192, 1234
-	b.st.Throttled[tracer.TypeSignal] = 14
+	b.st.Throttled[vocab.TypeSignal] = 14
 	s, err := New(p, b, Options{Version: "1.2.3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	emitN(p, 7, tracer.TypeExec, "sh", 0)
-	emitN(p, 3, tracer.TypeFork, "sh", 0)
-	emitN(p, 4, tracer.TypeSignal, "kill", 10) // SIGUSR1: kept
-	emitN(p, 5, tracer.TypeSignal, "kill", 12) // SIGUSR2: filtered out
-	emitN(p, 2, tracer.TypeExit, "sh", 0)      // exit is not in the default --events
+	emitN(p, 7, vocab.TypeExec, "sh", 0)
+	emitN(p, 3, vocab.TypeFork, "sh", 0)
+	emitN(p, 4, vocab.TypeSignal, "kill", 10) // SIGUSR1: kept
+	emitN(p, 5, vocab.TypeSignal, "kill", 12) // SIGUSR2: filtered out
+	emitN(p, 2, vocab.TypeExit, "sh", 0)      // exit is not in the default --events
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestCollectorAudit(t *testing.T) {
 	// The exported counters must agree with the lines the sink wrote.
 	lines := map[string]float64{}
 	for l := range strings.Lines(out.String()) {
-		for _, typ := range tracer.AllTypes {
+		for _, typ := range vocab.AllTypes {
 			if strings.Contains(l, `"type":"`+typ.String()+`"`) {
 				lines[typ.String()]++
 			}
@@ -202,7 +203,7 @@ func TestCollectorAudit(t *testing.T) {
 	b.st.AuditBacklog = 77
 	b.st.Lost[tracer.LostKernel] = 20
 	b.mu.Unlock()
-	emitN(p, 1, tracer.TypeExec, "sh", 0)
+	emitN(p, 1, vocab.TypeExec, "sh", 0)
 	want[`tracer_audit_backlog{}`] = 77
 	want[`tracer_events_lost_total{backend="audit",stage="kernel"}`] = 20
 	want[`tracer_events_total{backend="audit",type="exec"}`] = 8
@@ -218,7 +219,7 @@ func TestCollectorEBPFAndOutputLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emitN(p, 6, tracer.TypeFork, "make", 0)
+	emitN(p, 6, vocab.TypeFork, "make", 0)
 
 	got := values(t, s.Registry(), "tracer_")
 	// failSink fails each of the 6 writes: output loss is the pipeline's count.
@@ -275,7 +276,7 @@ func TestCommSinkCap(t *testing.T) {
 	// 150 comms, comm i execs i+1 times; the first 100 get their own label.
 	for i := range 150 {
 		comm := fmt.Sprintf("c%03d", i)
-		emitN(p, i+1, tracer.TypeExec, comm, 0)
+		emitN(p, i+1, vocab.TypeExec, comm, 0)
 		label := comm
 		if i >= MaxComms {
 			label = OtherComm
@@ -283,10 +284,10 @@ func TestCommSinkCap(t *testing.T) {
 		want[key(label, "exec")] += float64(i + 1)
 	}
 	// A known comm keeps its label after the cap is reached.
-	emitN(p, 4, tracer.TypeFork, "c000", 0)
+	emitN(p, 4, vocab.TypeFork, "c000", 0)
 	want[key("c000", "fork")] = 4
 	// A late comm goes to other for every type.
-	emitN(p, 2, tracer.TypeSignal, "late", 9)
+	emitN(p, 2, vocab.TypeSignal, "late", 9)
 	want[key(OtherComm, "signal")] = 2
 	diffValues(t, values(t, s.Registry(), "tracer_events_by_comm_total"), want)
 
@@ -299,7 +300,7 @@ func TestCommSinkCap(t *testing.T) {
 func TestCommSinkInvalidUTF8(t *testing.T) {
 	c := NewCommSink("audit")
 	for _, comm := range []string{"a\xffb", "a\xfeb", "ok"} {
-		if err := c.Write(&tracer.Event{Type: tracer.TypeExec, Comm: comm}); err != nil {
+		if err := c.Write(&tracer.Event{Type: vocab.TypeExec, Comm: comm}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -375,7 +376,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			emitN(p, 3, tracer.TypeExec, "sh", 0)
+			emitN(p, 3, vocab.TypeExec, "sh", 0)
 			ts := httptest.NewServer(s.Handler())
 			defer ts.Close()
 			resp, err := http.Get(ts.URL + "/metrics")
@@ -412,7 +413,7 @@ func gatheredNames(t *testing.T) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		emitN(p, 1, tracer.TypeExec, "sh", 0)
+		emitN(p, 1, vocab.TypeExec, "sh", 0)
 		mfs, err := s.Registry().Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -474,7 +475,7 @@ func TestScrapeWhileEmitting(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range n {
-			e := tracer.Event{Type: tracer.TypeFork, Comm: fmt.Sprintf("c%d", i%150)}
+			e := tracer.Event{Type: vocab.TypeFork, Comm: fmt.Sprintf("c%d", i%150)}
 			p.Emit(&e)
 		}
 	}()
@@ -515,10 +516,10 @@ func TestEventDelayHistogram(t *testing.T) {
 	}
 	at := time.Now().Add(-30 * time.Millisecond)
 	for range 10 {
-		p.Emit(&tracer.Event{Type: tracer.TypeExec, Time: at})
+		p.Emit(&tracer.Event{Type: vocab.TypeExec, Time: at})
 	}
 	for range 32 {
-		p.Emit(&tracer.Event{Type: tracer.TypeSignal, Time: at})
+		p.Emit(&tracer.Event{Type: vocab.TypeSignal, Time: at})
 	}
 	mfs, err := s.Registry().Gather()
 	if err != nil {

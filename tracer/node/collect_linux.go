@@ -17,7 +17,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule"
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracefs"
 )
 
@@ -78,7 +78,7 @@ func probeAudit(f *Facts) {
 			Backlog: st.Backlog, Lost: st.Lost,
 		}
 		if st.PID != 0 {
-			f.Audit.Status.PIDComm, _ = tracer.ProcComm(st.PID)
+			f.Audit.Status.PIDComm, _ = host.ProcComm(st.PID)
 		}
 	case isPerm(err):
 		f.NeedRoot = append(f.NeedRoot, "audit status and rules (CAP_AUDIT_CONTROL)")

@@ -21,7 +21,7 @@ import (
 	"github.com/elastic/go-libaudit/v2/rule/flags"
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/node/nodetest"
 )
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,10 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/prometheus/procfs/blockdevice"
 
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // Reader reads node files under Root: "/" on the running node (the zero
@@ -200,33 +198,20 @@ func (r Reader) Lockdown() (string, error) {
 // executable) are not counted.
 func (r Reader) scanProcs() (scanned, unreadable int, bits32 []Proc, auditd bool) {
 	procRoot := r.path("/proc")
-	pfs, err := procfs.NewFS(procRoot)
-	if err != nil {
-		return 0, 0, nil, false
-	}
-	procs, err := pfs.AllProcs()
-	if err != nil {
-		return 0, 0, nil, false
-	}
-	for _, p := range procs {
-		comm, _ := p.Comm()
-		if comm == "auditd" {
+	host.ScanProcs(procRoot, func(p host.Proc) bool {
+		if p.Comm == "auditd" {
 			auditd = true
 		}
-		class, err := host.ExeClass(procRoot, p.PID)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			continue // kernel thread or exited
-		case err != nil:
+		if p.Err != nil {
 			unreadable++
-			continue
+			return true
 		}
 		scanned++
-		if class == 32 {
-			exe, _ := p.Executable()
-			bits32 = append(bits32, Proc{PID: p.PID, Comm: comm, Exe: exe})
+		if p.Class == 32 {
+			bits32 = append(bits32, Proc{PID: p.PID, Comm: p.Comm, Exe: host.ExePath(procRoot, p.PID)})
 		}
-	}
+		return true
+	})
 	sort.Slice(bits32, func(i, j int) bool { return bits32[i].PID < bits32[j].PID })
 	return scanned, unreadable, bits32, auditd
 }

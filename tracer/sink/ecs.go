@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // ECSVersion is the Elastic Common Schema release the ecs format follows
@@ -34,7 +35,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"outcome":"failure"`...)
 		}
 	}
-	if e.Type == tracer.TypeThrottle {
+	if e.Type == vocab.TypeThrottle {
 		// The window whose events were left out.
 		b = append(b, `,"start":"`...)
 		b = appendTime(b, e.Throttle.Start)
@@ -61,7 +62,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 	}
 	if carriesRet(e) && e.Ret != 0 {
 		b = append(b, `,"error":{"code":`...)
-		if name := tracer.ErrnoName(-e.Ret); name != "" {
+		if name := vocab.ErrnoName(-e.Ret); name != "" {
 			b = tracer.AppendJSONString(b, name)
 		} else {
 			b = tracer.AppendJSONString(b, strconv.FormatInt(e.Ret, 10))
@@ -75,11 +76,11 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 // ecsEventType is event.type: an exec starts a program; an exit ends the
 // process; a fork or a signal is told of the process that made it (the
 // child of a fork, which may be a thread, is tracer.child_pid), so info.
-func ecsEventType(t tracer.EventType) string {
+func ecsEventType(t vocab.Type) string {
 	switch t {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		return "start"
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		return "end"
 	}
 	return "info"
@@ -92,7 +93,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 	b = strconv.AppendUint(b, uint64(e.PID), 10)
 	b = append(b, `,"name":`...)
 	name := e.Comm
-	if e.Type == tracer.TypeExec && e.Ret == 0 && e.Filename != "" {
+	if e.Type == vocab.TypeExec && e.Ret == 0 && e.Filename != "" {
 		// The program it runs from now on; the comm it had is tracer.comm.
 		name = path.Base(e.Filename)
 	}
@@ -102,7 +103,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = tracer.AppendExecID(b, e.ExecID)
 		b = append(b, '"')
 	}
-	if e.Type == tracer.TypeExec {
+	if e.Type == vocab.TypeExec {
 		b = append(b, `,"executable":`...)
 		b = tracer.AppendJSONString(b, e.Filename)
 		b = append(b, `,"args":[`...)
@@ -117,7 +118,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"command_line":`...)
 		b = appendCommandLine(b, e.Argv)
 	}
-	if e.Type == tracer.TypeExit && !e.Killed() {
+	if e.Type == vocab.TypeExit && !e.Killed() {
 		b = append(b, `,"exit_code":`...)
 		b = strconv.AppendInt(b, int64(e.ExitCode), 10)
 	}
@@ -133,7 +134,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 // --ancestry gave the parent.
 func appendECSParent(b []byte, e *tracer.Event) []byte {
 	pid := e.ParentExecID.PID
-	if e.Type == tracer.TypeExec && e.PPID != 0 {
+	if e.Type == vocab.TypeExec && e.PPID != 0 {
 		pid = e.PPID
 	}
 	if pid == 0 && e.ParentExecID.IsZero() {
@@ -166,18 +167,18 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
 	b = appendCgroupUnit(b, e)
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		b = append(b, `,"comm":`...)
 		b = tracer.AppendJSONString(b, e.Comm)
 		if e.ArgvTruncated {
 			b = append(b, `,"argv_truncated":true`...)
 		}
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		b = append(b, `,"child_pid":`...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 		b = append(b, `,"syscall":`...)
 		b = tracer.AppendJSONString(b, e.Syscall)
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		if e.Syscall != "" {
 			b = append(b, `,"syscall":`...)
 			b = tracer.AppendJSONString(b, e.Syscall)
@@ -195,9 +196,9 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 			b = append(b, '"')
 		}
 		b = append(b, '}')
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		b = appendDeath(b, e)
-	case tracer.TypeThrottle:
+	case vocab.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
 	if len(e.Ancestors) > 0 {
@@ -227,17 +228,17 @@ func appendECSSignal(b []byte, e *tracer.Event) []byte {
 	b = strconv.AppendInt(b, int64(e.Signal), 10)
 	b = append(b, `,"name":`...)
 	b = tracer.AppendJSONString(b, e.SignalName())
-	if e.Type == tracer.TypeSignal {
+	if e.Type == vocab.TypeSignal {
 		if e.HasCode {
 			b = append(b, `,"code":`...)
-			b = tracer.AppendJSONString(b, tracer.SigCodeName(e.Signal, e.Code))
+			b = tracer.AppendJSONString(b, vocab.SigCodeName(e.Signal, e.Code))
 		}
-		if e.Origin != tracer.OriginUnknown {
+		if e.Origin != vocab.OriginUnknown {
 			b = append(b, `,"origin":"`...)
 			b = append(b, e.Origin.String()...)
 			b = append(b, '"')
 		}
-		if e.Result != tracer.ResultUnknown {
+		if e.Result != vocab.ResultUnknown {
 			b = append(b, `,"result":"`...)
 			b = append(b, e.Result.String()...)
 			b = append(b, '"')
@@ -259,7 +260,7 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `,"code":`...)
-	b = tracer.AppendJSONString(b, tracer.SigCodeName(e.Signal, k.Code))
+	b = tracer.AppendJSONString(b, vocab.SigCodeName(e.Signal, k.Code))
 	b = append(b, `,"origin":"`...)
 	b = append(b, k.Origin.String()...)
 	b = append(b, '"')
@@ -286,7 +287,7 @@ func appendThrottle(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"suppressed":`...)
 	b = strconv.AppendUint(b, t.Suppressed(), 10)
 	b = append(b, `,"suppressed_by_type":{`...)
-	for i, typ := range tracer.AllTypes {
+	for i, typ := range vocab.AllTypes {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // TestECSKeepsArgvWhole: argv is an array, arguments with spaces, quotes
@@ -13,7 +14,7 @@ import (
 // them so that it reads back as the same words.
 func TestECSKeepsArgvWhole(t *testing.T) {
 	e := &tracer.Event{
-		Time: time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC), Backend: "ebpf", Type: tracer.TypeExec,
+		Time: time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC), Backend: "ebpf", Type: vocab.TypeExec,
 		PID: 42, Comm: "sh", UID: 1000, AUID: 1000, PPID: 41, Filename: "/usr/bin/ls",
 		Argv:   []string{"ls", "a b", `"},"x":{"`, "it's", "\n\x1b[31m", ""},
 		ExecID: tracer.ExecID{PID: 42, Start: 7}, ParentExecID: tracer.ExecID{PID: 41, Start: 5},

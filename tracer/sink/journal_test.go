@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // testEvents are one event of each type, with the strings a process can
@@ -26,17 +27,17 @@ func testEvents() []tracer.Event {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
 	id := tracer.ExecID{PID: 1234, Start: 5678}
 	return []tracer.Event{
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeExec, PID: 1234, Comm: "ba\xffsh", UID: 1000, AUID: 1000, PPID: 1,
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeExec, PID: 1234, Comm: "ba\xffsh", UID: 1000, AUID: 1000, PPID: 1,
 			Filename: "/usr/bin/curl", Argv: []string{"curl", "-d", "a\nb", "x\u202ey"}, ExecID: id, Cgroup: "/user.slice"},
-		{Time: t0, Backend: "audit", Type: tracer.TypeExec, PID: 99, Comm: "sh", UID: 0, AUID: tracer.UnsetID, PPID: 1,
+		{Time: t0, Backend: "audit", Type: vocab.TypeExec, PID: 99, Comm: "sh", UID: 0, AUID: vocab.UnsetID, PPID: 1,
 			Filename: "/nonexistent", Argv: []string{"x"}, ArgvTruncated: true, Ret: -2},
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeFork, PID: 1234, Comm: "bash", UID: 1000, ChildPID: 1235, Syscall: "clone3"},
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeSignal, PID: 1234, Comm: "bash", TargetPID: 4242, Signal: 15, Syscall: "kill",
-			HasCode: true, Code: 0, Origin: tracer.OriginUser, Result: tracer.ResultDelivered, TargetComm: "nginx"},
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeExit, PID: 4242, Comm: "nginx", ExitCode: 0, Signal: 9,
-			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 1234, Comm: "bash", Syscall: "kill"}},
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeExit, PID: 77, Comm: "true", ExitCode: 3},
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeExit, PID: 78, Comm: "hog", Signal: 9, OOMKill: true},
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeFork, PID: 1234, Comm: "bash", UID: 1000, ChildPID: 1235, Syscall: "clone3"},
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeSignal, PID: 1234, Comm: "bash", TargetPID: 4242, Signal: 15, Syscall: "kill",
+			HasCode: true, Code: 0, Origin: vocab.OriginUser, Result: vocab.ResultDelivered, TargetComm: "nginx"},
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeExit, PID: 4242, Comm: "nginx", ExitCode: 0, Signal: 9,
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 1234, Comm: "bash", Syscall: "kill"}},
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeExit, PID: 77, Comm: "true", ExitCode: 3},
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeExit, PID: 78, Comm: "hog", Signal: 9, OOMKill: true},
 	}
 }
 

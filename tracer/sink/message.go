@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Severities (RFC 5424), the journal's PRIORITY and syslog's: what a
@@ -26,9 +27,9 @@ const identifier = "tracer"
 
 func severity(e *tracer.Event) int {
 	switch e.Type {
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		return sevNotice
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		switch {
 		case e.OOMKill || e.CoreDumped:
 			return sevWarning
@@ -46,17 +47,17 @@ func appendMessage(b []byte, e *tracer.Event) []byte {
 	b = append(b, e.Type.String()...)
 	b = append(b, ' ')
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		b = tracer.AppendEscaped(b, e.Filename)
 		b = appendProc(b, " pid ", e.PID, "")
 		b = appendUID(b, e.UID)
 		b = appendFailed(b, e.Ret)
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		b = appendProc(b, "pid ", e.PID, e.Comm)
 		b = append(b, " made pid "...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 		b = appendUID(b, e.UID)
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		b = append(b, e.SignalName()...)
 		b = appendProc(b, " from pid ", e.PID, e.Comm)
 		b = append(b, " to pid "...)
@@ -67,7 +68,7 @@ func appendMessage(b []byte, e *tracer.Event) []byte {
 		}
 		b = appendUID(b, e.UID)
 		b = appendFailed(b, e.Ret)
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		b = appendProc(b, "pid ", e.PID, e.Comm)
 		if !e.Killed() {
 			b = append(b, " code "...)
@@ -112,7 +113,7 @@ func appendFailed(b []byte, ret int64) []byte {
 		return b
 	}
 	b = append(b, " failed: "...)
-	if name := tracer.ErrnoName(-ret); name != "" {
+	if name := vocab.ErrnoName(-ret); name != "" {
 		return append(b, name...)
 	}
 	return strconv.AppendInt(b, ret, 10)

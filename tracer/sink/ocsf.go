@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // OCSFVersion is the Open Cybersecurity Schema Framework release the ocsf
@@ -47,16 +49,16 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"time":`...)
 	b = strconv.AppendInt(b, e.Time.UnixMilli(), 10)
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		b = append(b, `,"launch_type_id":3,"launch_type":"Exec"`...)
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		b = append(b, `,"launch_type_id":2,"launch_type":"Fork"`...)
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		if !e.Killed() {
 			b = append(b, `,"exit_code":`...)
 			b = strconv.AppendInt(b, int64(e.ExitCode), 10)
 		}
-	case tracer.TypeThrottle:
+	case vocab.TypeThrottle:
 		// The window, and how many events of it were left out.
 		b = append(b, `,"start_time":`...)
 		b = strconv.AppendInt(b, e.Throttle.Start.UnixMilli(), 10)
@@ -86,7 +88,7 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 	// The boot id that starts every exec id: the uids below are unique
 	// within this boot.
 	b = append(b, `,"boot_uid":`...)
-	b = tracer.AppendJSONString(b, tracer.BootID())
+	b = tracer.AppendJSONString(b, host.BootID())
 	b = append(b, '}')
 	b = appendOCSFActor(b, e)
 	b = appendOCSFTarget(b, e)
@@ -100,11 +102,11 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 // as is a throttle (Other, named Throttle).
 func ocsfActivity(e *tracer.Event) (int, string) {
 	switch e.Type {
-	case tracer.TypeExec, tracer.TypeFork:
+	case vocab.TypeExec, vocab.TypeFork:
 		return ocsfLaunch, "Launch"
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		return ocsfTerminate, "Terminate"
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		return ocsfOther, "Signal"
 	}
 	return ocsfOther, ocsfTitle(e.Type.String())
@@ -131,7 +133,7 @@ func ocsfTitle(s string) string {
 
 // errnoCode names a failed syscall's return value (-2: ENOENT).
 func errnoCode(ret int64) string {
-	if name := tracer.ErrnoName(-ret); name != "" {
+	if name := vocab.ErrnoName(-ret); name != "" {
 		return name
 	}
 	return strconv.FormatInt(ret, 10)
@@ -144,12 +146,12 @@ func errnoCode(ret int64) string {
 func appendOCSFActor(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"actor":{`...)
 	switch {
-	case e.Type == tracer.TypeSignal && e.Origin == tracer.OriginKernel:
+	case e.Type == vocab.TypeSignal && e.Origin == vocab.OriginKernel:
 		b = append(b, `"app_name":"kernel"`...)
-	case e.Type == tracer.TypeExit && e.Killed() && e.KilledBy.Origin == tracer.OriginKernel:
+	case e.Type == vocab.TypeExit && e.Killed() && e.KilledBy.Origin == vocab.OriginKernel:
 		b = append(b, `"app_name":`...)
 		b = tracer.AppendJSONString(b, e.KilledBy.Comm)
-	case e.Type == tracer.TypeExit && e.Killed() && e.KilledBy.Origin == tracer.OriginUser:
+	case e.Type == vocab.TypeExit && e.Killed() && e.KilledBy.Origin == vocab.OriginUser:
 		k := &e.KilledBy
 		b = append(b, `"process":`...)
 		b = appendOCSFProcRef(b, int64(k.PID), k.Comm, k.ExecID)
@@ -164,13 +166,13 @@ func appendOCSFActor(b []byte, e *tracer.Event) []byte {
 func appendOCSFTarget(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"process":`...)
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		name := e.Comm
 		if e.Ret == 0 && e.Filename != "" {
 			name = path.Base(e.Filename)
 		}
 		return appendOCSFProcess(b, e, name, true)
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		// The child (or thread) has the forker's name and user, and the
 		// forker as its parent; its exec id is in its own events.
 		b = append(b, `{"pid":`...)
@@ -181,8 +183,8 @@ func appendOCSFTarget(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"parent_process":`...)
 		b = appendOCSFProcRef(b, int64(e.PID), e.Comm, e.ExecID)
 		return append(b, '}')
-	case tracer.TypeSignal:
-		if e.Origin == tracer.OriginKernel {
+	case vocab.TypeSignal:
+		if e.Origin == vocab.OriginKernel {
 			return appendOCSFProcess(b, e, e.Comm, false)
 		}
 		return appendOCSFProcRef(b, int64(e.TargetPID), e.TargetComm, e.TargetExecID)
@@ -216,12 +218,12 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 		}
 	}
 	b = appendOCSFUser(b, e)
-	if e.AUID != tracer.UnsetID {
+	if e.AUID != vocab.UnsetID {
 		b = append(b, `,"auid":`...)
 		b = strconv.AppendUint(b, uint64(e.AUID), 10)
 	}
 	ppid := int64(e.ParentExecID.PID)
-	if e.Type == tracer.TypeExec && e.PPID != 0 {
+	if e.Type == vocab.TypeExec && e.PPID != 0 {
 		ppid = int64(e.PPID)
 	}
 	if ppid != 0 || !e.ParentExecID.IsZero() {
@@ -283,7 +285,7 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 	b = append(b, '"')
 	b = appendCgroupUnit(b, e)
 	switch e.Type {
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		// cmd_line is one string; the arguments as the process got them.
 		b = append(b, `,"argv":[`...)
 		for i, a := range e.Argv {
@@ -296,18 +298,18 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 		if e.ArgvTruncated {
 			b = append(b, `,"argv_truncated":true`...)
 		}
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		b = append(b, `,"syscall":`...)
 		b = tracer.AppendJSONString(b, e.Syscall)
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		if e.Syscall != "" {
 			b = append(b, `,"syscall":`...)
 			b = tracer.AppendJSONString(b, e.Syscall)
 		}
 		b = appendECSSignal(b, e)
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		b = appendDeath(b, e)
-	case tracer.TypeThrottle:
+	case vocab.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
 	return append(b, '}')

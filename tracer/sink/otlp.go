@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // OTLP defaults. A batch goes out when this many events wait, or on the
@@ -180,7 +181,7 @@ func otlpResource(version string) (*resource.Resource, error) {
 // otlps:// (TLS, checked against the system's roots).
 func parseOTLPTarget(target string) (endpoint string, secure bool, path string, err error) {
 	bad := func(why string) error {
-		return tracer.Usagef("bad --output %q: %s (use otlp://HOST:PORT, e.g. otlp://127.0.0.1:4318, or otlps:// for TLS)", target, why)
+		return vocab.Usagef("bad --output %q: %s (use otlp://HOST:PORT, e.g. otlp://127.0.0.1:4318, or otlps:// for TLS)", target, why)
 	}
 	u, perr := url.Parse(target)
 	switch {

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // collector is an OTLP/HTTP logs endpoint: it decodes each request as a
@@ -158,19 +159,19 @@ func otlpEvents() []*tracer.Event {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
 	id := func(pid uint32, start uint64) tracer.ExecID { return tracer.ExecID{PID: pid, Start: start} }
 	return []*tracer.Event{
-		{Time: t0, Backend: "ebpf", Type: tracer.TypeExec, PID: 42, Comm: "sh", UID: 1000, AUID: 1000, PPID: 41,
+		{Time: t0, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: "sh", UID: 1000, AUID: 1000, PPID: 41,
 			Filename: "/usr/bin/curl", Argv: []string{"curl", "-s", "a b", "\xff\n\x1b[31m\u2028"},
 			ExecID: id(42, 7), ParentExecID: id(41, 5), Cgroup: "/system.slice/x.service", Unit: "x.service",
 			Ancestors: []tracer.Ancestor{{PID: 41, Comm: "bash", ExecID: id(41, 5)}, {PID: 1, Comm: "systemd", ExecID: id(1, 1)}}},
-		{Time: t0.Add(time.Millisecond), Backend: "audit", Type: tracer.TypeExec, PID: 43, Comm: "sh", UID: 0, AUID: tracer.UnsetID,
+		{Time: t0.Add(time.Millisecond), Backend: "audit", Type: vocab.TypeExec, PID: 43, Comm: "sh", UID: 0, AUID: vocab.UnsetID,
 			PPID: 41, Filename: "/nope", Argv: []string{"nope"}, Ret: -2, ArgvTruncated: true},
-		{Time: t0.Add(2 * time.Millisecond), Backend: "ebpf", Type: tracer.TypeFork, PID: 41, Comm: "bash", ChildPID: 44,
+		{Time: t0.Add(2 * time.Millisecond), Backend: "ebpf", Type: vocab.TypeFork, PID: 41, Comm: "bash", ChildPID: 44,
 			Syscall: "clone", ExecID: id(41, 5)},
-		{Time: t0.Add(3 * time.Millisecond), Backend: "ebpf", Type: tracer.TypeSignal, PID: 41, Comm: "bash", TargetPID: 44,
-			Signal: 10, Syscall: "kill", HasCode: true, Code: 0, Origin: tracer.OriginUser, TargetComm: "sleep", TargetExecID: id(44, 9)},
-		{Time: t0.Add(4 * time.Millisecond), Backend: "ebpf", Type: tracer.TypeExit, PID: 44, Comm: "sleep", Signal: 9,
-			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 41, Comm: "bash", Syscall: "kill"}},
-		{Time: t0.Add(5 * time.Millisecond), Backend: "ebpf", Type: tracer.TypeExit, PID: 45, Comm: "true", ExitCode: 3},
+		{Time: t0.Add(3 * time.Millisecond), Backend: "ebpf", Type: vocab.TypeSignal, PID: 41, Comm: "bash", TargetPID: 44,
+			Signal: 10, Syscall: "kill", HasCode: true, Code: 0, Origin: vocab.OriginUser, TargetComm: "sleep", TargetExecID: id(44, 9)},
+		{Time: t0.Add(4 * time.Millisecond), Backend: "ebpf", Type: vocab.TypeExit, PID: 44, Comm: "sleep", Signal: 9,
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 41, Comm: "bash", Syscall: "kill"}},
+		{Time: t0.Add(5 * time.Millisecond), Backend: "ebpf", Type: vocab.TypeExit, PID: 45, Comm: "true", ExitCode: 3},
 	}
 }
 
@@ -470,7 +471,7 @@ func TestOTLPTargets(t *testing.T) {
 	} {
 		endpoint, secure, path, err := parseOTLPTarget(tc.in)
 		if tc.bad {
-			if err == nil || !errors.Is(err, tracer.ErrUsage) || strings.Contains(err.Error(), "\n") {
+			if err == nil || !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("%q: error %v, want a one-line usage error", tc.in, err)
 			}
 			continue

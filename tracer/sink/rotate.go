@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Rotation says when an output file is rotated.
@@ -75,7 +76,7 @@ type RotatingFile struct {
 // tracer.CreateOutput's.
 func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	if rot.MaxSize < 0 || (rot.MaxSize > 0 && rot.Keep < 1) {
-		return nil, tracer.Usagef("rotating %s: need a positive size and at least one rotated file to keep", path)
+		return nil, vocab.Usagef("rotating %s: need a positive size and at least one rotated file to keep", path)
 	}
 	dir, name, err := tracer.OpenOutputDir(path)
 	if err != nil {
@@ -94,7 +95,7 @@ func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	}
 	if rot.MaxSize > 0 && !r.regular {
 		r.Close()
-		return nil, tracer.Usagef("%s is not a regular file, which tracer does not rotate: drop --output-max-size or name a file", path)
+		return nil, vocab.Usagef("%s is not a regular file, which tracer does not rotate: drop --output-max-size or name a file", path)
 	}
 	return r, nil
 }

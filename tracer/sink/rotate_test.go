@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestParseSize(t *testing.T) {
@@ -206,7 +207,7 @@ func TestOpenAppends(t *testing.T) {
 		t.Errorf("without --output-max-size: %q, want the old lines kept", b)
 	}
 	// /dev/null is no file to rotate.
-	if _, err := OpenRotatingFile("/dev/null", Rotation{MaxSize: 1 << 20, Keep: 1}); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := OpenRotatingFile("/dev/null", Rotation{MaxSize: 1 << 20, Keep: 1}); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("rotating /dev/null: %v, want a usage error", err)
 	}
 }
@@ -559,12 +560,12 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 		}
 		switch i % 3 {
 		case 0:
-			e.Type, e.PPID, e.Filename = tracer.TypeExec, 1, "/usr/bin/true"
+			e.Type, e.PPID, e.Filename = vocab.TypeExec, 1, "/usr/bin/true"
 			e.Argv = strings.Fields("true " + strings.Repeat("arg ", i%9))
 		case 1:
-			e.Type, e.Syscall, e.ChildPID = tracer.TypeFork, "clone", uint32(i+1)
+			e.Type, e.Syscall, e.ChildPID = vocab.TypeFork, "clone", uint32(i+1)
 		case 2:
-			e.Type, e.Syscall, e.TargetPID, e.Signal = tracer.TypeSignal, "kill", int32(i), 10
+			e.Type, e.Syscall, e.TargetPID, e.Signal = vocab.TypeSignal, "kill", int32(i), 10
 		}
 		if err := s.Write(&e); err != nil {
 			t.Fatal(err)

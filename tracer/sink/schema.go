@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // What the schemas (ECS, OCSF) share.
@@ -27,7 +28,7 @@ var nodeHostname = sync.OnceValue(func() string {
 // carriesRet reports whether e carries a syscall's return value: an exec, and
 // a signal a process sent with a syscall.
 func carriesRet(e *tracer.Event) bool {
-	return e.Type == tracer.TypeExec || e.Type == tracer.TypeSignal && e.Syscall != ""
+	return e.Type == vocab.TypeExec || e.Type == vocab.TypeSignal && e.Syscall != ""
 }
 
 // appendCommandLine appends argv as one JSON string, joined as a shell

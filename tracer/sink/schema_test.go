@@ -7,6 +7,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink/schematest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // schemaEvents are events of every type and shape docs/events.md gives,
@@ -14,7 +15,7 @@ import (
 func schemaEvents() map[string]*tracer.Event {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
 	id := func(pid uint32, start uint64) tracer.ExecID { return tracer.ExecID{PID: pid, Start: start} }
-	base := func(typ tracer.EventType) *tracer.Event {
+	base := func(typ vocab.Type) *tracer.Event {
 		return &tracer.Event{
 			Time: t0, Backend: "ebpf", Type: typ, PID: 4300, Comm: "sh\x1b[2J", UID: 1000, AUID: 1000,
 			ExecID: id(4300, 700), ParentExecID: id(4200, 650), Cgroup: "/system.slice/docker-" + cid + ".scope",
@@ -23,67 +24,67 @@ func schemaEvents() map[string]*tracer.Event {
 	}
 	ev := map[string]*tracer.Event{}
 
-	e := base(tracer.TypeExec)
+	e := base(vocab.TypeExec)
 	e.PPID, e.Filename = 4200, "/usr/bin/ls"
 	e.Argv = []string{"ls", "a b", `"},"x":1,"`, "\xff\u202e"}
 	e.ArgvTruncated = true
 	e.Ancestors = []tracer.Ancestor{{PID: 4200, Comm: "bash", ExecID: id(4200, 650)}, {PID: 1, Comm: "systemd", ExecID: id(1, 2)}}
 	ev["exec"] = e
 
-	e = base(tracer.TypeExec)
+	e = base(vocab.TypeExec)
 	e.Backend, e.PPID, e.Filename, e.Argv, e.Ret = "audit", 4200, "/nonexistent/x", []string{"x"}, -2
-	e.ExecID, e.ParentExecID, e.Cgroup, e.ContainerID, e.Unit, e.AUID = tracer.ExecID{}, tracer.ExecID{}, "", "", "", tracer.UnsetID
+	e.ExecID, e.ParentExecID, e.Cgroup, e.ContainerID, e.Unit, e.AUID = tracer.ExecID{}, tracer.ExecID{}, "", "", "", vocab.UnsetID
 	ev["exec failed, nothing known of the process"] = e
 
-	e = base(tracer.TypeFork)
+	e = base(vocab.TypeFork)
 	e.ChildPID, e.Syscall = 4301, "clone3"
 	ev["fork"] = e
 
-	e = base(tracer.TypeSignal)
+	e = base(vocab.TypeSignal)
 	e.TargetPID, e.Signal, e.Syscall, e.Ret = 4301, 9, "kill", 0
-	e.Code, e.HasCode, e.Origin, e.Result = tracer.SIUser, true, tracer.OriginUser, tracer.ResultDelivered
+	e.Code, e.HasCode, e.Origin, e.Result = vocab.SIUser, true, vocab.OriginUser, vocab.ResultDelivered
 	e.TargetComm, e.TargetExecID = "victim", id(4301, 710)
 	ev["signal"] = e
 
-	e = base(tracer.TypeSignal)
+	e = base(vocab.TypeSignal)
 	e.Backend, e.TargetPID, e.Signal, e.Syscall, e.Ret = "audit", -4300, 15, "kill", -3
-	e.Code, e.HasCode, e.Origin = tracer.SIUser, true, tracer.OriginUser
+	e.Code, e.HasCode, e.Origin = vocab.SIUser, true, vocab.OriginUser
 	ev["signal to a group, failed"] = e
 
-	e = base(tracer.TypeSignal)
+	e = base(vocab.TypeSignal)
 	e.TargetPID, e.Signal = 4300, 11
-	e.Code, e.HasCode, e.Origin, e.Result = 1, true, tracer.OriginKernel, tracer.ResultDelivered
+	e.Code, e.HasCode, e.Origin, e.Result = 1, true, vocab.OriginKernel, vocab.ResultDelivered
 	e.TargetComm, e.TargetExecID = e.Comm, e.ExecID
 	ev["kernel signal"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.ExitCode = 3
 	ev["exit"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.ExitCode, e.ParentExecID = -1, tracer.ExecID{}
 	ev["exit -1, parent unknown"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.Signal = 9
-	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: 4200, Comm: "bash", ExecID: id(4200, 650), Code: tracer.SIUser, Syscall: "kill"}
+	e.KilledBy = tracer.KilledBy{Origin: vocab.OriginUser, PID: 4200, Comm: "bash", ExecID: id(4200, 650), Code: vocab.SIUser, Syscall: "kill"}
 	ev["killed by a process"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.Signal, e.CoreDumped = 11, true
-	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "kernel", Code: 1}
+	e.KilledBy = tracer.KilledBy{Origin: vocab.OriginKernel, Comm: "kernel", Code: 1}
 	ev["killed by a fault"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.Signal, e.OOMKill = 9, true
-	e.KilledBy = tracer.KilledBy{Origin: tracer.OriginKernel, Comm: "oom-killer", Code: tracer.SIKernel}
+	e.KilledBy = tracer.KilledBy{Origin: vocab.OriginKernel, Comm: "oom-killer", Code: vocab.SIKernel}
 	ev["killed by the OOM killer"] = e
 
-	e = base(tracer.TypeExit)
+	e = base(vocab.TypeExit)
 	e.Backend, e.Signal, e.CoreUnknown = "audit", 6, true
 	ev["killed, sender not seen (audit)"] = e
 
-	e = base(tracer.TypeThrottle)
+	e = base(vocab.TypeThrottle)
 	e.ParentExecID = tracer.ExecID{}
 	e.Throttle = tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 4242, Start: t0.Add(-time.Second), End: t0,
 		Limit: 1000, Signal: 1998000, Exec: 3}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // DevLog is the local syslog socket.
@@ -44,7 +45,7 @@ func ParseSyslog(v string) (cfg SyslogConfig, ok bool, err error) {
 		if scheme == "syslog" && strings.HasPrefix(rest, "/") {
 			return SyslogConfig{Network: "unixgram", Addr: rest}, true, nil
 		}
-		return cfg, true, tracer.Usagef("--output %q: use syslog, syslog:/SOCKET, syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v)
+		return cfg, true, vocab.Usagef("--output %q: use syslog, syslog:/SOCKET, syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v)
 	}
 	switch scheme {
 	case "syslog", "syslog+tcp":
@@ -52,14 +53,14 @@ func ParseSyslog(v string) (cfg SyslogConfig, ok bool, err error) {
 	case "syslog+udp":
 		cfg.Network = "udp"
 	default:
-		return cfg, true, tracer.Usagef("--output %q: unknown syslog transport %q: use syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v, strings.TrimPrefix(scheme, "syslog+"))
+		return cfg, true, vocab.Usagef("--output %q: unknown syslog transport %q: use syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v, strings.TrimPrefix(scheme, "syslog+"))
 	}
 	u, perr := url.Parse(v)
 	if perr != nil || u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return cfg, true, tracer.Usagef("--output %q: give the syslog server as %s://HOST:PORT", v, scheme)
+		return cfg, true, vocab.Usagef("--output %q: give the syslog server as %s://HOST:PORT", v, scheme)
 	}
 	if _, err := strconv.ParseUint(u.Port(), 10, 16); err != nil {
-		return cfg, true, tracer.Usagef("--output %q: port %q is not a port number", v, u.Port())
+		return cfg, true, vocab.Usagef("--output %q: port %q is not a port number", v, u.Port())
 	}
 	cfg.Addr = u.Host
 	return cfg, true, nil
@@ -76,7 +77,7 @@ func ParseJournal(v string) (socket string, ok bool, err error) {
 		return "", false, nil
 	}
 	if !strings.HasPrefix(rest, "/") || strings.HasPrefix(rest, "//") {
-		return "", true, tracer.Usagef("--output %q: use journal, or journal:/SOCKET for a journald socket elsewhere", v)
+		return "", true, vocab.Usagef("--output %q: use journal, or journal:/SOCKET for a journald socket elsewhere", v)
 	}
 	return rest, true, nil
 }
@@ -108,7 +109,7 @@ type Syslog struct {
 func NewSyslog(cfg SyslogConfig, format string, opts tracer.OutputOptions) (*Syslog, error) {
 	enc, ok := tracer.FormatEncoder(format)
 	if !ok {
-		return nil, tracer.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
+		return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
 	}
 	s := &Syslog{enc: enc, local: cfg.Network == "unixgram", framed: cfg.Network == "tcp", procid: strconv.Itoa(os.Getpid())}
 	s.host = hostname()

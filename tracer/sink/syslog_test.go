@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestParseSyslogAndJournal(t *testing.T) {
@@ -47,7 +48,7 @@ func TestParseSyslogAndJournal(t *testing.T) {
 			t.Errorf("%q: ok %v, want %v", c.in, ok, c.ok)
 		}
 		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) || !errors.Is(err, tracer.ErrUsage) {
+			if err == nil || !strings.Contains(err.Error(), c.bad) || !errors.Is(err, vocab.ErrUsage) {
 				t.Errorf("%q: error %v, want a usage error saying %q", c.in, err, c.bad)
 			}
 			continue
@@ -64,7 +65,7 @@ func TestParseSyslogAndJournal(t *testing.T) {
 				t.Errorf("%q: taken as the journal", in)
 			}
 		case "!":
-			if !ok || err == nil || !errors.Is(err, tracer.ErrUsage) {
+			if !ok || err == nil || !errors.Is(err, vocab.ErrUsage) {
 				t.Errorf("%q: %v %v, want a usage error", in, ok, err)
 			}
 		default:
@@ -186,7 +187,7 @@ func TestSyslogLocalForm(t *testing.T) {
 	if b := string(r.read(t, time.Second)); !strings.HasSuffix(b, "]: ebpf    fork   1234    bash             1000       clone3 -> 1235") {
 		t.Errorf("text body: %q", b)
 	}
-	if _, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "xml", tracer.OutputOptions{}); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "xml", tracer.OutputOptions{}); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("--format xml: %v, want a usage error", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 const (
@@ -62,7 +63,7 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 		}
 	}
 	if _, err := exec.LookPath(o.Args[0]); err != nil {
-		return nil, tracer.Usagef("cannot run %q: %w", o.Args[0], err)
+		return nil, vocab.Usagef("cannot run %q: %w", o.Args[0], err)
 	}
 	// A socket pair, not a pipe: the release goes one way, the held step's
 	// own rusage the other. Our end is non-blocking so that its read can
@@ -77,7 +78,7 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 		return nil, fmt.Errorf("making the held step's gate: %w", err)
 	}
 	w, r := os.NewFile(uintptr(fds[0]), "gate"), os.NewFile(uintptr(fds[1]), "gate")
-	h := &heldCmd{gate: w, auid: tracer.UnsetID}
+	h := &heldCmd{gate: w, auid: vocab.UnsetID}
 	shim := []string{HeldCommand}
 	if withLoginUID {
 		h.auid = scopeAUID(os.Getpid())
@@ -175,7 +176,7 @@ func (h *heldCmd) release() (tracer.Rusage, int, error) {
 		code = 128 + int(ws.Signal())
 	}
 	if code == heldSetupFailed {
-		return ru, code, tracer.Usagef("could not prepare the command for tracing (see the message above)")
+		return ru, code, vocab.Usagef("could not prepare the command for tracing (see the message above)")
 	}
 	return ru, code, nil
 }
@@ -325,12 +326,12 @@ func LookupUser(name string) (*syscall.Credential, error) {
 		}
 	}
 	if err != nil {
-		return nil, tracer.Usagef("unknown --user %q: give a user name (or uid) that exists on this node", name)
+		return nil, vocab.Usagef("unknown --user %q: give a user name (or uid) that exists on this node", name)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, tracer.Usagef("--user %q has a uid or gid that is not a number (%s:%s)", name, u.Uid, u.Gid)
+		return nil, vocab.Usagef("--user %q has a uid or gid that is not a number (%s:%s)", name, u.Uid, u.Gid)
 	}
 	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	ids, err := u.GroupIds()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Options says what to run and how to watch it.
@@ -65,7 +66,7 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	b, cfg := o.Backend, o.Config
 	if len(o.Args) == 0 {
-		return nil, tracer.Usagef("no command to trace: give one after --")
+		return nil, vocab.Usagef("no command to trace: give one after --")
 	}
 	scoper, byLoginUID := b.(tracer.LoginUIDScoper)
 	counter, canCount := b.(tracer.KernelCounter)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The test binary is its own held step: Options.Self is os.Args[0].
@@ -136,9 +137,9 @@ func run(t *testing.T, b tracer.Backend, o Options) (*Result, string) {
 func TestRunScopesByPID(t *testing.T) {
 	f := &fakeBackend{}
 	f.emit = []tracer.Event{
-		{Type: tracer.TypeExec, Comm: "sh", Filename: "/usr/bin/grep"},
-		{Type: tracer.TypeExec, Comm: "sh", Filename: "/usr/bin/grep"},
-		{Type: tracer.TypeFork, Comm: "sh", ChildPID: 2},
+		{Type: vocab.TypeExec, Comm: "sh", Filename: "/usr/bin/grep"},
+		{Type: vocab.TypeExec, Comm: "sh", Filename: "/usr/bin/grep"},
+		{Type: vocab.TypeFork, Comm: "sh", ChildPID: 2},
 	}
 	res, out := run(t, f, Options{Args: []string{"sh", "-c", "echo hello; exit 3"}})
 	if out != "hello\n" || res.Report.ExitCode != 3 {
@@ -147,7 +148,7 @@ func TestRunScopesByPID(t *testing.T) {
 	if f.cfg.PID == 0 || f.cfg.PID != res.PID || !f.heldAtStart {
 		t.Errorf("backend scoped to pid %d (held at Start: %v), command was %d", f.cfg.PID, f.heldAtStart, res.PID)
 	}
-	if f.cfg.ScopeAUID != tracer.UnsetID || res.AUID != tracer.UnsetID || f.cfg.CountOnly {
+	if f.cfg.ScopeAUID != vocab.UnsetID || res.AUID != vocab.UnsetID || f.cfg.CountOnly {
 		t.Errorf("config %+v, auid %d: want no login uid and streaming", f.cfg, res.AUID)
 	}
 	c := res.Report.Counts
@@ -167,7 +168,7 @@ func TestRunKernelCounter(t *testing.T) {
 	kc := tracer.NewCounts()
 	kc.Fork["make"] = 42
 	for _, stream := range []bool{false, true} {
-		f := &fakeBackend{emit: []tracer.Event{{Type: tracer.TypeFork, Comm: "sh"}}}
+		f := &fakeBackend{emit: []tracer.Event{{Type: vocab.TypeFork, Comm: "sh"}}}
 		res, _ := run(t, counter{f, kc}, Options{Args: []string{"true"}, StreamEvents: stream})
 		if f.cfg.CountOnly == stream {
 			t.Errorf("StreamEvents %v: CountOnly %v", stream, f.cfg.CountOnly)
@@ -188,24 +189,24 @@ func TestRunKernelCounter(t *testing.T) {
 func TestRunKernelCountsOnlyAskedEvents(t *testing.T) {
 	kc := tracer.NewCounts()
 	kc.Fork["sh"] = 2
-	kc.SetTotal(tracer.TypeFork, 2)
+	kc.SetTotal(vocab.TypeFork, 2)
 	kc.Exec[tracer.ExecKey{Comm: "sh", Filename: "/bin/true"}] = 1
-	kc.SetTotal(tracer.TypeExec, 1)
+	kc.SetTotal(vocab.TypeExec, 1)
 	kc.Signals[tracer.SignalKey{Comm: "sh", Target: 7, Signal: 15}] = 1
-	kc.SetTotal(tracer.TypeSignal, 1)
+	kc.SetTotal(vocab.TypeSignal, 1)
 	cfg := tracer.DefaultConfig()
-	cfg.Types = 1 << tracer.TypeSignal
+	cfg.Types = 1 << vocab.TypeSignal
 	f := &fakeBackend{}
 	res, _ := run(t, counter{f, kc}, Options{Args: []string{"true"}, Config: cfg})
-	if !f.cfg.Types.Has(tracer.TypeFork) {
+	if !f.cfg.Types.Has(vocab.TypeFork) {
 		t.Fatalf("backend types %v: the test needs a backend that follows forks", f.cfg.Types)
 	}
 	c := res.Report.Counts
-	if len(c.Fork) != 0 || len(c.Exec) != 0 || c.Total(tracer.TypeFork) != 0 || c.Total(tracer.TypeExec) != 0 {
-		t.Errorf("--events signal: forks %v (total %d), execs %v (total %d); want none", c.Fork, c.Total(tracer.TypeFork), c.Exec, c.Total(tracer.TypeExec))
+	if len(c.Fork) != 0 || len(c.Exec) != 0 || c.Total(vocab.TypeFork) != 0 || c.Total(vocab.TypeExec) != 0 {
+		t.Errorf("--events signal: forks %v (total %d), execs %v (total %d); want none", c.Fork, c.Total(vocab.TypeFork), c.Exec, c.Total(vocab.TypeExec))
 	}
-	if len(c.Signals) != 1 || c.Total(tracer.TypeSignal) != 1 {
-		t.Errorf("--events signal: signals %v (total %d), want the one", c.Signals, c.Total(tracer.TypeSignal))
+	if len(c.Signals) != 1 || c.Total(vocab.TypeSignal) != 1 {
+		t.Errorf("--events signal: signals %v (total %d), want the one", c.Signals, c.Total(vocab.TypeSignal))
 	}
 }
 
@@ -218,7 +219,7 @@ func TestRunScopesByLoginUID(t *testing.T) {
 	}
 	s := &scoper{fakeBackend: &fakeBackend{}}
 	res, out := run(t, s, Options{Args: []string{"cat", "/proc/self/loginuid"}})
-	if s.cfg.PID != 0 || s.cfg.ScopeAUID == tracer.UnsetID || s.cfg.ScopeAUID != res.AUID {
+	if s.cfg.PID != 0 || s.cfg.ScopeAUID == vocab.UnsetID || s.cfg.ScopeAUID != res.AUID {
 		t.Errorf("config pid %d auid %d, result auid %d: want the command's own login uid", s.cfg.PID, s.cfg.ScopeAUID, res.AUID)
 	}
 	if strings.TrimSpace(out) != strconv.Itoa(int(res.AUID)) {
@@ -234,11 +235,11 @@ func TestRunScopesByLoginUID(t *testing.T) {
 // its error comes back as it was.
 func TestRunStartFails(t *testing.T) {
 	cause := errors.New("no probes")
-	f := &fakeBackend{startErr: tracer.Usagef("cannot attach: %w", cause)}
+	f := &fakeBackend{startErr: vocab.Usagef("cannot attach: %w", cause)}
 	marker := t.TempDir() + "/ran"
 	_, err := Run(context.Background(), Options{Backend: f, Config: tracer.DefaultConfig(), Self: os.Args[0],
 		Args: []string{"touch", marker}})
-	if !errors.Is(err, cause) || !errors.Is(err, tracer.ErrUsage) {
+	if !errors.Is(err, cause) || !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("Run: %v; want the backend's usage error with its cause", err)
 	}
 	if f.closes == 0 || f.runs != 0 {
@@ -257,7 +258,7 @@ func TestRunUnknownCommand(t *testing.T) {
 	f := &fakeBackend{}
 	_, err := Run(context.Background(), Options{Backend: f, Config: tracer.DefaultConfig(), Self: os.Args[0],
 		Args: []string{"/nonexistent/tracer-no-such-command"}})
-	if !errors.Is(err, tracer.ErrUsage) || f.started != 0 {
+	if !errors.Is(err, vocab.ErrUsage) || f.started != 0 {
 		t.Errorf("Run: %v, %d starts; want a usage error and no Start", err, f.started)
 	}
 }
@@ -276,7 +277,7 @@ func TestRunAsUser(t *testing.T) {
 	if strings.TrimSpace(out) != strconv.Itoa(int(cred.Uid)) {
 		t.Errorf("id -u printed %q, want %d", out, cred.Uid)
 	}
-	if _, err := LookupUser("tracer-no-such-user"); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := LookupUser("tracer-no-such-user"); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("unknown user: %v", err)
 	}
 }

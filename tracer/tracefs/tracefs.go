@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // Path is where tracefs is looked for and mounted.

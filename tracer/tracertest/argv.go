@@ -3,7 +3,7 @@ package tracertest
 import (
 	"strings"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // ArgSizes are the lengths of the long-argument tests: empty, short, just
@@ -46,11 +46,11 @@ func LongArgs(sizes ...int) []string {
 func CutArgv(args []string) (kept []string, truncated bool) {
 	used := 0
 	for i, a := range args {
-		if i == tracer.ArgvMax {
+		if i == vocab.ArgvMax {
 			return kept, true
 		}
-		if used+len(a)+1 > tracer.ArgvBytesMax {
-			if room := tracer.ArgvBytesMax - used; room > 0 {
+		if used+len(a)+1 > vocab.ArgvBytesMax {
+			if room := vocab.ArgvBytesMax - used; room > 0 {
 				kept = append(kept, a[:room])
 			}
 			return kept, true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Collector keeps copies of every event a backend emits.
@@ -34,7 +35,7 @@ func (c *Collector) Tree(root uint32) []tracer.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tree := tracer.NewProcTree(root)
-	tree.Grow(len(c.events), func(i int) (tracer.EventType, uint32, uint32, uint32) {
+	tree.Grow(len(c.events), func(i int) (vocab.Type, uint32, uint32, uint32) {
 		e := &c.events[i]
 		return e.Type, e.PID, e.PPID, e.ChildPID
 	})
@@ -108,7 +109,7 @@ func (s *Session) Workload(bin string, args ...string) ([]tracer.Event, uint32) 
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		got := s.Tree(root)
-		if n := len(got); n > 0 && got[n-1].Type == tracer.TypeExit && got[n-1].PID == root {
+		if n := len(got); n > 0 && got[n-1].Type == vocab.TypeExit && got[n-1].PID == root {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -130,16 +131,16 @@ func (s *Session) Stop() {
 // syscall, signal or filename, and its comm.
 func Key(e tracer.Event) string {
 	switch e.Type {
-	case tracer.TypeFork:
+	case vocab.TypeFork:
 		return "fork " + e.Comm + " " + e.Syscall
-	case tracer.TypeSignal:
+	case vocab.TypeSignal:
 		return "signal " + e.Comm + " " + e.Syscall + " " + e.SignalName()
-	case tracer.TypeExec:
+	case vocab.TypeExec:
 		if e.Ret != 0 {
 			return "exec " + e.Comm + " " + e.Filename + " failed"
 		}
 		return "exec " + e.Comm + " " + e.Filename
-	case tracer.TypeExit:
+	case vocab.TypeExit:
 		return "exit " + e.Comm
 	}
 	return e.Type.String()

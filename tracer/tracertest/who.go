@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/node/host"
+	"github.com/tracer-dev/tracer/tracer/host"
 )
 
 // BuildWho compiles who.c, the processes that die in known ways.
@@ -87,7 +87,7 @@ func ParseWho(out []byte) WhoOutput {
 // Cgroup2 returns where the cgroup v2 hierarchy is mounted, or skips t.
 func Cgroup2(t testing.TB) string {
 	t.Helper()
-	m, err := tracer.CgroupMount()
+	m, err := host.CgroupMount()
 	if err != nil {
 		t.Skipf("no cgroup v2 hierarchy: %v", err)
 	}
@@ -135,7 +135,7 @@ func MakeCgroup(t testing.TB, mount, rel string) string {
 // returns the cgroup's cgroup.procs file, or skips t.
 func MemoryCgroup(t testing.TB, name string, limit int64) string {
 	t.Helper()
-	if m, err := tracer.CgroupMount(); err == nil {
+	if m, err := host.CgroupMount(); err == nil {
 		if slices.Contains(host.CgroupControllers(m), "memory") {
 			if !slices.Contains(host.CgroupSubtree(m), "memory") {
 				t.Skip("the cgroup v2 root does not delegate the memory controller (cgroup.subtree_control)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // fake delivers its events, then waits for ctx.
@@ -55,9 +56,9 @@ func (f *fake) Close() error {
 
 func events() []tracer.Event {
 	return []tracer.Event{
-		{Backend: "fake", Type: tracer.TypeExec, PID: 10, PPID: 1, Comm: "sh", Filename: "/bin/true", Argv: []string{"true"}},
-		{Backend: "fake", Type: tracer.TypeSignal, PID: 10, Comm: "sh", TargetPID: 11, Signal: 10},
-		{Backend: "fake", Type: tracer.TypeSignal, PID: 10, Comm: "sh", TargetPID: 11, Signal: 12},
+		{Backend: "fake", Type: vocab.TypeExec, PID: 10, PPID: 1, Comm: "sh", Filename: "/bin/true", Argv: []string{"true"}},
+		{Backend: "fake", Type: vocab.TypeSignal, PID: 10, Comm: "sh", TargetPID: 11, Signal: 10},
+		{Backend: "fake", Type: vocab.TypeSignal, PID: 10, Comm: "sh", TargetPID: 11, Signal: 12},
 	}
 }
 
@@ -91,8 +92,8 @@ func TestRunAncestry(t *testing.T) {
 	// A fork by sh (exec id 10/100), then its child's exec.
 	sh, child := tracer.ExecID{PID: 10, Start: 100}, tracer.ExecID{PID: 11, Start: 200}
 	f := &fake{events: []tracer.Event{
-		{Backend: "fake", Type: tracer.TypeFork, PID: 10, Comm: "sh", ChildPID: 11, ExecID: sh},
-		{Backend: "fake", Type: tracer.TypeExec, PID: 11, Comm: "sh", Filename: "/bin/true", ExecID: child, ParentExecID: sh},
+		{Backend: "fake", Type: vocab.TypeFork, PID: 10, Comm: "sh", ChildPID: 11, ExecID: sh},
+		{Backend: "fake", Type: vocab.TypeExec, PID: 11, Comm: "sh", Filename: "/bin/true", ExecID: child, ParentExecID: sh},
 	}}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -132,16 +133,16 @@ func TestRunOutputFails(t *testing.T) {
 
 // A backend that cannot start is closed, and its error comes back.
 func TestRunStartFails(t *testing.T) {
-	f := &fake{startErr: tracer.Usagef("no BTF (%w)", syscall.ENOENT)}
+	f := &fake{startErr: vocab.Usagef("no BTF (%w)", syscall.ENOENT)}
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Backend: f, Config: tracer.DefaultConfig(), Format: "text", Output: &out})
-	if res != nil || !errors.Is(err, tracer.ErrUsage) || !errors.Is(err, syscall.ENOENT) {
+	if res != nil || !errors.Is(err, vocab.ErrUsage) || !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("Run: %v, %v", res, err)
 	}
 	if strings.Join(f.calls, ",") != "start,close" {
 		t.Errorf("backend calls %v", f.calls)
 	}
-	if _, err := Run(context.Background(), Options{Backend: &fake{}, Config: tracer.DefaultConfig(), Format: "xml", Output: &out}); !errors.Is(err, tracer.ErrUsage) {
+	if _, err := Run(context.Background(), Options{Backend: &fake{}, Config: tracer.DefaultConfig(), Format: "xml", Output: &out}); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("unknown format: %v", err)
 	}
 }

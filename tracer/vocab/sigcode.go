@@ -1,6 +1,9 @@
-package tracer
+package vocab
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Signal codes (si_code) as the kernel puts them in a signal's siginfo
 // (include/uapi/asm-generic/siginfo.h). Codes of zero or below say how a
@@ -162,9 +165,10 @@ func (r SignalResult) String() string {
 	return ""
 }
 
-// Fatal reports whether signal sig ends a process that keeps its default
-// action (SIGCHLD, SIGCONT, SIGURG, SIGWINCH and the stop signals do not).
-func Fatal(sig int) bool {
+// TerminatesByDefault reports whether signal sig ends a process that
+// keeps its default action (SIGCHLD, SIGCONT, SIGURG, SIGWINCH and the
+// stop signals do not).
+func TerminatesByDefault(sig int) bool {
 	switch sig {
 	case 17, 18, 19, 20, 21, 22, 23, 28: // CHLD CONT STOP TSTP TTIN TTOU URG WINCH
 		return false
@@ -179,4 +183,44 @@ func DumpsCore(sig int) bool {
 		return true
 	}
 	return false
+}
+
+// OriginNamed is the origin a name names (String's inverse).
+func OriginNamed(s string) Origin {
+	for _, o := range []Origin{OriginUser, OriginKernel} {
+		if o.String() == s {
+			return o
+		}
+	}
+	return OriginUnknown
+}
+
+// ResultNamed is the result a name names (String's inverse).
+func ResultNamed(s string) SignalResult {
+	for r := range resultNames {
+		if r > 0 && resultNames[r] == s {
+			return SignalResult(r)
+		}
+	}
+	return ResultUnknown
+}
+
+// SigCodeNamed is SigCodeName's inverse: the si_code of signal sig that
+// name names (a number for codes the headers do not name).
+func SigCodeNamed(sig int, name string) (int32, error) {
+	for code, n := range genericCodes {
+		if n == name {
+			return code, nil
+		}
+	}
+	for i, n := range perSignalCodes[sig] {
+		if n == name {
+			return int32(i + 1), nil
+		}
+	}
+	v, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("unknown signal code %q", name)
+	}
+	return int32(v), nil
 }

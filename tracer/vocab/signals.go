@@ -1,4 +1,4 @@
-package tracer
+package vocab
 
 import (
 	"fmt"
@@ -163,4 +163,40 @@ func (s SignalSet) List() []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// FilterReason is why an event was left out as runtime noise rather than
+// reported: not a loss, and counted apart from it.
+type FilterReason int
+
+const (
+	// FilteredPreemption: SIGURG a process's runtime sent to one of its
+	// own threads (Go's asynchronous preemption), thousands a second in a
+	// busy Go program.
+	FilteredPreemption FilterReason = iota
+	// FilteredExistence: signal 0, an existence check (kill(pid, 0)): no
+	// signal is sent.
+	FilteredExistence
+	NumFilterReasons
+)
+
+var filterNames = [NumFilterReasons]string{"runtime-preemption", "existence-check"}
+
+func (r FilterReason) String() string { return filterNames[r] }
+
+// IsNoise says whether a signal event is runtime noise the signal set
+// does not ask for, and why: signal 0, or SIGURG sent by a
+// thread-directed syscall (tgkill, tkill, rt_tgsigqueueinfo) to a thread
+// of the sender's own process, tgid being the target's process. Both
+// backends decide with it (the eBPF programs in the kernel, the same
+// rule).
+func IsNoise(set SignalSet, sig int, syscall string, tgid, senderTGID uint32) (FilterReason, bool) {
+	switch {
+	case sig == 0 && !set.keepExistence:
+		return FilteredExistence, true
+	case sig == sigURG && !set.keepPreemption && tgid == senderTGID &&
+		(syscall == "tgkill" || syscall == "tkill" || syscall == "rt_tgsigqueueinfo"):
+		return FilteredPreemption, true
+	}
+	return 0, false
 }

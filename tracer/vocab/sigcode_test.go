@@ -1,4 +1,4 @@
-package tracer
+package vocab
 
 import "testing"
 
@@ -79,12 +79,12 @@ func TestSignalResult(t *testing.T) {
 	}
 }
 
-func TestFatalAndCore(t *testing.T) {
+func TestTerminatesByDefaultAndCore(t *testing.T) {
 	fatal := map[int]bool{1: true, 2: true, 3: true, 6: true, 9: true, 10: true, 11: true, 13: true, 14: true, 15: true,
 		17: false, 18: false, 19: false, 20: false, 21: false, 22: false, 23: false, 28: false, 24: true, 34: true, 64: true, 0: false, 65: false}
 	for sig, want := range fatal {
-		if Fatal(sig) != want {
-			t.Errorf("Fatal(%s) = %v", SignalName(sig), !want)
+		if TerminatesByDefault(sig) != want {
+			t.Errorf("TerminatesByDefault(%s) = %v", SignalName(sig), !want)
 		}
 	}
 	for sig := 1; sig <= 64; sig++ {

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package host
+
+func readBootID() []byte { return nil }
