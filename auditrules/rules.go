@@ -125,7 +125,7 @@ type Options struct {
 	// AuidSet adds -F auid!=unset (a common filter): off by default since
 	// services, CI agents and containers have no login uid.
 	AuidSet bool
-	// ScopeAUID, when not tracer.UnsetID, adds -F auid=N (trace scoping).
+	// ScopeAUID, when not vocab.UnsetID, adds -F auid=N (trace scoping).
 	ScopeAUID uint32
 	// Machine is the kernel's machine name (uname -m: x86_64, aarch64);
 	// empty means this program's architecture.

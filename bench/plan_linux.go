@@ -91,7 +91,7 @@ type Bench struct {
 }
 
 // Prepare checks o and sets up what the runs need. Errors that the user can
-// fix are tracer.UsageError, returned before anything changed on the node.
+// fix are vocab.UsageError, returned before anything changed on the node.
 func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	rounds, minRounds := o.Rounds, o.Rounds
 	switch {

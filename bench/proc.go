@@ -13,7 +13,7 @@ import (
 )
 
 // parseStatCPU returns utime+stime in seconds from the text of
-// /proc/PID/stat (tracer.ParseProcStat).
+// /proc/PID/stat (host.ParseProcStat).
 func parseStatCPU(stat string) (float64, error) {
 	st, ok := host.ParseProcStat([]byte(stat))
 	if !ok {

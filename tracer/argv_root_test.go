@@ -16,7 +16,7 @@ import (
 
 // Execs of arguments of every length and kind, for real under both
 // backends: each exec's argv is its arguments up to the documented cap
-// (tracer.ArgvMax, tracer.ArgvBytesMax), argv_truncated says exactly when
+// (vocab.ArgvMax, vocab.ArgvBytesMax), argv_truncated says exactly when
 // they were cut, and the backends agree byte for byte. The audit backend
 // reads the long ones from many EXECVE records, in hex and quoted pieces.
 func TestLongArgvBothBackends(t *testing.T) {

@@ -154,7 +154,7 @@ func testReassembler() *reassembler {
 }
 
 // An argument of any length is whole in the event up to the cap both
-// backends apply (tracer.ArgvMax, tracer.ArgvBytesMax), wherever the kernel
+// backends apply (vocab.ArgvMax, vocab.ArgvBytesMax), wherever the kernel
 // split it across EXECVE records and however it encoded the pieces; and
 // argv_truncated says exactly when it was cut.
 func TestExecveLongArguments(t *testing.T) {

@@ -355,10 +355,10 @@ func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
 // The kernel continues an argument too long for what is left of a record
 // in the next record (aN_len=... aN[0]=..., then aN[1]=... and on), each
 // piece quoted or hex on its own, so the argument being read is state kept
-// across records. Bytes past tracer.ArgvBytesMax are parsed but not kept:
+// across records. Bytes past vocab.ArgvBytesMax are parsed but not kept:
 // an argument may be 128 KiB. The zero value is ready for an event.
 type execveArgs struct {
-	block []byte // arguments read, each with its NUL but an open one; at most tracer.ArgvBytesMax bytes
+	block []byte // arguments read, each with its NUL but an open one; at most vocab.ArgvBytesMax bytes
 	cut   bool   // bytes left out: past the cap, or after a lost record
 	open  bool   // the last argument in block has more pieces to come
 	argc  int    // from argc=; 0 when not seen

@@ -69,7 +69,7 @@ type reassembler struct {
 	// procComm reads a live process's comm (replaced in tests on recordings).
 	procComm func(pid uint32) (string, bool)
 
-	// signals says which runtime noise (tracer.IsNoise) to keep; what is
+	// signals says which runtime noise (vocab.IsNoise) to keep; what is
 	// left out is counted in filtered, by reason.
 	signals  vocab.SignalSet
 	filtered [vocab.NumFilterReasons]uint64
@@ -284,7 +284,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 }
 
 // noise reports, and counts, a signal syscall that is runtime noise
-// (tracer.IsNoise): audit rule fields cannot compare a target with its
+// (vocab.IsNoise): audit rule fields cannot compare a target with its
 // sender, so this one is decided here, before the event is built.
 func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
 	sig := int(int32(sc.Args[auditrules.SignalArg[name]]))

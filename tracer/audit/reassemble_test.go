@@ -126,7 +126,7 @@ func TestSerialAfterWraps(t *testing.T) {
 	}
 }
 
-// Both backends keep tracer.ArgvMax arguments and say when they cut argv.
+// Both backends keep vocab.ArgvMax arguments and say when they cut argv.
 func TestParseExecveCap(t *testing.T) {
 	record := func(n int) []byte {
 		b := []byte("argc=" + strconv.Itoa(n))

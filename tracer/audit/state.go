@@ -132,7 +132,7 @@ func readJSON(path string, v any) error {
 }
 
 // processStart is the process's start time in clock ticks since boot
-// (tracer.ReadStartTicks); 0 when the process is gone.
+// (host.ReadStartTicks); 0 when the process is gone.
 func processStart(pid int) uint64 {
 	start, _ := host.ReadStartTicks(uint32(pid))
 	return start

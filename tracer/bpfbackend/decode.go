@@ -80,13 +80,13 @@ const maxRepeat = 0xffff
 
 // FilenameMax is the most bytes of an exec's filename the kernel side
 // keeps (FILENAME_MAX in bpf/tracer.bpf.c, less its NUL). Of argv it keeps
-// tracer.ArgvMax arguments (ARGC_MAX) and tracer.ArgvBytesMax bytes
+// vocab.ArgvMax arguments (ARGC_MAX) and vocab.ArgvBytesMax bytes
 // (ARGV_BYTES) after a successful exec; after a failed one, 127 bytes of
 // each argument.
 const FilenameMax = 255
 
 // flagArgvTrunc in event_hdr.flags (EVF_ARGV_TRUNC): the argument area
-// was longer than tracer.ArgvBytesMax, argv had more than tracer.ArgvMax
+// was longer than vocab.ArgvBytesMax, argv had more than vocab.ArgvMax
 // arguments, or one could not be read whole.
 const flagArgvTrunc = 2
 
@@ -331,7 +331,7 @@ func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
 	e.Filename = d.intern(cstring(data[:fnSize]))
 	args := data[fnSize : fnSize+argvSize]
 	// After a successful exec the kernel side reads the argument area as
-	// one block, of at most tracer.ArgvBytesMax bytes: it may hold more
+	// one block, of at most vocab.ArgvBytesMax bytes: it may hold more
 	// than ArgvMax arguments, and argc says how many there were. The cut
 	// is the audit backend's (tracer.AppendArgv).
 	e.Argv, e.ArgvTruncated = tracer.AppendArgv(e.Argv, args, argc, raw[offFlags]&flagArgvTrunc != 0)

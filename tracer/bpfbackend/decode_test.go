@@ -133,7 +133,7 @@ func TestDecodeExec(t *testing.T) {
 		t.Errorf("truncated failed exec: ret %d filename %q argv %q", e.Ret, e.Filename, e.Argv)
 	}
 
-	// More arguments than tracer.ArgvMax in the argument area: the first
+	// More arguments than vocab.ArgvMax in the argument area: the first
 	// ArgvMax are kept.
 	long := make([]string, vocab.ArgvMax+5)
 	for i := range long {
@@ -150,7 +150,7 @@ func TestDecodeExec(t *testing.T) {
 	}
 
 	// A long argument area, as the kernel side reads it: its first
-	// tracer.ArgvBytesMax bytes, marked cut.
+	// vocab.ArgvBytesMax bytes, marked cut.
 	for _, a := range tracertest.LongArgs(tracertest.ArgSizes...) {
 		argv := []string{"/bin/sh", "-c", a, "TAIL_MARKER"}
 		block := []byte(strings.Join(argv, "\x00") + "\x00")
@@ -344,7 +344,7 @@ func TestDeliverBatch(t *testing.T) {
 }
 
 // The kernel side keeps as many arguments and bytes as the audit backend:
-// tracer.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c, tracer.ArgvBytesMax its
+// vocab.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c, vocab.ArgvBytesMax its
 // ARGV_BYTES (ARGC_MAX * ARG_MAX).
 func TestArgvMaxIsTheCSide(t *testing.T) {
 	src, err := os.ReadFile("../../bpf/tracer.bpf.c")
@@ -360,13 +360,13 @@ func TestArgvMaxIsTheCSide(t *testing.T) {
 		return n
 	}
 	if n := define("ARGC_MAX"); n != vocab.ArgvMax {
-		t.Errorf("ARGC_MAX is %d, tracer.ArgvMax %d: change both (and run make generate)", n, vocab.ArgvMax)
+		t.Errorf("ARGC_MAX is %d, vocab.ArgvMax %d: change both (and run make generate)", n, vocab.ArgvMax)
 	}
 	if !regexp.MustCompile(`(?m)^#define ARGV_BYTES \(ARGC_MAX \* ARG_MAX\)$`).Match(src) {
 		t.Error("ARGV_BYTES is no longer ARGC_MAX * ARG_MAX")
 	}
 	if n := vocab.ArgvMax * define("ARG_MAX"); n != vocab.ArgvBytesMax {
-		t.Errorf("ARGV_BYTES is %d, tracer.ArgvBytesMax %d: change both (and run make generate)", n, vocab.ArgvBytesMax)
+		t.Errorf("ARGV_BYTES is %d, vocab.ArgvBytesMax %d: change both (and run make generate)", n, vocab.ArgvBytesMax)
 	}
 }
 

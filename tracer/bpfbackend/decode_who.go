@@ -47,7 +47,7 @@ func targetID(raw []byte) tracer.ExecID {
 
 // decodeSignal fills what the kernel said of a signal: its code, origin,
 // result and target. The syscall probe sets do not see the siginfo: the
-// code is then the one the syscall gives (tracer.SyscallCode), except for
+// code is then the one the syscall gives (vocab.SyscallCode), except for
 // pidfd_send_signal, whose siginfo argument the record does not keep.
 func (d *decoder) decodeSignal(raw []byte, e *tracer.Event) {
 	le := binary.LittleEndian

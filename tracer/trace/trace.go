@@ -50,7 +50,7 @@ type Result struct {
 	// command's exit status (128+N when a signal N killed it).
 	Report *tracer.TraceReport
 	// PID is the command's process id, AUID the login uid it was given
-	// (tracer.UnsetID when the backend follows the tree by pid).
+	// (vocab.UnsetID when the backend follows the tree by pid).
 	PID, AUID uint32
 	// CloseErr is the backend's failure to remove its rules or probes: the
 	// command ran and was counted, but something may be left installed

@@ -40,8 +40,8 @@ func LongArgs(sizes ...int) []string {
 }
 
 // CutArgv is what an exec event's argv must hold for arguments args, and
-// whether it must say it was cut: at most tracer.ArgvMax arguments and
-// tracer.ArgvBytesMax bytes counting a NUL after each. It is the tests'
+// whether it must say it was cut: at most vocab.ArgvMax arguments and
+// vocab.ArgvBytesMax bytes counting a NUL after each. It is the tests'
 // reading of the documented cap, written apart from tracer.AppendArgv.
 func CutArgv(args []string) (kept []string, truncated bool) {
 	used := 0
