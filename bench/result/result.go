@@ -1,9 +1,10 @@
 // Package result is the file `tracer bench --out` writes and `tracer report`
 // and `tracer doctor --bench` read: File, with the node's facts, how the run
 // was sized, a Row per workload and mode, and the steps of a --sweep. Read
-// and Write check and keep the schema version. The package is a leaf: it
-// runs nothing and builds on any system. docs/bench-result.md describes the
-// format field by field.
+// and Encode check and keep the schema version. The package is a leaf: it
+// imports nothing of the project, runs nothing and builds on any system;
+// the node's facts are its own types, which tracer/node collects under its
+// names. docs/bench-result.md describes the format field by field.
 package result
 
 import (
@@ -11,14 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/node"
 )
 
 // Schema is the version of the result file format this tracer writes.
@@ -30,10 +29,10 @@ const Schema = 2
 // File is one `tracer bench --out` result: the node it ran on and one row per
 // workload and mode.
 type File struct {
-	Schema  int        `json:"schema"`
-	Node    node.Facts `json:"node"`
-	Run     *RunInfo   `json:"run,omitempty"`
-	Results []Row      `json:"results"`
+	Schema  int      `json:"schema"`
+	Node    Facts    `json:"node"`
+	Run     *RunInfo `json:"run,omitempty"`
+	Results []Row    `json:"results"`
 	// Sweep holds every step of a --sweep, for the report's ceiling table.
 	Sweep []SweepStep `json:"sweep,omitempty"`
 }
@@ -303,22 +302,15 @@ func jsonKind(t reflect.Type) string {
 	return "a whole number"
 }
 
-// Write writes f as indented JSON, to a file made by tracer.CreateOutput
-// (mode 0600, never through a symlink).
-func Write(path string, f *File) error {
+// Encode writes f as indented JSON, the form Read reads. The file is the
+// caller's to create (tracer.CreateOutput: mode 0600, never through a
+// symlink), which keeps this package a leaf.
+func Encode(w io.Writer, f *File) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding result file: %w", err)
 	}
-	out, err := tracer.CreateOutput(path)
-	if err != nil {
-		return fmt.Errorf("writing result file: %w", err)
-	}
-	_, err = out.Write(append(b, '\n'))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if _, err := w.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("writing result file: %w", err)
 	}
 	return nil

@@ -219,7 +219,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			fmt.Fprintf(os.Stderr, "tracer: reading node facts: %v\n", ferr)
 		}
 		info := b.Info
-		if err := result.Write(o.out, &result.File{Schema: result.Schema, Node: facts, Run: &info,
+		if err := writeResult(o.out, &result.File{Schema: result.Schema, Node: facts, Run: &info,
 			Results: results, Sweep: b.Runner.SweepSteps}); err != nil {
 			return err
 		}
@@ -235,6 +235,20 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 		return nil
 	}
 	return runErr
+}
+
+// writeResult writes a result file to path, made by tracer.CreateOutput
+// (mode 0600, never through a symlink).
+func writeResult(path string, f *result.File) error {
+	out, err := tracer.CreateOutput(path)
+	if err != nil {
+		return fmt.Errorf("writing result file: %w", err)
+	}
+	err = result.Encode(out, f)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("writing result file: %w", cerr)
+	}
+	return err
 }
 
 // benchProgress shows a progress bar on a terminal and one line per run
