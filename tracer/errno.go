@@ -1,7 +1,5 @@
 package tracer
 
-import "strconv"
-
 // errnoNames are Linux's errno names by number (asm-generic/errno-base.h
 // and errno.h, which x86_64 and arm64 share). A table of their own, not
 // the build's syscall package: the events are Linux's wherever they are
@@ -30,13 +28,4 @@ func ErrnoName(n int64) string {
 		return ""
 	}
 	return errnoNames[n]
-}
-
-// appendRet appends a syscall's return value as text shows it: 0, the
-// errno's name for -errno (ENOENT), else the number.
-func appendRet(b []byte, ret int64) []byte {
-	if name := ErrnoName(-ret); name != "" {
-		return append(b, name...)
-	}
-	return strconv.AppendInt(b, ret, 10)
 }

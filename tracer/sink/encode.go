@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"encoding/binary"
@@ -10,39 +10,33 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
-)
 
-// Sink writes events somewhere. Write is called from one goroutine; Flush and
-// Close may be called from another.
-type Sink interface {
-	Write(e *Event) error
-	Flush() error
-	Close() error
-}
+	"github.com/tracer-dev/tracer/tracer"
+)
 
 // NewSink returns the sink for a --format value: "text", "json", or a
 // format registered with RegisterFormat.
-func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
+func NewSink(format string, w io.Writer, opts OutputOptions) (tracer.Sink, error) {
 	switch format {
 	case "text", "":
 		return NewTextSink(w, opts), nil
 	case "json":
 		if opts.Time != TimeClock {
-			return nil, Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
+			return nil, tracer.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
 		}
 		return NewJSONSink(w, opts), nil
 	}
 	if enc, ok := formats[format]; ok {
 		if opts.Time != TimeClock {
-			return nil, Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+			return nil, tracer.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
 		}
 		return NewLineSink(w, enc, opts), nil
 	}
-	return nil, Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	return nil, tracer.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
 }
 
 // Encoder appends one event's line to b, without the newline.
-type Encoder func(b []byte, e *Event) []byte
+type Encoder func(b []byte, e *tracer.Event) []byte
 
 // formats are the line formats other packages registered (tracer/sink:
 // the schemas pipelines speak), by --format name.
@@ -75,7 +69,7 @@ func NewLineSink(w io.Writer, enc Encoder, opts ...OutputOptions) *LineSink {
 }
 
 // Write encodes e.
-func (s *LineSink) Write(e *Event) error {
+func (s *LineSink) Write(e *tracer.Event) error {
 	s.buf = append(s.enc(s.buf[:0], e), '\n')
 	return s.write(s.buf)
 }
@@ -90,7 +84,7 @@ type JSONSink struct {
 	// pids and exec ids alone. buf holds the last line; body is where its
 	// part after the time starts, and ends where each of its segments
 	// ends (counted from body).
-	last     Event
+	last     tracer.Event
 	haveLast bool
 	body     int
 	ends     [maxJSONSegs]int
@@ -113,7 +107,7 @@ func NewJSONSink(w io.Writer, opts ...OutputOptions) *JSONSink {
 
 // Write encodes e. The encoder is hand-written: at 200,000 events a second
 // encoding/json's reflection would be the consumer's largest cost.
-func (s *JSONSink) Write(e *Event) error {
+func (s *JSONSink) Write(e *tracer.Event) error {
 	switch {
 	case !s.haveLast || e.Type != s.last.Type:
 		s.encode(e)
@@ -139,7 +133,7 @@ func (s *JSONSink) setTime(t time.Time) {
 }
 
 // encode makes e's line the last line.
-func (s *JSONSink) encode(e *Event) {
+func (s *JSONSink) encode(e *tracer.Event) {
 	b := appendJSONTime(s.buf[:0], e.Time)
 	s.body = len(b)
 	for i, sg := range jsonSegs(e.Type) {
@@ -154,7 +148,7 @@ func (s *JSONSink) encode(e *Event) {
 // line. Only the segments e changes are encoded, into tbuf; where each
 // keeps its length (pids of as many digits), they overwrite the old ones
 // in place, else the line is rebuilt from them and the others.
-func (s *JSONSink) update(e *Event) {
+func (s *JSONSink) update(e *tracer.Event) {
 	segs := jsonSegs(e.Type)
 	diff := changedSegs(e, &s.last)
 	if diff&pidSegs != 0 {
@@ -244,7 +238,7 @@ const pidSegs = 1<<segPID | 1<<segExecID | 1<<segParentExecID | 1<<segTargetPID 
 // than the rest of the line. It returns the segments left to encode;
 // where none are, the last event takes e's pids (and keeps fields that
 // e's line does not print).
-func (s *JSONSink) patchPIDs(e *Event, diff segSet) segSet {
+func (s *JSONSink) patchPIDs(e *tracer.Event, diff segSet) segSet {
 	l := &s.last
 	at := jsonSegIndex(e.Type)
 	// Straight-line code: a loop over the segments, with a switch, cost
@@ -316,7 +310,7 @@ func (s *JSONSink) patchUint(end int, old, v uint64) bool {
 // line's bytes at end, with id, if both are known and their pids and
 // starts have as many digits (an unknown id prints nothing). Where it
 // fails, update encodes the segment again, whatever was written here.
-func (s *JSONSink) patchExecID(end int, old, id ExecID) bool {
+func (s *JSONSink) patchExecID(end int, old, id tracer.ExecID) bool {
 	if id.IsZero() || old.IsZero() || !s.patchUint(end-1, uint64(old.PID), uint64(id.PID)) {
 		return false
 	}
@@ -325,7 +319,7 @@ func (s *JSONSink) patchExecID(end int, old, id ExecID) bool {
 }
 
 // remember keeps a copy of e, its slices included (backends reuse theirs).
-func (s *JSONSink) remember(e *Event) {
+func (s *JSONSink) remember(e *tracer.Event) {
 	argv, anc := s.last.Argv[:0], s.last.Ancestors[:0]
 	s.last = *e
 	s.last.Argv = append(argv, e.Argv...)
@@ -336,7 +330,7 @@ func (s *JSONSink) remember(e *Event) {
 // sameButTime reports whether a and b differ at most in their time, that
 // is whether their JSON lines differ at most there. It names every field
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
-func sameButTime(a, b *Event) bool {
+func sameButTime(a, b *tracer.Event) bool {
 	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
 		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
@@ -350,7 +344,7 @@ func sameButTime(a, b *Event) bool {
 		slices.Equal(a.Argv, b.Argv) && slices.Equal(a.Ancestors, b.Ancestors)
 }
 
-func sameKiller(a, b *KilledBy) bool {
+func sameKiller(a, b *tracer.KilledBy) bool {
 	return a.Origin == b.Origin && a.PID == b.PID && a.ExecID == b.ExecID && a.Code == b.Code &&
 		sameString(a.Comm, b.Comm) && sameString(a.Syscall, b.Syscall)
 }
@@ -362,7 +356,7 @@ func sameString(a, b string) bool {
 }
 
 // AppendJSON appends e as one JSON object, with the fields docs/events.md gives its type.
-func AppendJSON(b []byte, e *Event) []byte {
+func AppendJSON(b []byte, e *tracer.Event) []byte {
 	return appendJSONBody(appendJSONTime(b, e.Time), e)
 }
 
@@ -375,7 +369,7 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 }
 
 // appendJSONBody appends the rest of the object after its time.
-func appendJSONBody(b []byte, e *Event) []byte {
+func appendJSONBody(b []byte, e *tracer.Event) []byte {
 	for _, sg := range jsonSegs(e.Type) {
 		b = appendSeg(b, e, sg)
 	}
@@ -410,16 +404,16 @@ const (
 const maxJSONSegs = 10
 
 // jsonSegsOf lists each type's segments.
-var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
+var jsonSegsOf = func() (t [tracer.NumTypes][]jsonSeg) {
 	head := []jsonSeg{segKind, segPID, segUser, segExecID, segParentExecID, segCgroup, segAncestors}
 	for i := range t {
 		t[i] = head[:len(head):len(head)]
 	}
-	t[TypeExec] = append(t[TypeExec], segExec)
-	t[TypeFork] = append(t[TypeFork], segFork)
-	t[TypeSignal] = append(t[TypeSignal], segTargetPID, segSignal, segTargetExecID)
-	t[TypeExit] = append(t[TypeExit], segExit)
-	t[TypeThrottle] = append(t[TypeThrottle], segThrottle)
+	t[tracer.TypeExec] = append(t[tracer.TypeExec], segExec)
+	t[tracer.TypeFork] = append(t[tracer.TypeFork], segFork)
+	t[tracer.TypeSignal] = append(t[tracer.TypeSignal], segTargetPID, segSignal, segTargetExecID)
+	t[tracer.TypeExit] = append(t[tracer.TypeExit], segExit)
+	t[tracer.TypeThrottle] = append(t[tracer.TypeThrottle], segThrottle)
 	for _, segs := range t {
 		if len(segs) > maxJSONSegs {
 			panic("tracer: more JSON segments than maxJSONSegs")
@@ -430,7 +424,7 @@ var jsonSegsOf = func() (t [numTypes][]jsonSeg) {
 
 // jsonSegIndexOf[t][sg] is where segment sg is in jsonSegsOf[t], -1
 // where it is not.
-var jsonSegIndexOf = func() (x [numTypes][16]int8) {
+var jsonSegIndexOf = func() (x [tracer.NumTypes][16]int8) {
 	for t, segs := range jsonSegsOf {
 		for sg := range x[t] {
 			x[t][sg] = int8(slices.Index(segs, jsonSeg(sg)))
@@ -440,24 +434,24 @@ var jsonSegIndexOf = func() (x [numTypes][16]int8) {
 }()
 
 // jsonSegIndex returns where each segment is in jsonSegs(t).
-func jsonSegIndex(t EventType) *[16]int8 {
-	if t < numTypes {
+func jsonSegIndex(t tracer.EventType) *[16]int8 {
+	if t < tracer.NumTypes {
 		return &jsonSegIndexOf[t]
 	}
-	return &jsonSegIndexOf[TypeNone]
+	return &jsonSegIndexOf[tracer.TypeNone]
 }
 
 // jsonSegs returns the segments of an event of type t; an unknown type
 // has those of every type alone.
-func jsonSegs(t EventType) []jsonSeg {
-	if t < numTypes {
+func jsonSegs(t tracer.EventType) []jsonSeg {
+	if t < tracer.NumTypes {
 		return jsonSegsOf[t]
 	}
-	return jsonSegsOf[TypeNone]
+	return jsonSegsOf[tracer.TypeNone]
 }
 
 // appendSeg appends segment sg of e.
-func appendSeg(b []byte, e *Event, sg jsonSeg) []byte {
+func appendSeg(b []byte, e *tracer.Event, sg jsonSeg) []byte {
 	switch sg {
 	case segKind:
 		return appendKindJSON(b, e)
@@ -499,7 +493,7 @@ type segSet uint16
 // changedSegs returns the segments whose fields differ between a and b,
 // events of one type. One pass of plain comparisons: a call per segment
 // cost more than the comparisons themselves.
-func changedSegs(a, b *Event) segSet {
+func changedSegs(a, b *tracer.Event) segSet {
 	var m segSet
 	if a.Type != b.Type || !sameString(a.Backend, b.Backend) {
 		m |= 1 << segKind
@@ -523,16 +517,16 @@ func changedSegs(a, b *Event) segSet {
 		m |= 1 << segAncestors
 	}
 	switch a.Type {
-	case TypeExec:
+	case tracer.TypeExec:
 		if a.PPID != b.PPID || !sameString(a.Filename, b.Filename) || !slices.Equal(a.Argv, b.Argv) ||
 			a.ArgvTruncated != b.ArgvTruncated || a.Ret != b.Ret {
 			m |= 1 << segExec
 		}
-	case TypeFork:
+	case tracer.TypeFork:
 		if a.ChildPID != b.ChildPID || !sameString(a.Syscall, b.Syscall) {
 			m |= 1 << segFork
 		}
-	case TypeSignal:
+	case tracer.TypeSignal:
 		if a.TargetPID != b.TargetPID {
 			m |= 1 << segTargetPID
 		}
@@ -543,12 +537,12 @@ func changedSegs(a, b *Event) segSet {
 		if a.TargetExecID != b.TargetExecID {
 			m |= 1 << segTargetExecID
 		}
-	case TypeExit:
+	case tracer.TypeExit:
 		if a.ExitCode != b.ExitCode || a.Signal != b.Signal || a.CoreDumped != b.CoreDumped ||
 			a.CoreUnknown != b.CoreUnknown || a.OOMKill != b.OOMKill || !sameKiller(&a.KilledBy, &b.KilledBy) {
 			m |= 1 << segExit
 		}
-	case TypeThrottle:
+	case tracer.TypeThrottle:
 		if !sameThrottle(&a.Throttle, &b.Throttle) {
 			m |= 1 << segThrottle
 		}
@@ -556,7 +550,7 @@ func changedSegs(a, b *Event) segSet {
 	return m
 }
 
-func appendKindJSON(b []byte, e *Event) []byte {
+func appendKindJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"backend":`...)
 	b = appendString(b, e.Backend)
 	b = append(b, `,"type":"`...)
@@ -564,7 +558,7 @@ func appendKindJSON(b []byte, e *Event) []byte {
 	return append(b, '"')
 }
 
-func appendUserJSON(b []byte, e *Event) []byte {
+func appendUserJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"comm":`...)
 	b = appendString(b, e.Comm)
 	b = append(b, `,"uid":`...)
@@ -573,7 +567,7 @@ func appendUserJSON(b []byte, e *Event) []byte {
 	return appendUint(b, uint64(e.AUID))
 }
 
-func appendExecJSON(b []byte, e *Event) []byte {
+func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"ppid":`...)
 	b = appendUint(b, uint64(e.PPID))
 	b = append(b, `,"filename":`...)
@@ -593,7 +587,7 @@ func appendExecJSON(b []byte, e *Event) []byte {
 	return appendInt(b, e.Ret)
 }
 
-func appendForkJSON(b []byte, e *Event) []byte {
+func appendForkJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"child_pid":`...)
 	b = appendUint(b, uint64(e.ChildPID))
 	b = append(b, `,"syscall":`...)
@@ -750,7 +744,7 @@ const TextHeader = "TIME         " + textColumns
 const textColumns = "BACKEND TYPE   PID     COMM             UID        DETAILS\n"
 
 // Write prints e.
-func (s *TextSink) Write(e *Event) error {
+func (s *TextSink) Write(e *tracer.Event) error {
 	b := s.buf[:0]
 	if !s.header {
 		s.header = true
@@ -769,12 +763,12 @@ func (s *TextSink) Write(e *Event) error {
 // (appendField): comm, file names and argv come from whoever runs a
 // process, and one event must stay one line of its columns that drives
 // no terminal.
-func AppendText(b []byte, e *Event) []byte {
+func AppendText(b []byte, e *tracer.Event) []byte {
 	return appendTextBody(TimeClock.appendTime(b, e.Time, time.Time{}), e)
 }
 
 // appendTextBody is a text line after its time column.
-func appendTextBody(b []byte, e *Event) []byte {
+func appendTextBody(b []byte, e *tracer.Event) []byte {
 	b = appendColumn(b, e.Backend, 7)
 	b = append(b, ' ')
 	b = appendColumn(b, e.Type.String(), 6)
@@ -786,7 +780,7 @@ func appendTextBody(b []byte, e *Event) []byte {
 	b = appendUintColumn(b, uint64(e.UID), 10)
 	b = append(b, ' ')
 	switch e.Type {
-	case TypeExec:
+	case tracer.TypeExec:
 		b = append(b, "ppid="...)
 		b = strconv.AppendUint(b, uint64(e.PPID), 10)
 		b = appendRet(append(b, " ret="...), e.Ret)
@@ -799,19 +793,19 @@ func appendTextBody(b []byte, e *Event) []byte {
 		if e.ArgvTruncated {
 			b = append(b, " [argv truncated]"...)
 		}
-	case TypeFork:
+	case tracer.TypeFork:
 		b = appendField(b, e.Syscall)
 		b = append(b, " -> "...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
-	case TypeSignal:
+	case tracer.TypeSignal:
 		// The helpers quote the comms they print; sanitizeFrom holds the
 		// line to its guarantee whatever they let through.
 		at := len(b)
 		b = sanitizeFrom(appendSignalText(b, e), at)
-	case TypeExit:
+	case tracer.TypeExit:
 		at := len(b)
 		b = sanitizeFrom(appendExitText(b, e), at)
-	case TypeThrottle:
+	case tracer.TypeThrottle:
 		at := len(b)
 		b = sanitizeFrom(appendThrottleText(b, e), at)
 	}

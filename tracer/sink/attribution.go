@@ -1,8 +1,10 @@
-package tracer
+package sink
 
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // The fields that say who a process is, where it runs and who killed it
@@ -11,17 +13,17 @@ import (
 
 // appendExecIDJSON appends field key (with its opening quote) and id,
 // unless id is unknown.
-func appendExecIDJSON(b []byte, key string, id ExecID) []byte {
+func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 	if id.IsZero() {
 		return b
 	}
 	b = append(b, key...)
-	b = AppendExecID(b, id)
+	b = tracer.AppendExecID(b, id)
 	return append(b, '"')
 }
 
 // appendCgroupJSON appends cgroup, container_id and unit.
-func appendCgroupJSON(b []byte, e *Event) []byte {
+func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
 	if e.Cgroup != "" {
 		b = append(b, `,"cgroup":`...)
 		b = appendString(b, e.Cgroup)
@@ -38,7 +40,7 @@ func appendCgroupJSON(b []byte, e *Event) []byte {
 }
 
 // appendAncestorsJSON appends ancestors.
-func appendAncestorsJSON(b []byte, e *Event) []byte {
+func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 	if len(e.Ancestors) == 0 {
 		return b
 	}
@@ -53,7 +55,7 @@ func appendAncestorsJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"comm":`...)
 		b = appendString(b, a.Comm)
 		b = append(b, `,"exec_id":"`...)
-		b = AppendExecID(b, a.ExecID)
+		b = tracer.AppendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}
 	return append(b, ']')
@@ -62,11 +64,11 @@ func appendAncestorsJSON(b []byte, e *Event) []byte {
 // appendSignalJSON appends a signal event's signal, its syscall and ret
 // (only for signals a syscall sent), and what the kernel said of it but
 // the target's exec id.
-func appendSignalJSON(b []byte, e *Event) []byte {
+func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"signal":`...)
 	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
-	b = appendString(b, SignalName(e.Signal))
+	b = appendString(b, tracer.SignalName(e.Signal))
 	if e.Syscall != "" {
 		b = append(b, `,"syscall":`...)
 		b = appendString(b, e.Syscall)
@@ -75,15 +77,15 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 	}
 	if e.HasCode {
 		b = append(b, `,"code":"`...)
-		b = append(b, SigCodeName(e.Signal, e.Code)...)
+		b = append(b, tracer.SigCodeName(e.Signal, e.Code)...)
 		b = append(b, '"')
 	}
-	if e.Origin != OriginUnknown {
+	if e.Origin != tracer.OriginUnknown {
 		b = append(b, `,"origin":"`...)
 		b = append(b, e.Origin.String()...)
 		b = append(b, '"')
 	}
-	if e.Result != ResultUnknown {
+	if e.Result != tracer.ResultUnknown {
 		b = append(b, `,"result":"`...)
 		b = append(b, e.Result.String()...)
 		b = append(b, '"')
@@ -97,7 +99,7 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 
 // appendExitJSON appends exit_code, or for a process killed by a signal
 // the signal, core flag, its sender and the OOM mark.
-func appendExitJSON(b []byte, e *Event) []byte {
+func appendExitJSON(b []byte, e *tracer.Event) []byte {
 	if !e.Killed() {
 		b = append(b, `,"exit_code":`...)
 		return appendInt(b, int64(e.ExitCode))
@@ -105,7 +107,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 	b = append(b, `,"signal":`...)
 	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
-	b = appendString(b, SignalName(e.Signal))
+	b = appendString(b, tracer.SignalName(e.Signal))
 	if !e.CoreUnknown {
 		b = append(b, `,"core_dumped":`...)
 		b = strconv.AppendBool(b, e.CoreDumped)
@@ -117,11 +119,11 @@ func appendExitJSON(b []byte, e *Event) []byte {
 		b = appendString(b, k.Comm)
 		if !k.ExecID.IsZero() {
 			b = append(b, `,"exec_id":"`...)
-			b = AppendExecID(b, k.ExecID)
+			b = tracer.AppendExecID(b, k.ExecID)
 			b = append(b, '"')
 		}
 		b = append(b, `,"code":"`...)
-		b = append(b, SigCodeName(e.Signal, k.Code)...)
+		b = append(b, tracer.SigCodeName(e.Signal, k.Code)...)
 		b = append(b, `","origin":"`...)
 		b = append(b, k.Origin.String()...)
 		b = append(b, '"')
@@ -139,12 +141,12 @@ func appendExitJSON(b []byte, e *Event) []byte {
 
 // appendSignalText appends "kill -> 4300 SIGUSR1 ret=0 (SI_USER, delivered, to sleep)",
 // or for the kernel's own "kernel -> 4300 SIGSEGV (SEGV_MAPERR, delivered, to segv)".
-func appendSignalText(b []byte, e *Event) []byte {
+func appendSignalText(b []byte, e *tracer.Event) []byte {
 	via := e.Syscall
 	if via == "" {
 		via = "kernel"
 	}
-	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, SignalName(e.Signal))
+	b = fmt.Appendf(b, "%s -> %d %s", via, e.TargetPID, tracer.SignalName(e.Signal))
 	if e.Syscall != "" {
 		b = appendRet(append(b, " ret="...), e.Ret)
 	}
@@ -155,9 +157,9 @@ func appendSignalText(b []byte, e *Event) []byte {
 		sep = ", "
 	}
 	if e.HasCode {
-		part(SigCodeName(e.Signal, e.Code))
+		part(tracer.SigCodeName(e.Signal, e.Code))
 	}
-	if e.Result != ResultUnknown {
+	if e.Result != tracer.ResultUnknown {
 		part(e.Result.String())
 	}
 	if e.TargetComm != "" {
@@ -172,19 +174,19 @@ func appendSignalText(b []byte, e *Event) []byte {
 // appendExitText appends the cause in words: "code=3", "killed by SIGKILL
 // from oom-killer", "killed by SIGSEGV (SEGV_MAPERR) from the kernel, core
 // dumped", "killed by SIGTERM from systemd (pid 1) via kill".
-func appendExitText(b []byte, e *Event) []byte {
+func appendExitText(b []byte, e *tracer.Event) []byte {
 	if !e.Killed() {
 		return fmt.Appendf(b, "code=%d", e.ExitCode)
 	}
 	b = append(b, "killed by "...)
-	b = append(b, SignalName(e.Signal)...)
+	b = append(b, tracer.SignalName(e.Signal)...)
 	k := &e.KilledBy
 	switch {
 	case e.OOMKill:
 		b = append(b, " from oom-killer"...)
-	case k.Origin == OriginKernel:
-		b = fmt.Appendf(b, " (%s) from the kernel", SigCodeName(e.Signal, k.Code))
-	case k.Origin == OriginUser:
+	case k.Origin == tracer.OriginKernel:
+		b = fmt.Appendf(b, " (%s) from the kernel", tracer.SigCodeName(e.Signal, k.Code))
+	case k.Origin == tracer.OriginUser:
 		b = fmt.Appendf(b, " from %s (pid %d)", textSafe(k.Comm), k.PID)
 		if via := viaSyscall(k); via != "" {
 			b = append(b, " via "...)
@@ -199,16 +201,16 @@ func appendExitText(b []byte, e *Event) []byte {
 
 // viaSyscall names the call that sent a user signal, from the code where
 // the backend did not see the syscall.
-func viaSyscall(k *KilledBy) string {
+func viaSyscall(k *tracer.KilledBy) string {
 	if k.Syscall != "" {
 		return k.Syscall
 	}
 	switch k.Code {
-	case SIUser:
+	case tracer.SIUser:
 		return "kill"
-	case SITkill:
+	case tracer.SITkill:
 		return "tgkill"
-	case SIQueue:
+	case tracer.SIQueue:
 		return "sigqueue"
 	}
 	return ""

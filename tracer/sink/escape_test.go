@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 func TestEscape(t *testing.T) {
@@ -130,22 +132,22 @@ func FuzzEscape(f *testing.F) {
 	f.Fuzz(checkEscaped)
 }
 
-func hostileEvents() []*Event {
+func hostileEvents() []*tracer.Event {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
 	comm := "x\nFAKE\x1b[31m\xff"
 	file := "/tmp/a\nb\x1b]0;t\x07\xfe\xc2\x9b"
-	return []*Event{
-		{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: comm, PPID: 1, Filename: file,
+	return []*tracer.Event{
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExec, PID: 42, Comm: comm, PPID: 1, Filename: file,
 			Argv: []string{file, "\r\t", "ok \"q\"", "\xc2\x85\u2028"}},
-		{Time: when, Backend: "audit", Type: TypeFork, PID: 42, Comm: comm, Syscall: "clone\n", ChildPID: 43},
-		{Time: when, Backend: "b\x1bx", Type: TypeSignal, PID: 42, Comm: comm, Syscall: "kill", TargetPID: -1, Signal: 10},
-		{Time: when, Backend: "ebpf", Type: TypeExit, PID: 43, Comm: "\x7f\x85\n", ExitCode: 1},
-		{Time: when, Backend: "ebpf", Type: EventType(200), PID: 44, Comm: comm},
+		{Time: when, Backend: "audit", Type: tracer.TypeFork, PID: 42, Comm: comm, Syscall: "clone\n", ChildPID: 43},
+		{Time: when, Backend: "b\x1bx", Type: tracer.TypeSignal, PID: 42, Comm: comm, Syscall: "kill", TargetPID: -1, Signal: 10},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 43, Comm: "\x7f\x85\n", ExitCode: 1},
+		{Time: when, Backend: "ebpf", Type: tracer.EventType(200), PID: 44, Comm: comm},
 		// Strings without a C0 control, which a helper may take for plain.
-		{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 42, Comm: comm, Syscall: "kill", TargetPID: 43, Signal: 15,
+		{Time: when, Backend: "ebpf", Type: tracer.TypeSignal, PID: 42, Comm: comm, Syscall: "kill", TargetPID: 43, Signal: 15,
 			TargetComm: "\xc2\x9b2J\xff"},
-		{Time: when, Backend: "ebpf", Type: TypeExit, PID: 43, Comm: comm, Signal: 9,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 42, Comm: "\xc2\x9b2J\xff\u202e", Syscall: "kill\xc2\x85"}},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 43, Comm: comm, Signal: 9,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 42, Comm: "\xc2\x9b2J\xff\u202e", Syscall: "kill\xc2\x85"}},
 	}
 }
 
@@ -170,21 +172,21 @@ func TestAppendTextHostile(t *testing.T) {
 func TestAppendTextQuotesSpaces(t *testing.T) {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
 	cases := []struct {
-		e    *Event
+		e    *tracer.Event
 		want string
 	}{
-		{&Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: "x 0 ppid=1", UID: 1000, PPID: 1,
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeExec, PID: 42, Comm: "x 0 ppid=1", UID: 1000, PPID: 1,
 			Filename: "/tmp/a b", Argv: []string{"a b"}},
 			`03:04:05.006 ebpf    exec   42      "x 0 ppid=1"     1000       ppid=1 ret=0 "/tmp/a b" "a b"`},
-		{&Event{Time: when, Backend: "ebpf", Type: TypeExec, PID: 42, Comm: `"q`, PPID: 1, Filename: `/tmp/"x`},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeExec, PID: 42, Comm: `"q`, PPID: 1, Filename: `/tmp/"x`},
 			`03:04:05.006 ebpf    exec   42      "\"q"            0          ppid=1 ret=0 "/tmp/\"x"`},
-		{&Event{Time: when, Backend: "ebpf", Type: TypeFork, PID: 42, Comm: "", Syscall: "clone 3", ChildPID: 43},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeFork, PID: 42, Comm: "", Syscall: "clone 3", ChildPID: 43},
 			`03:04:05.006 ebpf    fork   42      ""               0          "clone 3" -> 43`},
-		{&Event{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 42, Comm: "a b", Syscall: "kill", TargetPID: 43, Signal: 15,
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeSignal, PID: 42, Comm: "a b", Syscall: "kill", TargetPID: 43, Signal: 15,
 			TargetComm: "sl eep"},
 			`03:04:05.006 ebpf    signal 42      "a b"            0          kill -> 43 SIGTERM ret=0 (to "sl eep")`},
-		{&Event{Time: when, Backend: "ebpf", Type: TypeExit, PID: 43, Comm: "sleep", Signal: 15,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "sys temd", Syscall: "kill"}},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 43, Comm: "sleep", Signal: 15,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "sys temd", Syscall: "kill"}},
 			`03:04:05.006 ebpf    exit   43      sleep            0          killed by SIGTERM from "sys temd" (pid 1) via kill`},
 	}
 	for _, c := range cases {
@@ -200,7 +202,7 @@ func TestAppendTextQuotesSpaces(t *testing.T) {
 		if r.IntN(2) == 0 {
 			comm = strings.Repeat(" ", r.IntN(3)) + comm + " \"x"
 		}
-		line := string(AppendText(nil, &Event{Time: when, Backend: "ebpf", Type: TypeExit, PID: 7, Comm: comm}))
+		line := string(AppendText(nil, &tracer.Event{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 7, Comm: comm}))
 		f := splitQuoted(line)
 		if len(f) != 7 || f[6] != "code=0" {
 			t.Fatalf("comm %q: line %q splits into %q", comm, line, f)
@@ -240,21 +242,21 @@ func splitQuoted(line string) []string {
 
 // oldAppendText is AppendText as it was before escaping, with fmt: for
 // plain strings the columns must not move.
-func oldAppendText(b []byte, e *Event) []byte {
+func oldAppendText(b []byte, e *tracer.Event) []byte {
 	b = e.Time.Local().AppendFormat(b, "15:04:05.000")
 	b = fmt.Appendf(b, " %-7s %-6s %-7d %-16s %-10d ", e.Backend, e.Type, e.PID, e.Comm, e.UID)
 	switch e.Type {
-	case TypeExec:
+	case tracer.TypeExec:
 		b = fmt.Appendf(b, "ppid=%d ret=%s %s", e.PPID, appendRet(nil, e.Ret), e.Filename)
 		for _, a := range e.Argv {
 			b = append(b, ' ')
 			b = strconv.AppendQuote(b, a)
 		}
-	case TypeFork:
+	case tracer.TypeFork:
 		b = fmt.Appendf(b, "%s -> %d", e.Syscall, e.ChildPID)
-	case TypeSignal:
+	case tracer.TypeSignal:
 		b = appendSignalText(b, e)
-	case TypeExit:
+	case tracer.TypeExit:
 		b = appendExitText(b, e)
 	}
 	return b
@@ -262,20 +264,20 @@ func oldAppendText(b []byte, e *Event) []byte {
 
 func TestAppendTextPlainUnchanged(t *testing.T) {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
-	events := []*Event{
-		{Time: when, Backend: "ebpf", Type: TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
+	events := []*tracer.Event{
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
 			Filename: "/usr/bin/grep", Argv: []string{"grep", "-v", "a b", "x\ty", "é"}, Ret: 0},
-		{Time: when, Backend: "audit", Type: TypeExec, PID: 4294967295, Comm: "a-very-long-comm", UID: 4294967295,
+		{Time: when, Backend: "audit", Type: tracer.TypeExec, PID: 4294967295, Comm: "a-very-long-comm", UID: 4294967295,
 			Filename: "/nonexistent", Ret: -2},
-		{Time: when, Backend: "audit", Type: TypeFork, PID: 1, Comm: "systemd", Syscall: "clone3", ChildPID: 4300},
-		{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "kill", Syscall: "tgkill", TargetPID: -4242, Signal: 10, Ret: -3},
-		{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 7, Comm: "日本語", Syscall: "kill", TargetPID: 0, Signal: 99},
-		{Time: when, Backend: "ebpf", Type: TypeExit, PID: 7, Comm: "sh", ExitCode: -1},
-		{Time: when, Backend: "ebpf", Type: TypeNone, PID: 7, Comm: "sh"},
-		{Time: when, Backend: "ebpf", Type: TypeSignal, PID: 1, Comm: "systemd", Syscall: "kill", TargetPID: 4300, Signal: 15,
-			HasCode: true, Code: SIUser, Result: ResultDelivered, TargetComm: "sleep"},
-		{Time: when, Backend: "ebpf", Type: TypeExit, PID: 4300, Comm: "sleep", Signal: 15,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "systemd", Syscall: "kill"}},
+		{Time: when, Backend: "audit", Type: tracer.TypeFork, PID: 1, Comm: "systemd", Syscall: "clone3", ChildPID: 4300},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeSignal, PID: 4242, Comm: "kill", Syscall: "tgkill", TargetPID: -4242, Signal: 10, Ret: -3},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeSignal, PID: 7, Comm: "日本語", Syscall: "kill", TargetPID: 0, Signal: 99},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 7, Comm: "sh", ExitCode: -1},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeNone, PID: 7, Comm: "sh"},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeSignal, PID: 1, Comm: "systemd", Syscall: "kill", TargetPID: 4300, Signal: 15,
+			HasCode: true, Code: tracer.SIUser, Result: tracer.ResultDelivered, TargetComm: "sleep"},
+		{Time: when, Backend: "ebpf", Type: tracer.TypeExit, PID: 4300, Comm: "sleep", Signal: 15,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "systemd", Syscall: "kill"}},
 	}
 	for _, e := range events {
 		if got, want := string(AppendText(nil, e)), string(oldAppendText(nil, e)); got != want {
@@ -321,26 +323,6 @@ func TestTextSinkOneLinePerEvent(t *testing.T) {
 	}
 }
 
-func TestTraceTableHostile(t *testing.T) {
-	c := NewCounts()
-	for _, e := range hostileEvents()[:3] { // exec, fork, signal
-		c.Add(e)
-	}
-	var b bytes.Buffer
-	if err := (&TraceReport{Backend: "ebpf", Counts: c}).WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := `@exec_calls[x\nFAKE\x1b[31m\xff, /tmp/a\nb\x1b]0;t\a\xfe\u009b]: 1
-@fork_calls[x\nFAKE\x1b[31m\xff]: 1
-@signals[x\nFAKE\x1b[31m\xff -> -1, SIGUSR1]: 1
-total: exec 1  fork 1  signal 1  lost 0
-elapsed 0.00s  user 0.00s  sys 0.00s  cpu 0%
-`
-	if b.String() != want {
-		t.Errorf("table:\n%s\nwant\n%s", b.String(), want)
-	}
-}
-
 // jsonDecoded is what a JSON reader gets back for s: each byte that is
 // not UTF-8 read as U+FFFD.
 func jsonDecoded(s string) string {
@@ -353,7 +335,7 @@ func jsonDecoded(s string) string {
 
 // checkJSON fails t unless e's JSON line is valid, one line, free of raw
 // controls, and holds its strings as a reader should get them.
-func checkJSON(t *testing.T, e *Event) {
+func checkJSON(t *testing.T, e *tracer.Event) {
 	t.Helper()
 	line := AppendJSON(nil, e)
 	if !json.Valid(line) {
@@ -393,22 +375,22 @@ func TestJSONValidForAnyBytes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 5000; i++ {
 		str := func() string { return randomString(r, r.IntN(30)) }
-		e := &Event{Type: AllTypes[r.IntN(len(AllTypes))], Backend: str(), Comm: str(), Filename: str(), Syscall: str(),
+		e := &tracer.Event{Type: tracer.AllTypes[r.IntN(len(tracer.AllTypes))], Backend: str(), Comm: str(), Filename: str(), Syscall: str(),
 			Cgroup: str(), ContainerID: str(), Unit: str()}
-		if e.Type != TypeExec {
+		if e.Type != tracer.TypeExec {
 			e.Filename = ""
 		}
-		if e.Type != TypeFork && e.Type != TypeSignal {
+		if e.Type != tracer.TypeFork && e.Type != tracer.TypeSignal {
 			e.Syscall = ""
 		}
-		if e.Type == TypeSignal {
+		if e.Type == tracer.TypeSignal {
 			e.TargetComm = str()
 		}
-		if e.Type == TypeExit && r.IntN(2) == 0 {
+		if e.Type == tracer.TypeExit && r.IntN(2) == 0 {
 			e.Signal = 9
-			e.KilledBy = KilledBy{Origin: OriginUser, PID: 1, Comm: str(), Syscall: str()}
+			e.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: str(), Syscall: str()}
 		}
-		if e.Type == TypeExec {
+		if e.Type == tracer.TypeExec {
 			for j := r.IntN(4); j > 0; j-- {
 				e.Argv = append(e.Argv, str())
 			}
@@ -421,8 +403,8 @@ func FuzzAppendJSON(f *testing.F) {
 	f.Add("x\nFAKE\x1b[31m\xff", "/tmp/a\x00\xc2\x9b", "\u2028\"\\")
 	f.Add("bash", "/usr/bin/grep", "-v")
 	f.Fuzz(func(t *testing.T, comm, filename, arg string) {
-		checkJSON(t, &Event{Type: TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg, comm}})
-		line := AppendText(nil, &Event{Type: TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg}})
+		checkJSON(t, &tracer.Event{Type: tracer.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg, comm}})
+		line := AppendText(nil, &tracer.Event{Type: tracer.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg}})
 		if bytes.IndexByte(line, '\n') >= 0 || firstControl(string(line)) >= 0 {
 			t.Fatalf("text line %q", line)
 		}
@@ -430,7 +412,7 @@ func FuzzAppendJSON(f *testing.F) {
 }
 
 func BenchmarkAppendText(b *testing.B) {
-	e := &Event{Time: time.Now(), Backend: "ebpf", Type: TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
+	e := &tracer.Event{Time: time.Now(), Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
 		Filename: "/usr/bin/grep", Argv: []string{"grep", "-v", "pattern", "/var/log/messages"}}
 	buf := make([]byte, 0, 512)
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // appendStringByByte is appendString as it was before its fast path: one
@@ -99,12 +101,12 @@ func FuzzAppendStringMatchesByteAtATime(f *testing.F) {
 // sameButTime must name every field of Event but Time: one it missed
 // would make JSONSink write the last event's line for a different event.
 func TestSameButTimeSeesEveryField(t *testing.T) {
-	base := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: TypeSignal, Comm: "storm",
-		Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init"}}}
+	base := tracer.Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: tracer.TypeSignal, Comm: "storm",
+		Argv: []string{"a"}, Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init"}}}
 	twin := base
 	twin.Time = time.Unix(2, 0)
 	twin.Argv = append([]string(nil), base.Argv...)
-	twin.Ancestors = append([]Ancestor(nil), base.Ancestors...)
+	twin.Ancestors = append([]tracer.Ancestor(nil), base.Ancestors...)
 	if !sameButTime(&base, &twin) {
 		t.Fatal("events that differ in time alone are not the same")
 	}
@@ -121,7 +123,7 @@ func TestSameButTimeSeesEveryField(t *testing.T) {
 // eachFieldChange changes each field of *e but Time in turn, calls f, and
 // puts the field back; a slice is made longer, then its first element's
 // fields change. It returns how many fields it changed.
-func eachFieldChange(t *testing.T, e *Event, f func(path string)) int {
+func eachFieldChange(t *testing.T, e *tracer.Event, f func(path string)) int {
 	t.Helper()
 	var changed int
 	var walk func(path string, v reflect.Value)
@@ -173,31 +175,31 @@ func eachFieldChange(t *testing.T, e *Event, f func(path string)) int {
 // events of each type, in shapes that print each optional field, every
 // field change that changes a segment's bytes must make sameSeg false.
 func TestJSONSegsSeeTheirFields(t *testing.T) {
-	id := ExecID{PID: 4242, Start: 100}
-	who := Event{Time: time.Unix(1, 0), Backend: "ebpf", PID: 4242, Comm: "storm", UID: 1, AUID: 2,
+	id := tracer.ExecID{PID: 4242, Start: 100}
+	who := tracer.Event{Time: time.Unix(1, 0), Backend: "ebpf", PID: 4242, Comm: "storm", UID: 1, AUID: 2,
 		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
-		Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
-	var bases []Event
-	for _, typ := range []EventType{TypeNone, TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle, numTypes} {
+		Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
+	var bases []tracer.Event
+	for _, typ := range []tracer.EventType{tracer.TypeNone, tracer.TypeExec, tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit, tracer.TypeThrottle, tracer.NumTypes} {
 		e := who
 		e.Type = typ
 		bases = append(bases, e)
 	}
 	exec := who
-	exec.Type, exec.PPID, exec.Filename, exec.Argv, exec.ArgvTruncated, exec.Ret = TypeExec, 1, "/bin/sh", []string{"sh"}, true, -2
+	exec.Type, exec.PPID, exec.Filename, exec.Argv, exec.ArgvTruncated, exec.Ret = tracer.TypeExec, 1, "/bin/sh", []string{"sh"}, true, -2
 	fork := who
-	fork.Type, fork.ChildPID, fork.Syscall = TypeFork, 4243, "clone"
+	fork.Type, fork.ChildPID, fork.Syscall = tracer.TypeFork, 4243, "clone"
 	sig := who
-	sig.Type, sig.TargetPID, sig.Signal, sig.Syscall, sig.Ret, sig.HasCode, sig.Code = TypeSignal, 4243, 11, "kill", -3, true, 1
-	sig.Origin, sig.Result, sig.TargetComm, sig.TargetExecID = OriginUser, ResultIgnored, "t", id
+	sig.Type, sig.TargetPID, sig.Signal, sig.Syscall, sig.Ret, sig.HasCode, sig.Code = tracer.TypeSignal, 4243, 11, "kill", -3, true, 1
+	sig.Origin, sig.Result, sig.TargetComm, sig.TargetExecID = tracer.OriginUser, tracer.ResultIgnored, "t", id
 	exit := who
-	exit.Type, exit.ExitCode = TypeExit, 3
+	exit.Type, exit.ExitCode = tracer.TypeExit, 3
 	killed := who
-	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = TypeExit, 9, true, true
-	killed.KilledBy = KilledBy{Origin: OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
+	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = tracer.TypeExit, 9, true, true
+	killed.KilledBy = tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
 	throttle := who
-	throttle.Type = TypeThrottle
-	throttle.Throttle = Throttle{Source: SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
+	throttle.Type = tracer.TypeThrottle
+	throttle.Throttle = tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
 	bases = append(bases, exec, fork, sig, exit, killed, throttle)
 
 	for _, base := range bases {
@@ -228,21 +230,21 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 	var out, want bytes.Buffer
 	s := NewJSONSink(&out)
-	write := func(e *Event) {
+	write := func(e *tracer.Event) {
 		want.Write(AppendJSON(nil, e))
 		want.WriteByte('\n')
 		if err := s.Write(e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	id := ExecID{PID: 4242, Start: 100}
+	id := tracer.ExecID{PID: 4242, Start: 100}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
-	for _, typ := range []EventType{TypeExec, TypeFork, TypeSignal, TypeExit, TypeThrottle} {
-		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: UnsetID, ExecID: id,
-			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}},
-			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: OriginUser, TargetComm: "t", TargetExecID: id,
-			KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "init"},
-			Throttle: Throttle{Source: SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
+	for _, typ := range []tracer.EventType{tracer.TypeExec, tracer.TypeFork, tracer.TypeSignal, tracer.TypeExit, tracer.TypeThrottle} {
+		e := tracer.Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: tracer.UnsetID, ExecID: id,
+			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init", ExecID: id}},
+			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: tracer.OriginUser, TargetComm: "t", TargetExecID: id,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "init"},
+			Throttle: tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
 		write(&e)
 		n := 0
 		eachFieldChange(t, &e, func(string) {
@@ -269,17 +271,17 @@ func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 func TestJSONSinkLinesAreAppendJSON(t *testing.T) {
 	var out bytes.Buffer
 	s := NewJSONSink(&out)
-	sig := Event{Backend: "ebpf", Type: TypeSignal, PID: 4242, Comm: "storm", AUID: UnsetID, TargetPID: 4242, Signal: 10,
-		Syscall: "kill", HasCode: true, Origin: OriginUser, Result: ResultIgnored, TargetComm: "storm",
-		ExecID: ExecID{PID: 4242, Start: 100}, TargetExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
-	exec := Event{Backend: "ebpf", Type: TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
+	sig := tracer.Event{Backend: "ebpf", Type: tracer.TypeSignal, PID: 4242, Comm: "storm", AUID: tracer.UnsetID, TargetPID: 4242, Signal: 10,
+		Syscall: "kill", HasCode: true, Origin: tracer.OriginUser, Result: tracer.ResultIgnored, TargetComm: "storm",
+		ExecID: tracer.ExecID{PID: 4242, Start: 100}, TargetExecID: tracer.ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
+	exec := tracer.Event{Backend: "ebpf", Type: tracer.TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	times := []time.Time{t0, t0, t0.Add(time.Millisecond), t0.Add(time.Second), t0.Truncate(time.Millisecond),
 		t0.Truncate(time.Second), t0.Add(7 * time.Nanosecond), t0.Add(7 * time.Nanosecond)}
 	var want bytes.Buffer
 	argv := exec.Argv
 	for i, tm := range times {
-		for _, e := range []*Event{&sig, &sig, &exec, &exec, &sig} {
+		for _, e := range []*tracer.Event{&sig, &sig, &exec, &exec, &sig} {
 			e.Time = tm
 			if i%3 == 1 && e == &exec {
 				argv[1] = "y" // the backend reuses its argv: the copy must not follow
@@ -311,15 +313,15 @@ func TestJSONSinkPatchesPIDsAsAppendJSON(t *testing.T) {
 	starts := []uint64{12345, 12346, 99999, 100000, 0, 7, 123456789, 987654321, 1 << 40}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	n := 0
-	for _, typ := range []EventType{TypeSignal, TypeFork, TypeExit, TypeExec} {
+	for _, typ := range []tracer.EventType{tracer.TypeSignal, tracer.TypeFork, tracer.TypeExit, tracer.TypeExec} {
 		for i := range 3 * len(pids) * len(starts) {
 			p := pids[i%len(pids)]
 			q := pids[(i/3)%len(pids)]
 			st := starts[(i/len(pids))%len(starts)]
-			e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: UnsetID,
-				ExecID: ExecID{PID: p, Start: st}, ParentExecID: ExecID{PID: q, Start: 2},
+			e := tracer.Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: tracer.UnsetID,
+				ExecID: tracer.ExecID{PID: p, Start: st}, ParentExecID: tracer.ExecID{PID: q, Start: 2},
 				TargetPID: int32(q), Signal: 10, Syscall: "kill", TargetComm: "t",
-				TargetExecID: ExecID{PID: q, Start: starts[i%len(starts)]}}
+				TargetExecID: tracer.ExecID{PID: q, Start: starts[i%len(starts)]}}
 			if i%7 == 3 {
 				e.TargetPID = -int32(q)
 			}

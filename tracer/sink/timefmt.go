@@ -1,10 +1,12 @@
-package tracer
+package sink
 
 import (
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 // TimeMode is how text output shows an event's time (--time).
@@ -28,7 +30,7 @@ func ParseTimeMode(s string) (TimeMode, error) {
 			return TimeMode(i), nil
 		}
 	}
-	return 0, Usagef("unknown --time %q: use %s", s, strings.Join(TimeModes, ", "))
+	return 0, tracer.Usagef("unknown --time %q: use %s", s, strings.Join(TimeModes, ", "))
 }
 
 // isoMilli is --time iso: RFC 3339 with milliseconds and a numeric

@@ -1,4 +1,4 @@
-package tracer
+package trace
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
 // Rusage is the resource use of a command's process tree, as /usr/bin/time
@@ -24,11 +27,11 @@ func (r Rusage) CPUPct() float64 {
 	return 100 * float64(r.User+r.Sys) / float64(r.Elapsed)
 }
 
-// TraceReport is what `tracer trace` prints: counts of one command's tree,
+// Report is what `tracer trace` prints: counts of one command's tree,
 // loss, the tree's resource use and the command's exit status.
-type TraceReport struct {
+type Report struct {
 	Backend  string
-	Counts   *Counts
+	Counts   *tracer.Counts
 	Lost     uint64
 	Rusage   Rusage
 	ExitCode int
@@ -37,20 +40,20 @@ type TraceReport struct {
 // WriteTable prints the report as bpftrace-style maps. Comm and file names
 // are escaped (see Escape): the traced command chose them, and a newline or
 // an ESC in one must not forge a line or drive the reader's terminal.
-func (r *TraceReport) WriteTable(w io.Writer) error {
+func (r *Report) WriteTable(w io.Writer) error {
 	c := r.Counts
 	var b []byte
 	for _, k := range c.ExecKeys() {
-		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", Escape(k.Comm), Escape(k.Filename), c.Exec[k])
+		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", sink.Escape(k.Comm), sink.Escape(k.Filename), c.Exec[k])
 	}
 	for _, k := range c.ForkKeys() {
-		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", Escape(k), c.Fork[k])
+		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", sink.Escape(k), c.Fork[k])
 	}
 	for _, k := range c.SignalKeys() {
-		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", Escape(k.Comm), k.Target, Escape(SignalName(k.Signal)), c.Signals[k])
+		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", sink.Escape(k.Comm), k.Target, sink.Escape(tracer.SignalName(k.Signal)), c.Signals[k])
 	}
-	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal))
-	if n := c.Total(TypeExit); n > 0 {
+	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(tracer.TypeExec), c.Total(tracer.TypeFork), c.Total(tracer.TypeSignal))
+	if n := c.Total(tracer.TypeExit); n > 0 {
 		b = fmt.Appendf(b, "  exit %d", n)
 	}
 	b = fmt.Appendf(b, "  lost %d\n", r.Lost)
@@ -112,12 +115,12 @@ func round3(f float64) float64 {
 }
 
 // MarshalJSON renders trace's JSON report (docs/trace.md).
-func (r *TraceReport) MarshalJSON() ([]byte, error) {
+func (r *Report) MarshalJSON() ([]byte, error) {
 	c := r.Counts
 	out := jsonTrace{
 		Backend:   r.Backend,
 		ExecCalls: []jsonExec{}, ForkCalls: []jsonFork{}, Signals: []jsonSignal{},
-		Totals: jsonTotals{c.Total(TypeExec), c.Total(TypeFork), c.Total(TypeSignal), c.Total(TypeExit), r.Lost},
+		Totals: jsonTotals{c.Total(tracer.TypeExec), c.Total(tracer.TypeFork), c.Total(tracer.TypeSignal), c.Total(tracer.TypeExit), r.Lost},
 		Rusage: jsonRusage{round3(r.Rusage.Elapsed.Seconds()), round3(r.Rusage.User.Seconds()),
 			round3(r.Rusage.Sys.Seconds()), round3(r.Rusage.CPUPct())},
 		ExitCode: r.ExitCode,
@@ -129,7 +132,7 @@ func (r *TraceReport) MarshalJSON() ([]byte, error) {
 		out.ForkCalls = append(out.ForkCalls, jsonFork{k, c.Fork[k]})
 	}
 	for _, k := range c.SignalKeys() {
-		out.Signals = append(out.Signals, jsonSignal{k.Comm, k.Target, k.Signal, SignalName(k.Signal), c.Signals[k]})
+		out.Signals = append(out.Signals, jsonSignal{k.Comm, k.Target, k.Signal, tracer.SignalName(k.Signal), c.Signals[k]})
 	}
 	return json.Marshal(out)
 }

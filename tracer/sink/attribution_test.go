@@ -1,34 +1,39 @@
-package tracer
+package sink
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
 )
 
 var whoTime = time.Date(2026, 3, 1, 10, 41, 7, 113000000, time.UTC)
 
-func whoEvents() map[string]Event {
-	parent := ExecID{PID: 1, Start: 2}
-	return map[string]Event{
-		"oom": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4300, Comm: "hog", AUID: UnsetID,
-			Signal: 9, OOMKill: true, ExecID: ExecID{PID: 4300, Start: 777}, ParentExecID: parent,
+// hexID is a container id, as a runtime names its cgroup.
+const hexID = "4c2a0e7d9b1f3a5c6e8d0b2f4a6c8e0d1b3f5a7c9e1d3b5f7a9c1e3d5b7f9a1c"
+
+func whoEvents() map[string]tracer.Event {
+	parent := tracer.ExecID{PID: 1, Start: 2}
+	return map[string]tracer.Event{
+		"oom": {Time: whoTime, Backend: "ebpf", Type: tracer.TypeExit, PID: 4300, Comm: "hog", AUID: tracer.UnsetID,
+			Signal: 9, OOMKill: true, ExecID: tracer.ExecID{PID: 4300, Start: 777}, ParentExecID: parent,
 			Cgroup: "/tracer-test.slice/hog.scope", Unit: "hog.scope",
-			KilledBy: KilledBy{Origin: OriginKernel, PID: 4300, Comm: "hog", ExecID: ExecID{PID: 4300, Start: 777}, Code: SIKernel}},
-		"segv": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4301, Comm: "segv", AUID: UnsetID,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginKernel, PID: 4300, Comm: "hog", ExecID: tracer.ExecID{PID: 4300, Start: 777}, Code: tracer.SIKernel}},
+		"segv": {Time: whoTime, Backend: "ebpf", Type: tracer.TypeExit, PID: 4301, Comm: "segv", AUID: tracer.UnsetID,
 			Signal: 11, CoreDumped: true,
-			KilledBy: KilledBy{Origin: OriginKernel, PID: 4301, Comm: "segv", Code: 1}},
-		"term": {Time: whoTime, Backend: "ebpf", Type: TypeExit, PID: 4302, Comm: "nginx", AUID: UnsetID,
-			Signal: 15, KilledBy: KilledBy{Origin: OriginUser, PID: 1, Comm: "systemd", ExecID: parent, Code: SIUser, Syscall: "kill"}},
-		"abend": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4303, Comm: "segv", AUID: UnsetID, Signal: 11, CoreUnknown: true},
-		"exit3": {Time: whoTime, Backend: "audit", Type: TypeExit, PID: 4304, Comm: "sh", AUID: UnsetID, ExitCode: 3,
+			KilledBy: tracer.KilledBy{Origin: tracer.OriginKernel, PID: 4301, Comm: "segv", Code: 1}},
+		"term": {Time: whoTime, Backend: "ebpf", Type: tracer.TypeExit, PID: 4302, Comm: "nginx", AUID: tracer.UnsetID,
+			Signal: 15, KilledBy: tracer.KilledBy{Origin: tracer.OriginUser, PID: 1, Comm: "systemd", ExecID: parent, Code: tracer.SIUser, Syscall: "kill"}},
+		"abend": {Time: whoTime, Backend: "audit", Type: tracer.TypeExit, PID: 4303, Comm: "segv", AUID: tracer.UnsetID, Signal: 11, CoreUnknown: true},
+		"exit3": {Time: whoTime, Backend: "audit", Type: tracer.TypeExit, PID: 4304, Comm: "sh", AUID: tracer.UnsetID, ExitCode: 3,
 			Cgroup: "/system.slice/docker-" + hexID + ".scope", ContainerID: hexID, Unit: "docker-" + hexID + ".scope"},
-		"pipe": {Time: whoTime, Backend: "ebpf", Type: TypeSignal, PID: 4305, Comm: "yes", AUID: UnsetID,
-			TargetPID: 4305, Signal: 13, HasCode: true, Code: SIUser, Origin: OriginKernel, Result: ResultDelivered,
-			TargetComm: "yes", TargetExecID: ExecID{PID: 4305, Start: 9}},
-		"kill": {Time: whoTime, Backend: "audit", Type: TypeSignal, PID: 4306, Comm: "bash", AUID: 1000,
-			TargetPID: 4300, Signal: 10, Syscall: "kill", HasCode: true, Code: SIUser, Origin: OriginUser, TargetComm: "sleep"},
+		"pipe": {Time: whoTime, Backend: "ebpf", Type: tracer.TypeSignal, PID: 4305, Comm: "yes", AUID: tracer.UnsetID,
+			TargetPID: 4305, Signal: 13, HasCode: true, Code: tracer.SIUser, Origin: tracer.OriginKernel, Result: tracer.ResultDelivered,
+			TargetComm: "yes", TargetExecID: tracer.ExecID{PID: 4305, Start: 9}},
+		"kill": {Time: whoTime, Backend: "audit", Type: tracer.TypeSignal, PID: 4306, Comm: "bash", AUID: 1000,
+			TargetPID: 4300, Signal: 10, Syscall: "kill", HasCode: true, Code: tracer.SIUser, Origin: tracer.OriginUser, TargetComm: "sleep"},
 	}
 }
 
@@ -53,7 +58,7 @@ func TestWhoJSON(t *testing.T) {
 	}
 	for name, e := range whoEvents() {
 		got := string(AppendJSON(nil, &e))
-		w := strings.ReplaceAll(want[name], `"B:`, `"`+BootID()+":")
+		w := strings.ReplaceAll(want[name], `"B:`, `"`+tracer.BootID()+":")
 		if got != w {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, w)
 		}
@@ -98,5 +103,21 @@ func TestWhoJSONAllocs(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%s: %v allocations per event", name, n)
 		}
+	}
+}
+
+// An event's ancestors print as an array of pid, comm and exec id, without
+// allocating (tracer's TestAncestry fills them).
+func TestAncestorsJSON(t *testing.T) {
+	bash, sleep := tracer.ExecID{PID: 900, Start: 60}, tracer.ExecID{PID: 901, Start: 70}
+	e := tracer.Event{Type: tracer.TypeExec, PID: 901, Comm: "bash", ExecID: sleep, ParentExecID: bash,
+		Ancestors: []tracer.Ancestor{{PID: 900, Comm: "bash", ExecID: bash}}}
+	js := string(AppendJSON(nil, &e))
+	if !strings.Contains(js, `"ancestors":[{"pid":900,"comm":"bash","exec_id":"`+bash.String()+`"}]`) {
+		t.Errorf("JSON %s", js)
+	}
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendJSON(buf[:0], &e) }); n != 0 {
+		t.Errorf("%v allocations per event", n)
 	}
 }

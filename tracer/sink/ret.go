@@ -1,0 +1,16 @@
+package sink
+
+import (
+	"strconv"
+
+	"github.com/tracer-dev/tracer/tracer"
+)
+
+// appendRet appends a syscall's return value as text shows it: 0, the
+// errno's name for -errno (ENOENT), else the number.
+func appendRet(b []byte, ret int64) []byte {
+	if name := tracer.ErrnoName(-ret); name != "" {
+		return append(b, name...)
+	}
+	return strconv.AppendInt(b, ret, 10)
+}
