@@ -14,7 +14,7 @@ import (
 // decodeEvents are events of every type with every field the JSON sink
 // writes, and strings that need escapes.
 func decodeEvents() map[string]tracer.Event {
-	evs := whoEvents()
+	evs := attributionEvents()
 	anc := []tracer.Ancestor{{PID: 1, Comm: "systemd", ExecID: tracer.ExecID{PID: 1, Start: 2}}, {PID: 900, Comm: "sshd", ExecID: tracer.ExecID{PID: 900, Start: 50}}}
 	evs["exec"] = tracer.Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "ebpf", Type: tracer.TypeExec, PID: 4400, Comm: "ba\"sh\x01",
 		UID: 1000, AUID: 1000, PPID: 4399, Filename: "/usr/bin/gr ep", Argv: []string{"grep", "-e", "a\nb", "\u00e9\u2028"}, Ret: -2,
@@ -22,7 +22,7 @@ func decodeEvents() map[string]tracer.Event {
 		Cgroup: "/user.slice/x.scope", Unit: "x.scope"}
 	evs["fork"] = tracer.Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 999999999, time.UTC), Backend: "audit", Type: tracer.TypeFork, PID: 4400,
 		Comm: "bash", AUID: tracer.UnsetID, ChildPID: 4401, Syscall: "clone3"}
-	evs["segv-code"] = tracer.Event{Time: whoTime, Backend: "ebpf", Type: tracer.TypeSignal, PID: 1, Comm: "a", AUID: tracer.UnsetID, TargetPID: -1,
+	evs["segv-code"] = tracer.Event{Time: attributionTime, Backend: "ebpf", Type: tracer.TypeSignal, PID: 1, Comm: "a", AUID: tracer.UnsetID, TargetPID: -1,
 		Signal: 11, HasCode: true, Code: 77, Origin: tracer.OriginKernel, Result: tracer.ResultOverflow}
 	return evs
 }
@@ -47,7 +47,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		}
 	}
 	// Invalid UTF-8 is written as \udcXX, and read as the same bytes.
-	e := tracer.Event{Time: whoTime, Type: tracer.TypeFork, Comm: "a\xffb\ufffd"}
+	e := tracer.Event{Time: attributionTime, Type: tracer.TypeFork, Comm: "a\xffb\ufffd"}
 	var got tracer.Event
 	if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil || got.Comm != e.Comm {
 		t.Errorf("invalid UTF-8 read back as %q, %v", got.Comm, err)
@@ -144,7 +144,7 @@ func TestJSONStringsLossless(t *testing.T) {
 			t.Fatalf("%q and %q both encode as %s", prev, s, enc)
 		}
 		seen[enc] = s
-		e := tracer.Event{Time: whoTime, Type: tracer.TypeExec, Backend: s, Comm: s, Filename: s, Argv: []string{s, "x" + s},
+		e := tracer.Event{Time: attributionTime, Type: tracer.TypeExec, Backend: s, Comm: s, Filename: s, Argv: []string{s, "x" + s},
 			Cgroup: s, ContainerID: s, Unit: s, Ancestors: []tracer.Ancestor{{PID: 1, Comm: s, ExecID: tracer.ExecID{PID: 1, Start: 1}}}}
 		var got tracer.Event
 		if err := json.Unmarshal(AppendJSON(nil, &e), &got); err != nil {
@@ -155,8 +155,8 @@ func TestJSONStringsLossless(t *testing.T) {
 			t.Fatalf("%q read back as %+v", s, got)
 		}
 		for _, k := range []tracer.Event{
-			{Time: whoTime, Type: tracer.TypeSignal, Syscall: s, TargetComm: s, Signal: 9},
-			{Time: whoTime, Type: tracer.TypeExit, Signal: 9, CoreUnknown: true, KilledBy: tracer.KilledBy{PID: 2, Comm: s, Syscall: s, Origin: tracer.OriginUser}},
+			{Time: attributionTime, Type: tracer.TypeSignal, Syscall: s, TargetComm: s, Signal: 9},
+			{Time: attributionTime, Type: tracer.TypeExit, Signal: 9, CoreUnknown: true, KilledBy: tracer.KilledBy{PID: 2, Comm: s, Syscall: s, Origin: tracer.OriginUser}},
 		} {
 			var got tracer.Event
 			if err := json.Unmarshal(AppendJSON(nil, &k), &got); err != nil || got.Syscall != k.Syscall ||

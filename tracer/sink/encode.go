@@ -398,7 +398,7 @@ const (
 	segSignal                      // signal ... target_comm
 	segTargetExecID                // target_exec_id
 	segExit                        // exit_code or signal ... oom_kill
-	segThrottle                    // source ... suppressed_by_type (sink_throttle.go)
+	segThrottle                    // source ... suppressed_by_type (throttle.go)
 )
 
 const maxJSONSegs = 10

@@ -25,7 +25,7 @@ var fuzzNumbers = []uint64{0, 1, 9, 10, 4242, 4243, 99999, 100000, 4194304, 1234
 // then an event of another type in between. Like a backend, it reuses one
 // Event, its Argv and Ancestors arrays included; each is passed to emit.
 func eventsFromBytes(data []byte, emit func(*tracer.Event)) {
-	templates := whoEvents()
+	templates := attributionEvents()
 	names := slices.Sorted(func(yield func(string) bool) {
 		for k := range templates {
 			if !yield(k) {

@@ -24,11 +24,11 @@ type Options struct {
 	Backend tracer.Backend
 	// Config holds the filters and the backend's settings.
 	Config tracer.Config
-	// Format is the output format, text or json (tracer.NewSink), and
+	// Format is the output format, text or json (sink.NewSink), and
 	// Output where the events go.
 	Format string
 	Output io.Writer
-	// NewSink, when set, makes the sink instead of tracer.NewSink(Format,
+	// NewSink, when set, makes the sink instead of sink.NewSink(Format,
 	// Output): destinations that take events rather than bytes (the
 	// journal, syslog, OTLP). opts carry the watch's error callbacks.
 	NewSink func(opts sink.OutputOptions) (tracer.Sink, error)
