@@ -13,10 +13,11 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// jsonEvent is a JSON line as AppendJSON writes it (docs/events.md): the
-// wire schema, kept beside the encoder so that programs reading events
-// (bench counts a workload's events in `watch --format json` logs) decode
-// with the tracer's own schema rather than a copy of it.
+// jsonEvent is a JSON line as sink.AppendJSON writes it (docs/events.md):
+// the wire schema, kept with Event (its UnmarshalJSON) so that programs
+// reading events (bench counts a workload's events in `watch --format
+// json` logs, tracer report reads them) decode with the tracer's own
+// schema, without the encoders and destinations of tracer/sink.
 type jsonEvent struct {
 	Time         string         `json:"time"`
 	Backend      jsonString     `json:"backend"`
@@ -77,7 +78,7 @@ type jsonKilledBy struct {
 	Syscall jsonString `json:"syscall"`
 }
 
-// UnmarshalJSON reads an event back from a line AppendJSON wrote: the
+// UnmarshalJSON reads an event back from a line sink.AppendJSON wrote: the
 // JSON sink's counterpart. Exec ids keep their pid and start time (the
 // boot id is the node's). A field that is absent reads as zero; a type,
 // time, exec id or signal code the encoder cannot have written is an
@@ -189,7 +190,7 @@ func (j *jsonEvent) throttle(t *Throttle) error {
 	return nil
 }
 
-// jsonString is a string field the encoder wrote with appendString: a
+// jsonString is a string field the encoder (tracer/sink) wrote: a
 // \udcXX escape (a lone low surrogate, which encoding/json would read as
 // U+FFFD) is the byte 0xXX that was not UTF-8, so every string reads
 // back byte for byte.

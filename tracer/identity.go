@@ -40,9 +40,9 @@ func (id ExecID) String() string { return string(AppendExecID(nil, id)) }
 func AppendExecID(b []byte, id ExecID) []byte {
 	b = append(b, host.BootID()...)
 	b = append(b, ':')
-	b = appendUint(b, id.Start)
+	b = strconv.AppendUint(b, id.Start, 10)
 	b = append(b, ':')
-	return appendUint(b, uint64(id.PID))
+	return strconv.AppendUint(b, uint64(id.PID), 10)
 }
 
 // ParseExecID reads a printed ExecID back (for tests and tools).

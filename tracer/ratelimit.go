@@ -113,11 +113,6 @@ func (t *Throttle) Of(typ vocab.Type) uint64 {
 	return 0
 }
 
-func sameThrottle(a, b *Throttle) bool {
-	return a.Source == b.Source && a.CgroupID == b.CgroupID && a.Start.Equal(b.Start) && a.End.Equal(b.End) &&
-		a.Limit == b.Limit && a.Exec == b.Exec && a.Fork == b.Fork && a.Signal == b.Signal && a.Exit == b.Exit
-}
-
 // LimitKey is a source of events for the rate limit: a cgroup (by path),
 // or a process of the root cgroup (by pid).
 type LimitKey struct {

@@ -1,10 +1,7 @@
 package tracer
 
 import (
-	"bytes"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -51,37 +48,6 @@ func TestFilterSelectors(t *testing.T) {
 		if !f.Match(&Event{Type: vocab.TypeExec, PID: pid}) {
 			t.Errorf("--pid 100,200: an exec of %d does not pass", pid)
 		}
-	}
-}
-
-func TestTimeModesKeepColumns(t *testing.T) {
-	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
-	e := &Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: "sh", UID: 1234567, Filename: "/bin/true", Ret: -2}
-	for i, m := range TimeModes {
-		mode, err := ParseTimeMode(m)
-		if err != nil || mode != TimeMode(i) {
-			t.Fatalf("ParseTimeMode(%q) = %v, %v", m, mode, err)
-		}
-		var out bytes.Buffer
-		s := NewTextSink(&out, OutputOptions{Time: mode})
-		s.start = when.Add(-90 * time.Second)
-		if err := s.Write(e); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(out.String(), "\n")
-		h, l := lines[0], lines[1]
-		if strings.Index(h, "BACKEND") != strings.Index(l, "ebpf") || strings.Index(h, "DETAILS") != strings.Index(l, "ppid=") {
-			t.Errorf("--time %s: columns do not line up:\n%s\n%s", m, h, l)
-		}
-		if !strings.Contains(l, " ret=ENOENT ") {
-			t.Errorf("--time %s: %q has no ret=ENOENT", m, l)
-		}
-	}
-	if _, err := ParseTimeMode("epoch"); err == nil {
-		t.Error("ParseTimeMode(epoch) is no error")
 	}
 }
 

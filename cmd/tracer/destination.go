@@ -19,7 +19,7 @@ import (
 // there is no file to reopen, and ending the watch would stop the
 // service). It returns nil for every other value (stdout, FILE,
 // otlp://), and a usage error for a destination it cannot use.
-func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer.Sink, error), hangup func(), err error) {
+func logDestination(o *watchOptions) (newSink func(sink.OutputOptions) (tracer.Sink, error), hangup func(), err error) {
 	var reconnect atomic.Pointer[func()]
 	hangup = func() {
 		if f := reconnect.Load(); f != nil {
@@ -43,7 +43,7 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 		if timeGiven {
 			return nil, nil, vocab.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
 		}
-		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
+		return func(opts sink.OutputOptions) (tracer.Sink, error) {
 			j := sink.NewJournal(socket, opts)
 			f := j.Reconnect
 			reconnect.Store(&f)
@@ -63,10 +63,10 @@ func logDestination(o *watchOptions) (newSink func(tracer.OutputOptions) (tracer
 		if formatGiven {
 			format = o.format
 		}
-		if _, ok := tracer.FormatEncoder(format); !ok {
-			return nil, nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
+		if _, ok := sink.FormatEncoder(format); !ok {
+			return nil, nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(sink.FormatNames(), ", "))
 		}
-		return func(opts tracer.OutputOptions) (tracer.Sink, error) {
+		return func(opts sink.OutputOptions) (tracer.Sink, error) {
 			s, err := sink.NewSyslog(cfg, format, opts)
 			if err != nil {
 				return nil, err

@@ -25,6 +25,7 @@ import (
 	"github.com/tracer-dev/tracer/bench"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/sink/schematest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -313,10 +314,10 @@ func checkFlagValue(cmd *cobra.Command, name, value string) error {
 			}
 		}
 	case "time":
-		_, err = tracer.ParseTimeMode(value)
+		_, err = sink.ParseTimeMode(value)
 	case "format":
 		if cmd.Name() == "watch" {
-			_, err = tracer.NewSink(value, io.Discard, tracer.OutputOptions{})
+			_, err = sink.NewSink(value, io.Discard, sink.OutputOptions{})
 			return err
 		}
 	}
@@ -566,7 +567,7 @@ func checkWatchOutput(cmd *cobra.Command, out []string) []string {
 			if header || state != notes {
 				bad("header not before the events: %q", l)
 			}
-			if want := strings.TrimSuffix(tracer.TextHeader, "\n"); timeFlag == "clock" && l != want {
+			if want := strings.TrimSuffix(sink.TextHeader, "\n"); timeFlag == "clock" && l != want {
 				bad("header %q, tracer prints %q", l, want)
 			}
 			header = true

@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 
-	"github.com/tracer-dev/tracer/tracer"
 	// The schemas pipelines speak (ecs, ocsf) register as --format values.
 	"github.com/tracer-dev/tracer/tracer/sink"
 )
@@ -14,7 +13,7 @@ func init() { sink.ProductVersion = version }
 // formatList names watch's --format values for its help: "text, json,
 // ecs or ocsf".
 func formatList() string {
-	names := tracer.FormatNames()
+	names := sink.FormatNames()
 	if len(names) == 1 {
 		return names[0]
 	}

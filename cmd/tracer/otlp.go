@@ -14,7 +14,7 @@ import (
 // otlp://HOST:PORT or otlps://HOST:PORT (an OpenTelemetry collector), and
 // nil for any other value. Its records carry the ECS fields, so --format
 // and --time, which shape lines, are refused.
-func otlpDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, error), error) {
+func otlpDestination(o *watchOptions) (func(sink.OutputOptions) (tracer.Sink, error), error) {
 	// otlpx:// too: a mistyped scheme is refused, not taken for a file.
 	if scheme, _, found := strings.Cut(o.output, "://"); !found || !strings.HasPrefix(scheme, "otlp") {
 		return nil, nil
@@ -31,7 +31,7 @@ func otlpDestination(o *watchOptions) (func(tracer.OutputOptions) (tracer.Sink, 
 	if err := sink.CheckOTLP(target); err != nil {
 		return nil, err
 	}
-	return func(opts tracer.OutputOptions) (tracer.Sink, error) {
+	return func(opts sink.OutputOptions) (tracer.Sink, error) {
 		return sink.NewOTLPSink(target, opts, sink.OTLPOptions{Version: version})
 	}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 	"github.com/tracer-dev/tracer/tracer/watch"
 )
@@ -78,7 +79,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 			return runWatch(cmd.Context(), &o)
 		},
 	}
-	o.register(cmd, tracer.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
+	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -31,12 +32,12 @@ func (f *selectFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.timeMode, "time", "clock", "text output's time column: clock (15:04:05.000), iso (date, time and offset), relative (seconds since the start) or none")
 	fl.IntVar(&f.maxArgs, "max-args", vocab.ArgvMax, "keep at most N arguments of an exec (1 to 20; argv_truncated marks a cut)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no banner, notes or summary on stderr (errors and warnings still)")
-	_ = cmd.RegisterFlagCompletionFunc("time", completeOne(tracer.TimeModes...))
+	_ = cmd.RegisterFlagCompletionFunc("time", completeOne(sink.TimeModes...))
 }
 
 // apply puts the selectors in cfg and returns the text time mode, and a
 // note to print when --comm is likely not what the user meant.
-func (f *selectFlags) apply(cfg *tracer.Config) (tracer.TimeMode, string, error) {
+func (f *selectFlags) apply(cfg *tracer.Config) (sink.TimeMode, string, error) {
 	var err error
 	if cfg.Comms, err = tracer.ParseComms(strings.Join(f.comm, ",")); err != nil {
 		return 0, "", err
@@ -53,7 +54,7 @@ func (f *selectFlags) apply(cfg *tracer.Config) (tracer.TimeMode, string, error)
 	if f.maxArgs < vocab.ArgvMax {
 		cfg.MaxArgs = f.maxArgs
 	}
-	mode, err := tracer.ParseTimeMode(f.timeMode)
+	mode, err := sink.ParseTimeMode(f.timeMode)
 	if err != nil {
 		return 0, "", err
 	}

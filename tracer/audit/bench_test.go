@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -59,8 +60,8 @@ func BenchmarkReassembleSignal(b *testing.B) {
 				return tracer.ProcIdentity{PPID: 1, Comm: "workload", Cgroup: "/user.slice"}, true
 			}
 			r.procComm = func(uint32) (string, bool) { return "workload", true }
-			sink := tracer.NewJSONSink(io.Discard)
-			emit := func(e *tracer.Event) { _ = sink.Write(e) }
+			s := sink.NewJSONSink(io.Discard)
+			emit := func(e *tracer.Event) { _ = s.Write(e) }
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, rc := range c.recs {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -142,10 +143,10 @@ func FuzzReassemble(f *testing.F) {
 			if e.Type < vocab.TypeExec || e.Type > vocab.TypeExit || e.Backend != "audit" {
 				t.Fatalf("event of type %v, backend %q", e.Type, e.Backend)
 			}
-			if line := tracer.AppendText(nil, e); bytes.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.Valid(line) {
+			if line := sink.AppendText(nil, e); bytes.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.Valid(line) {
 				t.Fatalf("text line %q", line)
 			}
-			if line := tracer.AppendJSON(nil, e); !json.Valid(line) {
+			if line := sink.AppendJSON(nil, e); !json.Valid(line) {
 				t.Fatalf("invalid JSON %q", line)
 			}
 		}

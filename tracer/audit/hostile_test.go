@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -47,7 +47,7 @@ func TestReassembleHostileRecording(t *testing.T) {
 		t.Fatalf("events\n%q\nwant\n%q", got, want)
 	}
 	for i := range events {
-		line := string(tracer.AppendText(nil, &events[i]))
+		line := string(sink.AppendText(nil, &events[i]))
 		if strings.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.ValidString(line) {
 			t.Errorf("text line %q is not one clean line", line)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -86,7 +87,7 @@ func TestReassembleGolden(t *testing.T) {
 	events := replay(t, "testdata/workload.raw", all)
 	var buf bytes.Buffer
 	for i := range events {
-		buf.Write(tracer.AppendJSON(nil, &events[i]))
+		buf.Write(sink.AppendJSON(nil, &events[i]))
 		buf.WriteByte('\n')
 	}
 	golden := filepath.Join("testdata", "workload.json.golden")
@@ -160,7 +161,7 @@ func TestReassembleWithoutEOE(t *testing.T) {
 	lines := func(evs []tracer.Event) []string {
 		var out []string
 		for i := range evs {
-			out = append(out, string(tracer.AppendJSON(nil, &evs[i])))
+			out = append(out, string(sink.AppendJSON(nil, &evs[i])))
 		}
 		slices.Sort(out)
 		return out

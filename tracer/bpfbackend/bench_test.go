@@ -21,6 +21,7 @@ import (
 
 	"github.com/tracer-dev/tracer/bpf"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -172,8 +173,8 @@ func BenchmarkRecordToQueue(b *testing.B) {
 				cgid: {info: tracer.NewCgroupInfo("/user.slice/user-0.slice/session-3.scope"), ok: true}}}
 			cfg := tracer.DefaultConfig()
 			cfg.Types = allTypes()
-			sink := tracer.NewJSONSink(io.Discard, tracer.OutputOptions{Backpressure: tracer.BackpressureBlock})
-			p := tracer.NewPipeline(cfg, sink)
+			s := sink.NewJSONSink(io.Discard, sink.OutputOptions{Backpressure: tracer.BackpressureBlock})
+			p := tracer.NewPipeline(cfg, s)
 			ev := new(tracer.Event)
 			b.ReportAllocs()
 			n := 0
@@ -255,7 +256,7 @@ func BenchmarkSignalFloor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p = tracer.NewPipeline(cfg, tracer.NewJSONSink(f, tracer.OutputOptions{Backpressure: tracer.BackpressureBlock}))
+			p = tracer.NewPipeline(cfg, sink.NewJSONSink(f, sink.OutputOptions{Backpressure: tracer.BackpressureBlock}))
 			emit = p.Emit
 		}
 		ctx, cancel := context.WithCancel(context.Background())

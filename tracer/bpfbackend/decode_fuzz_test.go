@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -68,7 +69,7 @@ func FuzzDecodeAcrossRecords(f *testing.F) {
 				}
 				got, wantLine := e, want
 				got.Time, wantLine.Time = time.Time{}, time.Time{}
-				if g, w := tracer.AppendJSON(nil, &got), tracer.AppendJSON(nil, &wantLine); !bytes.Equal(g, w) {
+				if g, w := sink.AppendJSON(nil, &got), sink.AppendJSON(nil, &wantLine); !bytes.Equal(g, w) {
 					t.Fatalf("record %x:\n after the records before %s\n alone                    %s", rec, g, w)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -58,7 +59,7 @@ func TestDecodeWho(t *testing.T) {
 	if !e.Killed() || e.Signal != 15 || e.CoreDumped || e.OOMKill || e.KilledBy != want || e.ExitCode != 0 {
 		t.Errorf("killed by SIGTERM: %+v", e)
 	}
-	if got := string(tracer.AppendText(nil, &e)); !endsWith(got, "killed by SIGTERM from systemd (pid 1) via kill") {
+	if got := string(sink.AppendText(nil, &e)); !endsWith(got, "killed by SIGTERM from systemd (pid 1) via kill") {
 		t.Errorf("text: %q", got)
 	}
 
@@ -79,7 +80,7 @@ func TestDecodeWho(t *testing.T) {
 	if !e.OOMKill || e.KilledBy.Comm != "oom-killer" || e.Cause() != vocab.CauseOOM {
 		t.Errorf("OOM: %+v", e)
 	}
-	if got := string(tracer.AppendText(nil, &e)); !endsWith(got, "killed by SIGKILL from oom-killer") {
+	if got := string(sink.AppendText(nil, &e)); !endsWith(got, "killed by SIGKILL from oom-killer") {
 		t.Errorf("text: %q", got)
 	}
 

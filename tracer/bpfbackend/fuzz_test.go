@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -60,10 +61,10 @@ func checkDecoded(t *testing.T, raw []byte, e *tracer.Event) {
 	if len(e.Comm) > commLen || len(e.TargetComm) > commLen || len(e.KilledBy.Comm) > commLen {
 		t.Fatalf("comms of %d, %d, %d bytes", len(e.Comm), len(e.TargetComm), len(e.KilledBy.Comm))
 	}
-	if line := tracer.AppendText(nil, e); bytes.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.Valid(line) {
+	if line := sink.AppendText(nil, e); bytes.ContainsAny(line, "\n\r\x1b\x7f\u0085\u009b") || !utf8.Valid(line) {
 		t.Fatalf("text line %q", line)
 	}
-	if line := tracer.AppendJSON(nil, e); !json.Valid(line) {
+	if line := sink.AppendJSON(nil, e); !json.Valid(line) {
 		t.Fatalf("invalid JSON %q", line)
 	}
 	if len(e.Argv) > 255 { // argc is one byte

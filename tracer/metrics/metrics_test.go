@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -120,7 +121,7 @@ func TestCollectorAudit(t *testing.T) {
 	var out bytes.Buffer
 	cfg := tracer.DefaultConfig()
 	cfg.Signals, _ = vocab.ParseSignals("USR1")
-	p := tracer.NewPipeline(cfg, tracer.NewJSONSink(&out))
+	p := tracer.NewPipeline(cfg, sink.NewJSONSink(&out))
 	b := &fakeBackend{name: "audit"}
 	b.st.Events[vocab.TypeExec] = 7
 	b.st.Events[vocab.TypeFork] = 3
@@ -212,7 +213,7 @@ func TestCollectorAudit(t *testing.T) {
 
 func TestCollectorEBPFAndOutputLoss(t *testing.T) {
 	cfg := tracer.DefaultConfig()
-	p := tracer.NewPipeline(cfg, failSink{}, tracer.NewJSONSink(io.Discard))
+	p := tracer.NewPipeline(cfg, failSink{}, sink.NewJSONSink(io.Discard))
 	b := &fakeBackend{name: "ebpf"}
 	b.st.Lost[tracer.LostRingbuf] = 3
 	s, err := New(p, b, Options{Version: "dev"})
@@ -464,7 +465,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 // TestScrapeWhileEmitting scrapes while the pipeline emits (run it with
 // -race): the final scrape has the exact totals.
 func TestScrapeWhileEmitting(t *testing.T) {
-	p := tracer.NewPipeline(tracer.DefaultConfig(), tracer.NewJSONSink(io.Discard))
+	p := tracer.NewPipeline(tracer.DefaultConfig(), sink.NewJSONSink(io.Discard))
 	b := &fakeBackend{name: "ebpf"}
 	s, err := New(p, b, Options{ByComm: true})
 	if err != nil {
@@ -509,7 +510,7 @@ func TestScrapeWhileEmitting(t *testing.T) {
 // their delay from the kernel's time: events 30 ms old are over 25 ms,
 // under 50 ms; signals are timed one in 16.
 func TestEventDelayHistogram(t *testing.T) {
-	p := tracer.NewPipeline(tracer.DefaultConfig(), tracer.NewJSONSink(io.Discard))
+	p := tracer.NewPipeline(tracer.DefaultConfig(), sink.NewJSONSink(io.Discard))
 	s, err := New(p, &fakeBackend{name: "ebpf"}, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
-// Package sink holds the output formats and destinations that pipelines
-// speak beyond tracer's own text and JSON lines: the schemas (ECS, OCSF),
-// registered as --format values with tracer.RegisterFormat, and the
-// destinations that take events rather than bytes (a rotated file, the
-// journal, syslog, OTLP). Each counts what it could not deliver as loss at
-// stage output, like every other sink, and never makes the node wait.
+// Package sink holds everything that turns events into output: the
+// encoders (tracer's text and JSON lines, and the schemas ECS and OCSF,
+// each a --format value in one registry: RegisterFormat, NewSink), the
+// output queue between the goroutine that encodes and the one that writes,
+// and the destinations (stdout or a file, a rotated file, the journal,
+// syslog, OTLP). It implements tracer.Sink and imports the contract, never
+// the reverse. Each sink counts what it could not deliver as loss at stage
+// output and never makes the node wait.
 package sink

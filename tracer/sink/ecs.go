@@ -13,7 +13,7 @@ import (
 // (the field definitions in testdata/ecs are of that release).
 const ECSVersion = "9.4.0"
 
-func init() { tracer.RegisterFormat("ecs", AppendECS) }
+func init() { RegisterFormat("ecs", AppendECS) }
 
 // AppendECS appends e as one Elastic Common Schema document (a JSON
 // object, no newline), as docs/events.md maps each field. process.* is
@@ -25,9 +25,9 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 	b = append(b, `","ecs":{"version":"`+ECSVersion+`"},"event":{"kind":"event","category":["process"],"type":["`...)
 	b = append(b, ecsEventType(e.Type)...)
 	b = append(b, `"],"action":`...)
-	b = tracer.AppendJSONString(b, e.Type.String())
+	b = AppendJSONString(b, e.Type.String())
 	b = append(b, `,"module":"tracer","dataset":"tracer.process","provider":`...)
-	b = tracer.AppendJSONString(b, e.Backend)
+	b = AppendJSONString(b, e.Backend)
 	if carriesRet(e) {
 		if e.Ret == 0 {
 			b = append(b, `,"outcome":"success"`...)
@@ -46,9 +46,9 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 	b = append(b, '}')
 	if h := nodeHostname(); h != "" {
 		b = append(b, `,"host":{"name":`...)
-		b = tracer.AppendJSONString(b, h)
+		b = AppendJSONString(b, h)
 		b = append(b, `,"hostname":`...)
-		b = tracer.AppendJSONString(b, h)
+		b = AppendJSONString(b, h)
 		b = append(b, '}')
 	}
 	b = appendECSProcess(b, e)
@@ -57,15 +57,15 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 	b = append(b, `"}`...)
 	if e.ContainerID != "" {
 		b = append(b, `,"container":{"id":`...)
-		b = tracer.AppendJSONString(b, e.ContainerID)
+		b = AppendJSONString(b, e.ContainerID)
 		b = append(b, '}')
 	}
 	if carriesRet(e) && e.Ret != 0 {
 		b = append(b, `,"error":{"code":`...)
 		if name := vocab.ErrnoName(-e.Ret); name != "" {
-			b = tracer.AppendJSONString(b, name)
+			b = AppendJSONString(b, name)
 		} else {
-			b = tracer.AppendJSONString(b, strconv.FormatInt(e.Ret, 10))
+			b = AppendJSONString(b, strconv.FormatInt(e.Ret, 10))
 		}
 		b = append(b, '}')
 	}
@@ -97,7 +97,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		// The program it runs from now on; the comm it had is tracer.comm.
 		name = path.Base(e.Filename)
 	}
-	b = tracer.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	if !e.ExecID.IsZero() {
 		b = append(b, `,"entity_id":"`...)
 		b = tracer.AppendExecID(b, e.ExecID)
@@ -105,13 +105,13 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 	}
 	if e.Type == vocab.TypeExec {
 		b = append(b, `,"executable":`...)
-		b = tracer.AppendJSONString(b, e.Filename)
+		b = AppendJSONString(b, e.Filename)
 		b = append(b, `,"args":[`...)
 		for i, a := range e.Argv {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = tracer.AppendJSONString(b, a)
+			b = AppendJSONString(b, a)
 		}
 		b = append(b, `],"args_count":`...)
 		b = strconv.AppendInt(b, int64(len(e.Argv)), 10)
@@ -154,7 +154,7 @@ func appendECSParent(b []byte, e *tracer.Event) []byte {
 		b = append(b, '"')
 		if len(e.Ancestors) > 0 && e.Ancestors[0].ExecID == e.ParentExecID {
 			b = append(b, `,"name":`...)
-			b = tracer.AppendJSONString(b, e.Ancestors[0].Comm)
+			b = AppendJSONString(b, e.Ancestors[0].Comm)
 		}
 	}
 	return append(b, '}')
@@ -169,7 +169,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	switch e.Type {
 	case vocab.TypeExec:
 		b = append(b, `,"comm":`...)
-		b = tracer.AppendJSONString(b, e.Comm)
+		b = AppendJSONString(b, e.Comm)
 		if e.ArgvTruncated {
 			b = append(b, `,"argv_truncated":true`...)
 		}
@@ -177,18 +177,18 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"child_pid":`...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 		b = append(b, `,"syscall":`...)
-		b = tracer.AppendJSONString(b, e.Syscall)
+		b = AppendJSONString(b, e.Syscall)
 	case vocab.TypeSignal:
 		if e.Syscall != "" {
 			b = append(b, `,"syscall":`...)
-			b = tracer.AppendJSONString(b, e.Syscall)
+			b = AppendJSONString(b, e.Syscall)
 		}
 		b = appendECSSignal(b, e)
 		b = append(b, `,"target":{"pid":`...)
 		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
 		if e.TargetComm != "" {
 			b = append(b, `,"name":`...)
-			b = tracer.AppendJSONString(b, e.TargetComm)
+			b = AppendJSONString(b, e.TargetComm)
 		}
 		if !e.TargetExecID.IsZero() {
 			b = append(b, `,"entity_id":"`...)
@@ -211,7 +211,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 			b = append(b, `{"pid":`...)
 			b = strconv.AppendUint(b, uint64(a.PID), 10)
 			b = append(b, `,"name":`...)
-			b = tracer.AppendJSONString(b, a.Comm)
+			b = AppendJSONString(b, a.Comm)
 			b = append(b, `,"entity_id":"`...)
 			b = tracer.AppendExecID(b, a.ExecID)
 			b = append(b, `"}`...)
@@ -227,11 +227,11 @@ func appendECSSignal(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"signal":{"number":`...)
 	b = strconv.AppendInt(b, int64(e.Signal), 10)
 	b = append(b, `,"name":`...)
-	b = tracer.AppendJSONString(b, e.SignalName())
+	b = AppendJSONString(b, e.SignalName())
 	if e.Type == vocab.TypeSignal {
 		if e.HasCode {
 			b = append(b, `,"code":`...)
-			b = tracer.AppendJSONString(b, vocab.SigCodeName(e.Signal, e.Code))
+			b = AppendJSONString(b, vocab.SigCodeName(e.Signal, e.Code))
 		}
 		if e.Origin != vocab.OriginUnknown {
 			b = append(b, `,"origin":"`...)
@@ -253,20 +253,20 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 	b = append(b, `,"killed_by":{"pid":`...)
 	b = strconv.AppendUint(b, uint64(k.PID), 10)
 	b = append(b, `,"name":`...)
-	b = tracer.AppendJSONString(b, k.Comm)
+	b = AppendJSONString(b, k.Comm)
 	if !k.ExecID.IsZero() {
 		b = append(b, `,"entity_id":"`...)
 		b = tracer.AppendExecID(b, k.ExecID)
 		b = append(b, '"')
 	}
 	b = append(b, `,"code":`...)
-	b = tracer.AppendJSONString(b, vocab.SigCodeName(e.Signal, k.Code))
+	b = AppendJSONString(b, vocab.SigCodeName(e.Signal, k.Code))
 	b = append(b, `,"origin":"`...)
 	b = append(b, k.Origin.String()...)
 	b = append(b, '"')
 	if k.Syscall != "" {
 		b = append(b, `,"syscall":`...)
-		b = tracer.AppendJSONString(b, k.Syscall)
+		b = AppendJSONString(b, k.Syscall)
 	}
 	return append(b, '}')
 }
@@ -277,7 +277,7 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 func appendThrottle(b []byte, e *tracer.Event) []byte {
 	t := &e.Throttle
 	b = append(b, `,"throttle":{"source":`...)
-	b = tracer.AppendJSONString(b, t.Source.String())
+	b = AppendJSONString(b, t.Source.String())
 	if t.CgroupID != 0 {
 		b = append(b, `,"cgroup_id":`...)
 		b = strconv.AppendUint(b, t.CgroupID, 10)
@@ -330,11 +330,11 @@ func appendDeath(b []byte, e *tracer.Event) []byte {
 func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
 	if e.Cgroup != "" {
 		b = append(b, `,"cgroup":`...)
-		b = tracer.AppendJSONString(b, e.Cgroup)
+		b = AppendJSONString(b, e.Cgroup)
 	}
 	if e.Unit != "" {
 		b = append(b, `,"unit":`...)
-		b = tracer.AppendJSONString(b, e.Unit)
+		b = AppendJSONString(b, e.Unit)
 	}
 	return b
 }

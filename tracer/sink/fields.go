@@ -8,7 +8,7 @@ import (
 )
 
 // The journal's fields are the event's JSON object, flattened: every key
-// of the object tracer.AppendJSON writes becomes TRACER_KEY (upper case),
+// of the object AppendJSON writes becomes TRACER_KEY (upper case),
 // a nested object's keys TRACER_KEY_SUBKEY (killed_by.pid:
 // TRACER_KILLED_BY_PID), and an array (argv, ancestors) stays one field
 // holding its JSON. Walking the JSON line rather than the Event keeps the

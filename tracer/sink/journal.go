@@ -33,7 +33,7 @@ type Journal struct {
 // empty). It does not dial: a journald that is not running yet, or
 // restarts, is dialled again as events come (what comes meanwhile is
 // counted lost).
-func NewJournal(socket string, opts tracer.OutputOptions) *Journal {
+func NewJournal(socket string, opts OutputOptions) *Journal {
 	if socket == "" {
 		socket = JournalSocket
 	}
@@ -64,7 +64,7 @@ func (j *Journal) Write(e *tracer.Event) error {
 
 // encode appends e's entry in the native protocol.
 func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
-	j.j = tracer.AppendJSON(j.j[:0], e)
+	j.j = AppendJSON(j.j[:0], e)
 	b = append(b, "MESSAGE="...)
 	b = appendMessage(b, e)
 	b = append(b, "\nPRIORITY="...)

@@ -123,7 +123,7 @@ func TestJournalFieldsAreTheJSONFields(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := parseNative(t, b)
-			want := journalFields(t, tracer.AppendJSON(nil, &e))
+			want := journalFields(t, AppendJSON(nil, &e))
 			for k, v := range want {
 				got, ok := f[k]
 				if !ok {
@@ -244,7 +244,7 @@ func (r *unixgramReader) read(t *testing.T, d time.Duration) []byte {
 // comes in a sealed memfd.
 func TestJournalSendsEachEvent(t *testing.T) {
 	r := listenUnixgram(t)
-	j := NewJournal(r.path, tracer.OutputOptions{})
+	j := NewJournal(r.path, OutputOptions{})
 	j.t.maxDatagram = 600
 	ev := testEvents()
 	for i := range ev {
@@ -273,7 +273,7 @@ func TestJournalSendsEachEvent(t *testing.T) {
 // wait, and once journald is there the events reach it.
 func TestJournalDownCountsLost(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "socket")
-	j := NewJournal(path, tracer.OutputOptions{})
+	j := NewJournal(path, OutputOptions{})
 	ev := testEvents()[0]
 	start := time.Now()
 	for range 1000 {
@@ -314,7 +314,7 @@ func TestJournalDownCountsLost(t *testing.T) {
 // received or counted lost, and Close returns.
 func TestJournalStalledNeverWaits(t *testing.T) {
 	r := listenUnixgram(t)
-	j := NewJournal(r.path, tracer.OutputOptions{})
+	j := NewJournal(r.path, OutputOptions{})
 	ev := testEvents()[0]
 	const n = 50000
 	start := time.Now()
@@ -347,7 +347,7 @@ func TestJournalStalledNeverWaits(t *testing.T) {
 // as sent.
 func TestJournaldTakesTheEntries(t *testing.T) {
 	jd := tracertest.StartJournald(t)
-	j := NewJournal(jd.Socket, tracer.OutputOptions{})
+	j := NewJournal(jd.Socket, OutputOptions{})
 	j.t.maxDatagram = 600 // the exec events go in a memfd
 	ev := testEvents()
 	for i := range ev {

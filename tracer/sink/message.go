@@ -48,7 +48,7 @@ func appendMessage(b []byte, e *tracer.Event) []byte {
 	b = append(b, ' ')
 	switch e.Type {
 	case vocab.TypeExec:
-		b = tracer.AppendEscaped(b, e.Filename)
+		b = AppendEscaped(b, e.Filename)
 		b = appendProc(b, " pid ", e.PID, "")
 		b = appendUID(b, e.UID)
 		b = appendFailed(b, e.Ret)
@@ -64,7 +64,7 @@ func appendMessage(b []byte, e *tracer.Event) []byte {
 		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
 		if e.TargetComm != "" {
 			b = append(b, " ("...)
-			b = append(tracer.AppendEscaped(b, e.TargetComm), ')')
+			b = append(AppendEscaped(b, e.TargetComm), ')')
 		}
 		b = appendUID(b, e.UID)
 		b = appendFailed(b, e.Ret)
@@ -97,7 +97,7 @@ func appendProc(b []byte, what string, pid uint32, comm string) []byte {
 	b = strconv.AppendUint(b, uint64(pid), 10)
 	if comm != "" {
 		b = append(b, " ("...)
-		b = append(tracer.AppendEscaped(b, comm), ')')
+		b = append(AppendEscaped(b, comm), ')')
 	}
 	return b
 }

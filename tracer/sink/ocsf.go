@@ -13,7 +13,7 @@ import (
 // format follows (testdata/ocsf holds that release's schema of the class).
 const OCSFVersion = "1.8.0"
 
-func init() { tracer.RegisterFormat("ocsf", AppendOCSF) }
+func init() { RegisterFormat("ocsf", AppendOCSF) }
 
 // The class every event is: Process Activity (1007), of System Activity (1).
 const ocsfClassUID = 1007
@@ -40,12 +40,12 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 	b = append(b, `{"activity_id":`...)
 	b = strconv.AppendInt(b, int64(activity), 10)
 	b = append(b, `,"activity_name":`...)
-	b = tracer.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	b = append(b, ocsfClass...)
 	b = append(b, `,"type_uid":`...)
 	b = strconv.AppendInt(b, ocsfClassUID*100+int64(activity), 10)
 	b = append(b, `,"type_name":`...)
-	b = tracer.AppendJSONString(b, "Process Activity: "+ocsfActivityCaption(activity))
+	b = AppendJSONString(b, "Process Activity: "+ocsfActivityCaption(activity))
 	b = append(b, `,"time":`...)
 	b = strconv.AppendInt(b, e.Time.UnixMilli(), 10)
 	switch e.Type {
@@ -72,23 +72,23 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"status_id":1,"status":"Success"`...)
 		} else {
 			b = append(b, `,"status_id":2,"status":"Failure","status_code":`...)
-			b = tracer.AppendJSONString(b, errnoCode(e.Ret))
+			b = AppendJSONString(b, errnoCode(e.Ret))
 		}
 	}
 	b = append(b, `,"metadata":{"version":"`+OCSFVersion+`","product":{"name":"tracer","vendor_name":"tracer","version":`...)
-	b = tracer.AppendJSONString(b, ProductVersion)
+	b = AppendJSONString(b, ProductVersion)
 	b = append(b, `},"log_provider":`...)
-	b = tracer.AppendJSONString(b, e.Backend)
+	b = AppendJSONString(b, e.Backend)
 	b = append(b, `,"profiles":["container","linux/linux_users"],"extensions":[{"name":"linux","uid":"1","version":"`+OCSFVersion+`"}]}`...)
 	b = append(b, `,"device":{"type_id":0,"type":"Unknown"`...)
 	if h := nodeHostname(); h != "" {
 		b = append(b, `,"hostname":`...)
-		b = tracer.AppendJSONString(b, h)
+		b = AppendJSONString(b, h)
 	}
 	// The boot id that starts every exec id: the uids below are unique
 	// within this boot.
 	b = append(b, `,"boot_uid":`...)
-	b = tracer.AppendJSONString(b, host.BootID())
+	b = AppendJSONString(b, host.BootID())
 	b = append(b, '}')
 	b = appendOCSFActor(b, e)
 	b = appendOCSFTarget(b, e)
@@ -150,7 +150,7 @@ func appendOCSFActor(b []byte, e *tracer.Event) []byte {
 		b = append(b, `"app_name":"kernel"`...)
 	case e.Type == vocab.TypeExit && e.Killed() && e.KilledBy.Origin == vocab.OriginKernel:
 		b = append(b, `"app_name":`...)
-		b = tracer.AppendJSONString(b, e.KilledBy.Comm)
+		b = AppendJSONString(b, e.KilledBy.Comm)
 	case e.Type == vocab.TypeExit && e.Killed() && e.KilledBy.Origin == vocab.OriginUser:
 		k := &e.KilledBy
 		b = append(b, `"process":`...)
@@ -178,7 +178,7 @@ func appendOCSFTarget(b []byte, e *tracer.Event) []byte {
 		b = append(b, `{"pid":`...)
 		b = strconv.AppendUint(b, uint64(e.ChildPID), 10)
 		b = append(b, `,"name":`...)
-		b = tracer.AppendJSONString(b, e.Comm)
+		b = AppendJSONString(b, e.Comm)
 		b = appendOCSFUser(b, e)
 		b = append(b, `,"parent_process":`...)
 		b = appendOCSFProcRef(b, int64(e.PID), e.Comm, e.ExecID)
@@ -203,14 +203,14 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 		b = append(b, '"')
 	}
 	b = append(b, `,"name":`...)
-	b = tracer.AppendJSONString(b, name)
+	b = AppendJSONString(b, name)
 	if image {
 		b = append(b, `,"cmd_line":`...)
 		b = appendCommandLine(b, e.Argv)
 		b = append(b, `,"file":{"name":`...)
-		b = tracer.AppendJSONString(b, path.Base(e.Filename))
+		b = AppendJSONString(b, path.Base(e.Filename))
 		b = append(b, `,"path":`...)
-		b = tracer.AppendJSONString(b, e.Filename)
+		b = AppendJSONString(b, e.Filename)
 		if e.Ret == 0 {
 			b = append(b, `,"type_id":1,"type":"Regular File"}`...) // execve runs nothing else
 		} else {
@@ -236,7 +236,7 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 	}
 	if e.ContainerID != "" {
 		b = append(b, `,"container":{"uid":`...)
-		b = tracer.AppendJSONString(b, e.ContainerID)
+		b = AppendJSONString(b, e.ContainerID)
 		b = append(b, '}')
 	}
 	if len(e.Ancestors) > 0 {
@@ -272,7 +272,7 @@ func appendOCSFProcRef(b []byte, pid int64, name string, id tracer.ExecID) []byt
 	}
 	if name != "" {
 		b = append(b, `,"name":`...)
-		b = tracer.AppendJSONString(b, name)
+		b = AppendJSONString(b, name)
 	}
 	return append(b, '}')
 }
@@ -292,7 +292,7 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = tracer.AppendJSONString(b, a)
+			b = AppendJSONString(b, a)
 		}
 		b = append(b, ']')
 		if e.ArgvTruncated {
@@ -300,11 +300,11 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 		}
 	case vocab.TypeFork:
 		b = append(b, `,"syscall":`...)
-		b = tracer.AppendJSONString(b, e.Syscall)
+		b = AppendJSONString(b, e.Syscall)
 	case vocab.TypeSignal:
 		if e.Syscall != "" {
 			b = append(b, `,"syscall":`...)
-			b = tracer.AppendJSONString(b, e.Syscall)
+			b = AppendJSONString(b, e.Syscall)
 		}
 		b = appendECSSignal(b, e)
 	case vocab.TypeExit:

@@ -66,7 +66,7 @@ type OTLPOptions struct {
 // queue drops without a count and its export errors go to a global
 // handler, where here each record's fate is known.
 type OTLPSink struct {
-	opts     tracer.OutputOptions
+	opts     OutputOptions
 	closeFor time.Duration
 	exporter sdklog.Exporter
 	provider *sdklog.LoggerProvider
@@ -96,7 +96,7 @@ type OTLPSink struct {
 
 // NewOTLPSink exports to target, an otlp:// or otlps:// URL (HOST:PORT,
 // port 4318 when left out, path /v1/logs unless given).
-func NewOTLPSink(target string, opts tracer.OutputOptions, o OTLPOptions) (*OTLPSink, error) {
+func NewOTLPSink(target string, opts OutputOptions, o OTLPOptions) (*OTLPSink, error) {
 	endpoint, secure, path, err := parseOTLPTarget(target)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func NewOTLPSink(target string, opts tracer.OutputOptions, o OTLPOptions) (*OTLP
 }
 
 // newOTLPSink exports through exp.
-func newOTLPSink(exp sdklog.Exporter, opts tracer.OutputOptions, o OTLPOptions) (*OTLPSink, error) {
+func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPSink, error) {
 	if o.QueueEvents <= 0 {
 		o.QueueEvents = otlpQueueEvents
 	}

@@ -181,7 +181,7 @@ func otlpEvents() []*tracer.Event {
 // journal's message as body, and the resource naming tracer and the node.
 func TestOTLPRecordsAreTheECSDocuments(t *testing.T) {
 	c := newCollector(t)
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{Version: "v9.9.9-test"})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{Version: "v9.9.9-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestOTLPOutputWinsOverTheEnvironment(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://elsewhere.invalid:1/prefix")
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "false")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.node.name=node-7")
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestOTLPOutputWinsOverTheEnvironment(t *testing.T) {
 // without it the test collector's certificate is refused.
 func TestOTLPOverTLS(t *testing.T) {
 	c := startCollector(t, true)
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestOTLPOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
-	if s, err = NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{}); err != nil {
+	if s, err = NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	writeN(t, s, 3)
@@ -324,7 +324,7 @@ func TestOTLPCollectorDown(t *testing.T) {
 	l.Close()
 	var failing []error
 	var mu sync.Mutex
-	s, err := NewOTLPSink("otlp://"+addr, tracer.OutputOptions{OnFailing: func(err error) {
+	s, err := NewOTLPSink("otlp://"+addr, OutputOptions{OnFailing: func(err error) {
 		mu.Lock()
 		failing = append(failing, err)
 		mu.Unlock()
@@ -366,7 +366,7 @@ func TestOTLPCollectorRefuses(t *testing.T) {
 		http.Error(w, "no", http.StatusBadRequest)
 		return true
 	}
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestOTLPPartialSuccess(t *testing.T) {
 		_, _ = w.Write(out)
 		return true
 	}
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestOTLPSlowCollector(t *testing.T) {
 		return false
 	}
 	defer close(release)
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{}, OTLPOptions{QueueEvents: 4096, CloseTimeout: time.Second})
+	s, err := NewOTLPSink(c.target(), OutputOptions{}, OTLPOptions{QueueEvents: 4096, CloseTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestOTLPSlowCollector(t *testing.T) {
 // waits for the exporter: nothing is dropped.
 func TestOTLPBlockWaitsForRoom(t *testing.T) {
 	c := newCollector(t)
-	s, err := NewOTLPSink(c.target(), tracer.OutputOptions{Backpressure: tracer.BackpressureBlock}, OTLPOptions{QueueEvents: 64})
+	s, err := NewOTLPSink(c.target(), OutputOptions{Backpressure: tracer.BackpressureBlock}, OTLPOptions{QueueEvents: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +551,7 @@ func BenchmarkOTLPSink(b *testing.B) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer srv.Close()
-	s, err := NewOTLPSink("otlp://"+srv.Listener.Addr().String(), tracer.OutputOptions{Backpressure: tracer.BackpressureBlock}, OTLPOptions{})
+	s, err := NewOTLPSink("otlp://"+srv.Listener.Addr().String(), OutputOptions{Backpressure: tracer.BackpressureBlock}, OTLPOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

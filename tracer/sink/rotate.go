@@ -40,7 +40,7 @@ type Rotation struct {
 const rotateRetry = time.Second
 
 // RotatingFile is --output FILE for a watch that runs for months. It is
-// the io.WriteCloser an output queue writes to (tracer.NewJSONSink and
+// the io.WriteCloser an output queue writes to (NewJSONSink and
 // the others), so rotating happens in the queue's writer goroutine and
 // never makes the backend's reader wait. Write is given whole lines (the
 // queue writes whole events, each one line), and splits them only at a

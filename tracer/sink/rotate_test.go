@@ -509,7 +509,7 @@ func TestRotateUnderReopenLosesNothing(t *testing.T) {
 		read = append(read, keep)
 		dropped++
 	}
-	s := tracer.NewJSONSink(r, tracer.OutputOptions{})
+	s := NewJSONSink(r, OutputOptions{})
 
 	stop, done := make(chan struct{}), make(chan struct{})
 	var aside []string

@@ -66,7 +66,7 @@ func appendCommandLine(b []byte, argv []string) []byte {
 // quotes around it.
 func appendJSONContent(b []byte, s string) []byte {
 	at := len(b)
-	b = tracer.AppendJSONString(b, s)
+	b = AppendJSONString(b, s)
 	copy(b[at:], b[at+1:len(b)-1])
 	return b[:len(b)-2]
 }

@@ -100,7 +100,7 @@ func TestSchemasValidate(t *testing.T) {
 	for name, e := range schemaEvents() {
 		for _, f := range []struct {
 			name     string
-			enc      tracer.Encoder
+			enc      Encoder
 			validate func([]byte) error
 		}{
 			{"ecs", AppendECS, schematest.ECS},
@@ -133,8 +133,8 @@ func BenchmarkSchemaEncode(b *testing.B) {
 	evs := schemaEvents()
 	for _, f := range []struct {
 		name string
-		enc  tracer.Encoder
-	}{{"json", tracer.AppendJSON}, {"ecs", AppendECS}, {"ocsf", AppendOCSF}} {
+		enc  Encoder
+	}{{"json", AppendJSON}, {"ecs", AppendECS}, {"ocsf", AppendOCSF}} {
 		for _, typ := range []string{"exec", "signal"} {
 			e := evs[typ]
 			b.Run(f.name+"/"+typ, func(b *testing.B) {

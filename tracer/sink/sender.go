@@ -27,10 +27,6 @@ const (
 	queueMessages = 8192
 	// batchMax is how many queued messages one send takes.
 	batchMax = 256
-	// stallAfter: a send that has not returned for this long means the
-	// daemon stalled; a full queue then drops at once rather than wait
-	// for room (tracer's file sinks wait as long).
-	stallAfter = 250 * time.Millisecond
 )
 
 // item is a queued message, or a flush request (flushed set): the sender
@@ -47,7 +43,7 @@ type item struct {
 // was down or refused it).
 type sender struct {
 	t    transport
-	opts tracer.OutputOptions
+	opts OutputOptions
 	q    chan item
 	free chan []byte
 	done chan struct{}
@@ -68,7 +64,7 @@ type sender struct {
 	redial     atomic.Bool  // Reconnect asked for a new connection
 }
 
-func newSender(t transport, opts tracer.OutputOptions) *sender {
+func newSender(t transport, opts OutputOptions) *sender {
 	s := &sender{
 		t: t, opts: opts,
 		q:    make(chan item, queueMessages),

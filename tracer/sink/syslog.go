@@ -84,7 +84,7 @@ func ParseJournal(v string) (socket string, ok bool, err error) {
 
 // Syslog sends each event as one syslog message, facility authpriv, its
 // severity as severity says, APP-NAME tracer. The body is the event's
-// line in the format given (tracer.FormatEncoder). To the local socket
+// line in the format given (FormatEncoder). To the local socket
 // the message is in the form glibc's syslog(3) writes there,
 // "<PRI>Mmm dd hh:mm:ss tracer[PID]: BODY", the one form every reader of
 // /dev/log parses (journald reads no RFC 5424 header there, nor does
@@ -95,7 +95,7 @@ func ParseJournal(v string) (socket string, ok bool, err error) {
 // queue cannot hold, or the server does not take, is counted lost.
 type Syslog struct {
 	s      *sender
-	enc    tracer.Encoder
+	enc    Encoder
 	local  bool
 	framed bool // TCP: each message after its length and a space
 	host   string
@@ -106,10 +106,10 @@ type Syslog struct {
 // NewSyslog sends events to cfg's destination, each body as format
 // encodes it. It does not dial: a server that is down is dialled again
 // as events come (what comes meanwhile is counted lost).
-func NewSyslog(cfg SyslogConfig, format string, opts tracer.OutputOptions) (*Syslog, error) {
-	enc, ok := tracer.FormatEncoder(format)
+func NewSyslog(cfg SyslogConfig, format string, opts OutputOptions) (*Syslog, error) {
+	enc, ok := FormatEncoder(format)
 	if !ok {
-		return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(tracer.FormatNames(), ", "))
+		return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
 	}
 	s := &Syslog{enc: enc, local: cfg.Network == "unixgram", framed: cfg.Network == "tcp", procid: strconv.Itoa(os.Getpid())}
 	s.host = hostname()

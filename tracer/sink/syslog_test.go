@@ -88,8 +88,8 @@ func checkJSONBody(t *testing.T, body string, e *tracer.Event) {
 	if err := got.UnmarshalJSON([]byte(body)); err != nil {
 		t.Fatalf("body %s: %v", body, err)
 	}
-	if string(tracer.AppendJSON(nil, &got)) != string(tracer.AppendJSON(nil, e)) {
-		t.Errorf("body %s, want %s", body, tracer.AppendJSON(nil, e))
+	if string(AppendJSON(nil, &got)) != string(AppendJSON(nil, e)) {
+		t.Errorf("body %s, want %s", body, AppendJSON(nil, e))
 	}
 }
 
@@ -102,7 +102,7 @@ func TestSyslogTCPFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s, err := NewSyslog(SyslogConfig{Network: "tcp", Addr: l.Addr().String()}, "json", tracer.OutputOptions{})
+	s, err := NewSyslog(SyslogConfig{Network: "tcp", Addr: l.Addr().String()}, "json", OutputOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func readFrame(t *testing.T, r *bufio.Reader) string {
 // puts the text line in it.
 func TestSyslogLocalForm(t *testing.T) {
 	r := listenUnixgram(t)
-	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "json", tracer.OutputOptions{})
+	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "json", OutputOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +181,13 @@ func TestSyslogLocalForm(t *testing.T) {
 		}
 		checkJSONBody(t, m[4], &ev[i])
 	}
-	s, _ = NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "text", tracer.OutputOptions{})
+	s, _ = NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "text", OutputOptions{})
 	_ = s.Write(&ev[2])
 	_ = s.Close()
 	if b := string(r.read(t, time.Second)); !strings.HasSuffix(b, "]: ebpf    fork   1234    bash             1000       clone3 -> 1235") {
 		t.Errorf("text body: %q", b)
 	}
-	if _, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "xml", tracer.OutputOptions{}); !errors.Is(err, vocab.ErrUsage) {
+	if _, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "xml", OutputOptions{}); !errors.Is(err, vocab.ErrUsage) {
 		t.Errorf("--format xml: %v, want a usage error", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestSyslogTCPServerDownAndBack(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // refused from now on
 	var failing []error
-	s, _ := NewSyslog(SyslogConfig{Network: "tcp", Addr: addr}, "json", tracer.OutputOptions{OnFailing: func(err error) { failing = append(failing, err) }})
+	s, _ := NewSyslog(SyslogConfig{Network: "tcp", Addr: addr}, "json", OutputOptions{OnFailing: func(err error) { failing = append(failing, err) }})
 	ev := testEvents()[0]
 	start := time.Now()
 	for range 1000 {
@@ -262,7 +262,7 @@ func TestSyslogReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s, _ := NewSyslog(SyslogConfig{Network: "tcp", Addr: l.Addr().String()}, "json", tracer.OutputOptions{})
+	s, _ := NewSyslog(SyslogConfig{Network: "tcp", Addr: l.Addr().String()}, "json", OutputOptions{})
 	defer s.Close()
 	ev := testEvents()[0]
 	_ = s.Write(&ev)
@@ -323,7 +323,7 @@ func TestRsyslogTakesEveryEvent(t *testing.T) {
 	}
 	sent := map[uint32]tracer.Event{}
 	for k, cfg := range cfgs {
-		s, err := NewSyslog(cfg, "json", tracer.OutputOptions{})
+		s, err := NewSyslog(cfg, "json", OutputOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func TestRsyslogTakesEveryEvent(t *testing.T) {
 }
 
 func BenchmarkSyslogEncode(b *testing.B) {
-	s := &Syslog{enc: tracer.AppendJSON, framed: true, host: "node-1", procid: "4242"}
+	s := &Syslog{enc: AppendJSON, framed: true, host: "node-1", procid: "4242"}
 	e := testEvents()[0]
 	buf := make([]byte, 0, 4096)
 	for b.Loop() {
@@ -384,7 +384,7 @@ func BenchmarkSyslogEncode(b *testing.B) {
 // message.
 func TestJournaldReadsTheLocalForm(t *testing.T) {
 	jd := tracertest.StartJournald(t)
-	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: jd.DevLog}, "json", tracer.OutputOptions{})
+	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: jd.DevLog}, "json", OutputOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,11 +156,11 @@ func startHeld(o Options, withLoginUID bool) (*heldCmd, error) {
 // release lets the command exec and waits for it: its exit status and the
 // rusage of its tree (the command and the descendants it waited for, as
 // /usr/bin/time counts), less what the held step used before the exec.
-func (h *heldCmd) release() (tracer.Rusage, int, error) {
+func (h *heldCmd) release() (Rusage, int, error) {
 	start := time.Now()
 	_, _ = h.gate.Write([]byte{1})
 	err := h.cmd.Wait()
-	ru := tracer.Rusage{Elapsed: time.Since(start)}
+	ru := Rusage{Elapsed: time.Since(start)}
 	h.pty.close()
 	heldUser, heldSys := h.heldUsage()
 	h.gate.Close()

@@ -48,7 +48,7 @@ type Options struct {
 type Result struct {
 	// Report has the counts, the loss, the tree's rusage and the
 	// command's exit status (128+N when a signal N killed it).
-	Report *tracer.TraceReport
+	Report *Report
 	// PID is the command's process id, AUID the login uid it was given
 	// (vocab.UnsetID when the backend follows the tree by pid).
 	PID, AUID uint32
@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, runErr
 	}
 	return &Result{
-		Report:   &tracer.TraceReport{Backend: b.Name(), Counts: counts, Lost: st.TotalLost(), Rusage: ru, ExitCode: code},
+		Report:   &Report{Backend: b.Name(), Counts: counts, Lost: st.TotalLost(), Rusage: ru, ExitCode: code},
 		PID:      pid,
 		AUID:     held.auid,
 		CloseErr: closeErr,

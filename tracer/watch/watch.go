@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
 // Options says what to watch and where the events go.
@@ -23,16 +24,16 @@ type Options struct {
 	Backend tracer.Backend
 	// Config holds the filters and the backend's settings.
 	Config tracer.Config
-	// Format is the output format, text or json (tracer.NewSink), and
+	// Format is the output format, text or json (sink.NewSink), and
 	// Output where the events go.
 	Format string
 	Output io.Writer
-	// NewSink, when set, makes the sink instead of tracer.NewSink(Format,
+	// NewSink, when set, makes the sink instead of sink.NewSink(Format,
 	// Output): destinations that take events rather than bytes (the
 	// journal, syslog, OTLP). opts carry the watch's error callbacks.
-	NewSink func(opts tracer.OutputOptions) (tracer.Sink, error)
+	NewSink func(opts sink.OutputOptions) (tracer.Sink, error)
 	// Time is how text lines show the time (--time).
-	Time tracer.TimeMode
+	Time sink.TimeMode
 	// Duration, when positive, ends the watch after that long.
 	Duration time.Duration
 	// Ancestry, when positive, adds up to that many ancestors to each
@@ -106,15 +107,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	newSink := o.NewSink
 	if newSink == nil {
-		newSink = func(opts tracer.OutputOptions) (tracer.Sink, error) { return tracer.NewSink(o.Format, o.Output, opts) }
+		newSink = func(opts sink.OutputOptions) (tracer.Sink, error) { return sink.NewSink(o.Format, o.Output, opts) }
 	}
-	sink, err := newSink(tracer.OutputOptions{
+	s, err := newSink(sink.OutputOptions{
 		Backpressure: cfg.Backpressure, OnError: onError, OnFailing: o.OutputFailing, Abort: o.Abort, Time: o.Time,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p := tracer.NewPipeline(cfg, sink)
+	p := tracer.NewPipeline(cfg, s)
 	defer p.Close()
 	// Two tracers never report each other: each registers, and leaves out
 	// the others it finds registered (its own process its backend leaves

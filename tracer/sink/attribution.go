@@ -1,9 +1,10 @@
-package tracer
+package sink
 
 import (
 	"fmt"
 	"strconv"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -13,17 +14,17 @@ import (
 
 // appendExecIDJSON appends field key (with its opening quote) and id,
 // unless id is unknown.
-func appendExecIDJSON(b []byte, key string, id ExecID) []byte {
+func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 	if id.IsZero() {
 		return b
 	}
 	b = append(b, key...)
-	b = AppendExecID(b, id)
+	b = tracer.AppendExecID(b, id)
 	return append(b, '"')
 }
 
 // appendCgroupJSON appends cgroup, container_id and unit.
-func appendCgroupJSON(b []byte, e *Event) []byte {
+func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
 	if e.Cgroup != "" {
 		b = append(b, `,"cgroup":`...)
 		b = appendString(b, e.Cgroup)
@@ -40,7 +41,7 @@ func appendCgroupJSON(b []byte, e *Event) []byte {
 }
 
 // appendAncestorsJSON appends ancestors.
-func appendAncestorsJSON(b []byte, e *Event) []byte {
+func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 	if len(e.Ancestors) == 0 {
 		return b
 	}
@@ -55,7 +56,7 @@ func appendAncestorsJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"comm":`...)
 		b = appendString(b, a.Comm)
 		b = append(b, `,"exec_id":"`...)
-		b = AppendExecID(b, a.ExecID)
+		b = tracer.AppendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}
 	return append(b, ']')
@@ -64,7 +65,7 @@ func appendAncestorsJSON(b []byte, e *Event) []byte {
 // appendSignalJSON appends a signal event's signal, its syscall and ret
 // (only for signals a syscall sent), and what the kernel said of it but
 // the target's exec id.
-func appendSignalJSON(b []byte, e *Event) []byte {
+func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"signal":`...)
 	b = appendInt(b, int64(e.Signal))
 	b = append(b, `,"signal_name":`...)
@@ -99,7 +100,7 @@ func appendSignalJSON(b []byte, e *Event) []byte {
 
 // appendExitJSON appends exit_code, or for a process killed by a signal
 // the signal, core flag, its sender and the OOM mark.
-func appendExitJSON(b []byte, e *Event) []byte {
+func appendExitJSON(b []byte, e *tracer.Event) []byte {
 	if !e.Killed() {
 		b = append(b, `,"exit_code":`...)
 		return appendInt(b, int64(e.ExitCode))
@@ -119,7 +120,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 		b = appendString(b, k.Comm)
 		if !k.ExecID.IsZero() {
 			b = append(b, `,"exec_id":"`...)
-			b = AppendExecID(b, k.ExecID)
+			b = tracer.AppendExecID(b, k.ExecID)
 			b = append(b, '"')
 		}
 		b = append(b, `,"code":"`...)
@@ -141,7 +142,7 @@ func appendExitJSON(b []byte, e *Event) []byte {
 
 // appendSignalText appends "kill -> 4300 SIGUSR1 ret=0 (SI_USER, delivered, to sleep)",
 // or for the kernel's own "kernel -> 4300 SIGSEGV (SEGV_MAPERR, delivered, to segv)".
-func appendSignalText(b []byte, e *Event) []byte {
+func appendSignalText(b []byte, e *tracer.Event) []byte {
 	via := e.Syscall
 	if via == "" {
 		via = "kernel"
@@ -174,7 +175,7 @@ func appendSignalText(b []byte, e *Event) []byte {
 // appendExitText appends the cause in words: "code=3", "killed by SIGKILL
 // from oom-killer", "killed by SIGSEGV (SEGV_MAPERR) from the kernel, core
 // dumped", "killed by SIGTERM from systemd (pid 1) via kill".
-func appendExitText(b []byte, e *Event) []byte {
+func appendExitText(b []byte, e *tracer.Event) []byte {
 	if !e.Killed() {
 		return fmt.Appendf(b, "code=%d", e.ExitCode)
 	}
@@ -201,7 +202,7 @@ func appendExitText(b []byte, e *Event) []byte {
 
 // viaSyscall names the call that sent a user signal, from the code where
 // the backend did not see the syscall.
-func viaSyscall(k *KilledBy) string {
+func viaSyscall(k *tracer.KilledBy) string {
 	if k.Syscall != "" {
 		return k.Syscall
 	}

@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 // FormatEncoder returns the Encoder of a --format value, for sinks that
 // carry one line per event in a message of their own (syslog): text (the

@@ -1,6 +1,6 @@
 //go:build linux
 
-package tracer_test
+package sink_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -123,7 +124,7 @@ func TestHostileStringsOutput(t *testing.T) {
 			}
 
 			var text bytes.Buffer
-			s := tracer.NewTextSink(&text)
+			s := sink.NewTextSink(&text)
 			for _, e := range kept {
 				if err := s.Write(e); err != nil {
 					t.Fatal(err)
@@ -135,7 +136,7 @@ func TestHostileStringsOutput(t *testing.T) {
 			checkOneLineEach(t, "text", text.Bytes(), len(kept)+1) // +1: the header
 
 			var js bytes.Buffer
-			s2 := tracer.NewJSONSink(&js)
+			s2 := sink.NewJSONSink(&js)
 			for _, e := range kept {
 				if err := s2.Write(e); err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"errors"
@@ -6,52 +6,17 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer/vocab"
+	"github.com/tracer-dev/tracer/tracer"
 )
-
-// Backpressure says what an output does when its reader falls behind.
-type Backpressure uint8
-
-const (
-	// BackpressureDrop drops events when the output queue is full and
-	// the output has stalled, and counts them (stage queue). While the
-	// writer makes progress (a slow disk, a storm) the reader waits for
-	// room, and the kernel's buffer (the audit backlog, the eBPF ring)
-	// holds what comes meanwhile, or drops and counts it when full: the
-	// processes the kernel watches never wait.
-	BackpressureDrop Backpressure = iota
-	// BackpressureBlock waits for the output: nothing is dropped here, and
-	// a stalled reader stalls the backend (and, on audit, the node).
-	BackpressureBlock
-)
-
-// ParseBackpressure reads a --backpressure value.
-func ParseBackpressure(s string) (Backpressure, error) {
-	switch strings.ToLower(s) {
-	case "", "drop":
-		return BackpressureDrop, nil
-	case "block":
-		return BackpressureBlock, nil
-	}
-	return 0, vocab.Usagef("unknown --backpressure %q: use drop or block", s)
-}
-
-func (b Backpressure) String() string {
-	if b == BackpressureBlock {
-		return "block"
-	}
-	return "drop"
-}
 
 // OutputOptions tune a sink's output queue.
 type OutputOptions struct {
-	Backpressure Backpressure
+	Backpressure tracer.Backpressure
 	// QueueBytes bounds the encoded events waiting for the writer (0: 16 MiB).
 	QueueBytes int
 	// OnError is called once, from the writer goroutine, when the reader
@@ -74,9 +39,10 @@ type OutputOptions struct {
 const (
 	chunkBytes        = 256 << 10
 	defaultQueueBytes = 16 << 20
-	// stallAfter: a write that has not returned for this long means the
-	// output stalled (a pipe nobody reads): a full queue then drops at
-	// once, where it waits for a writer that makes progress.
+	// stallAfter: a write (or a send to a daemon) that has not returned
+	// for this long means the output stalled (a pipe nobody reads): a full
+	// queue then drops at once, where it waits for a writer that makes
+	// progress.
 	stallAfter = 250 * time.Millisecond
 )
 
@@ -155,7 +121,7 @@ func (q *outQueue) put(b []byte) {
 	}
 	if len(q.cur.buf) > 0 && len(q.cur.buf)+len(b) > chunkBytes {
 		wait := waitProgress
-		if q.opts.Backpressure == BackpressureBlock {
+		if q.opts.Backpressure == tracer.BackpressureBlock {
 			wait = waitAbort
 		}
 		if !q.handoff(wait) {
@@ -412,20 +378,6 @@ func (q *outQueue) error() error {
 	return q.err
 }
 
-// OutputLoss is what a sink with an output queue lost: events dropped
-// because the queue was full, and events its writer could not write.
-type OutputLoss struct{ Queue, Output uint64 }
-
-// LossReporter is a sink that counts its own loss (the queued sinks).
-type LossReporter interface {
-	Loss() OutputLoss
-}
-
-// Kicker is a sink that can pass buffered events on without waiting.
-type Kicker interface {
-	Kick()
-}
-
 // bufSink is the queued writer both formats share. Write is called from
 // one goroutine; Flush, Kick and Close may be called from another.
 type bufSink struct {
@@ -456,6 +408,6 @@ func (s *bufSink) Kick() { s.q.kick() }
 func (s *bufSink) Close() error { return s.q.close() }
 
 // Loss reports events dropped by a full queue and events not written.
-func (s *bufSink) Loss() OutputLoss {
-	return OutputLoss{Queue: s.q.lostQueue.Load(), Output: s.q.lostOutput.Load()}
+func (s *bufSink) Loss() tracer.OutputLoss {
+	return tracer.OutputLoss{Queue: s.q.lostQueue.Load(), Output: s.q.lostOutput.Load()}
 }

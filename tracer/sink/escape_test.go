@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -132,11 +133,11 @@ func FuzzEscape(f *testing.F) {
 	f.Fuzz(checkEscaped)
 }
 
-func hostileEvents() []*Event {
+func hostileEvents() []*tracer.Event {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
 	comm := "x\nFAKE\x1b[31m\xff"
 	file := "/tmp/a\nb\x1b]0;t\x07\xfe\xc2\x9b"
-	return []*Event{
+	return []*tracer.Event{
 		{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: comm, PPID: 1, Filename: file,
 			Argv: []string{file, "\r\t", "ok \"q\"", "\xc2\x85\u2028"}},
 		{Time: when, Backend: "audit", Type: vocab.TypeFork, PID: 42, Comm: comm, Syscall: "clone\n", ChildPID: 43},
@@ -147,7 +148,7 @@ func hostileEvents() []*Event {
 		{Time: when, Backend: "ebpf", Type: vocab.TypeSignal, PID: 42, Comm: comm, Syscall: "kill", TargetPID: 43, Signal: 15,
 			TargetComm: "\xc2\x9b2J\xff"},
 		{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 43, Comm: comm, Signal: 9,
-			KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 42, Comm: "\xc2\x9b2J\xff\u202e", Syscall: "kill\xc2\x85"}},
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 42, Comm: "\xc2\x9b2J\xff\u202e", Syscall: "kill\xc2\x85"}},
 	}
 }
 
@@ -172,21 +173,21 @@ func TestAppendTextHostile(t *testing.T) {
 func TestAppendTextQuotesSpaces(t *testing.T) {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
 	cases := []struct {
-		e    *Event
+		e    *tracer.Event
 		want string
 	}{
-		{&Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: "x 0 ppid=1", UID: 1000, PPID: 1,
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: "x 0 ppid=1", UID: 1000, PPID: 1,
 			Filename: "/tmp/a b", Argv: []string{"a b"}},
 			`03:04:05.006 ebpf    exec   42      "x 0 ppid=1"     1000       ppid=1 ret=0 "/tmp/a b" "a b"`},
-		{&Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: `"q`, PPID: 1, Filename: `/tmp/"x`},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 42, Comm: `"q`, PPID: 1, Filename: `/tmp/"x`},
 			`03:04:05.006 ebpf    exec   42      "\"q"            0          ppid=1 ret=0 "/tmp/\"x"`},
-		{&Event{Time: when, Backend: "ebpf", Type: vocab.TypeFork, PID: 42, Comm: "", Syscall: "clone 3", ChildPID: 43},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeFork, PID: 42, Comm: "", Syscall: "clone 3", ChildPID: 43},
 			`03:04:05.006 ebpf    fork   42      ""               0          "clone 3" -> 43`},
-		{&Event{Time: when, Backend: "ebpf", Type: vocab.TypeSignal, PID: 42, Comm: "a b", Syscall: "kill", TargetPID: 43, Signal: 15,
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeSignal, PID: 42, Comm: "a b", Syscall: "kill", TargetPID: 43, Signal: 15,
 			TargetComm: "sl eep"},
 			`03:04:05.006 ebpf    signal 42      "a b"            0          kill -> 43 SIGTERM ret=0 (to "sl eep")`},
-		{&Event{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 43, Comm: "sleep", Signal: 15,
-			KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "sys temd", Syscall: "kill"}},
+		{&tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 43, Comm: "sleep", Signal: 15,
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "sys temd", Syscall: "kill"}},
 			`03:04:05.006 ebpf    exit   43      sleep            0          killed by SIGTERM from "sys temd" (pid 1) via kill`},
 	}
 	for _, c := range cases {
@@ -202,7 +203,7 @@ func TestAppendTextQuotesSpaces(t *testing.T) {
 		if r.IntN(2) == 0 {
 			comm = strings.Repeat(" ", r.IntN(3)) + comm + " \"x"
 		}
-		line := string(AppendText(nil, &Event{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 7, Comm: comm}))
+		line := string(AppendText(nil, &tracer.Event{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 7, Comm: comm}))
 		f := splitQuoted(line)
 		if len(f) != 7 || f[6] != "code=0" {
 			t.Fatalf("comm %q: line %q splits into %q", comm, line, f)
@@ -242,7 +243,7 @@ func splitQuoted(line string) []string {
 
 // oldAppendText is AppendText as it was before escaping, with fmt: for
 // plain strings the columns must not move.
-func oldAppendText(b []byte, e *Event) []byte {
+func oldAppendText(b []byte, e *tracer.Event) []byte {
 	b = e.Time.Local().AppendFormat(b, "15:04:05.000")
 	b = fmt.Appendf(b, " %-7s %-6s %-7d %-16s %-10d ", e.Backend, e.Type, e.PID, e.Comm, e.UID)
 	switch e.Type {
@@ -264,7 +265,7 @@ func oldAppendText(b []byte, e *Event) []byte {
 
 func TestAppendTextPlainUnchanged(t *testing.T) {
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)
-	events := []*Event{
+	events := []*tracer.Event{
 		{Time: when, Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
 			Filename: "/usr/bin/grep", Argv: []string{"grep", "-v", "a b", "x\ty", "é"}, Ret: 0},
 		{Time: when, Backend: "audit", Type: vocab.TypeExec, PID: 4294967295, Comm: "a-very-long-comm", UID: 4294967295,
@@ -277,7 +278,7 @@ func TestAppendTextPlainUnchanged(t *testing.T) {
 		{Time: when, Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "systemd", Syscall: "kill", TargetPID: 4300, Signal: 15,
 			HasCode: true, Code: vocab.SIUser, Result: vocab.ResultDelivered, TargetComm: "sleep"},
 		{Time: when, Backend: "ebpf", Type: vocab.TypeExit, PID: 4300, Comm: "sleep", Signal: 15,
-			KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "systemd", Syscall: "kill"}},
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "systemd", Syscall: "kill"}},
 	}
 	for _, e := range events {
 		if got, want := string(AppendText(nil, e)), string(oldAppendText(nil, e)); got != want {
@@ -323,26 +324,6 @@ func TestTextSinkOneLinePerEvent(t *testing.T) {
 	}
 }
 
-func TestTraceTableHostile(t *testing.T) {
-	c := NewCounts()
-	for _, e := range hostileEvents()[:3] { // exec, fork, signal
-		c.Add(e)
-	}
-	var b bytes.Buffer
-	if err := (&TraceReport{Backend: "ebpf", Counts: c}).WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := `@exec_calls[x\nFAKE\x1b[31m\xff, /tmp/a\nb\x1b]0;t\a\xfe\u009b]: 1
-@fork_calls[x\nFAKE\x1b[31m\xff]: 1
-@signals[x\nFAKE\x1b[31m\xff -> -1, SIGUSR1]: 1
-total: exec 1  fork 1  signal 1  lost 0
-elapsed 0.00s  user 0.00s  sys 0.00s  cpu 0%
-`
-	if b.String() != want {
-		t.Errorf("table:\n%s\nwant\n%s", b.String(), want)
-	}
-}
-
 // jsonDecoded is what a JSON reader gets back for s: each byte that is
 // not UTF-8 read as U+FFFD.
 func jsonDecoded(s string) string {
@@ -355,7 +336,7 @@ func jsonDecoded(s string) string {
 
 // checkJSON fails t unless e's JSON line is valid, one line, free of raw
 // controls, and holds its strings as a reader should get them.
-func checkJSON(t *testing.T, e *Event) {
+func checkJSON(t *testing.T, e *tracer.Event) {
 	t.Helper()
 	line := AppendJSON(nil, e)
 	if !json.Valid(line) {
@@ -395,7 +376,7 @@ func TestJSONValidForAnyBytes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 5000; i++ {
 		str := func() string { return randomString(r, r.IntN(30)) }
-		e := &Event{Type: vocab.AllTypes[r.IntN(len(vocab.AllTypes))], Backend: str(), Comm: str(), Filename: str(), Syscall: str(),
+		e := &tracer.Event{Type: vocab.AllTypes[r.IntN(len(vocab.AllTypes))], Backend: str(), Comm: str(), Filename: str(), Syscall: str(),
 			Cgroup: str(), ContainerID: str(), Unit: str()}
 		if e.Type != vocab.TypeExec {
 			e.Filename = ""
@@ -408,7 +389,7 @@ func TestJSONValidForAnyBytes(t *testing.T) {
 		}
 		if e.Type == vocab.TypeExit && r.IntN(2) == 0 {
 			e.Signal = 9
-			e.KilledBy = KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: str(), Syscall: str()}
+			e.KilledBy = tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: str(), Syscall: str()}
 		}
 		if e.Type == vocab.TypeExec {
 			for j := r.IntN(4); j > 0; j-- {
@@ -423,8 +404,8 @@ func FuzzAppendJSON(f *testing.F) {
 	f.Add("x\nFAKE\x1b[31m\xff", "/tmp/a\x00\xc2\x9b", "\u2028\"\\")
 	f.Add("bash", "/usr/bin/grep", "-v")
 	f.Fuzz(func(t *testing.T, comm, filename, arg string) {
-		checkJSON(t, &Event{Type: vocab.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg, comm}})
-		line := AppendText(nil, &Event{Type: vocab.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg}})
+		checkJSON(t, &tracer.Event{Type: vocab.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg, comm}})
+		line := AppendText(nil, &tracer.Event{Type: vocab.TypeExec, Backend: "audit", Comm: comm, Filename: filename, Argv: []string{arg}})
 		if bytes.IndexByte(line, '\n') >= 0 || firstControl(string(line)) >= 0 {
 			t.Fatalf("text line %q", line)
 		}
@@ -432,7 +413,7 @@ func FuzzAppendJSON(f *testing.F) {
 }
 
 func BenchmarkAppendText(b *testing.B) {
-	e := &Event{Time: time.Now(), Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
+	e := &tracer.Event{Time: time.Now(), Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", UID: 1000, PPID: 4242,
 		Filename: "/usr/bin/grep", Argv: []string{"grep", "-v", "pattern", "/var/log/messages"}}
 	buf := make([]byte, 0, 512)
 	b.ReportAllocs()

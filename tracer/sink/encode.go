@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"encoding/binary"
@@ -11,20 +11,13 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// Sink writes events somewhere. Write is called from one goroutine; Flush and
-// Close may be called from another.
-type Sink interface {
-	Write(e *Event) error
-	Flush() error
-	Close() error
-}
-
 // NewSink returns the sink for a --format value: "text", "json", or a
 // format registered with RegisterFormat.
-func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
+func NewSink(format string, w io.Writer, opts OutputOptions) (tracer.Sink, error) {
 	switch format {
 	case "text", "":
 		return NewTextSink(w, opts), nil
@@ -44,7 +37,7 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (Sink, error) {
 }
 
 // Encoder appends one event's line to b, without the newline.
-type Encoder func(b []byte, e *Event) []byte
+type Encoder func(b []byte, e *tracer.Event) []byte
 
 // formats are the line formats other packages registered (tracer/sink:
 // the schemas pipelines speak), by --format name.
@@ -77,7 +70,7 @@ func NewLineSink(w io.Writer, enc Encoder, opts ...OutputOptions) *LineSink {
 }
 
 // Write encodes e.
-func (s *LineSink) Write(e *Event) error {
+func (s *LineSink) Write(e *tracer.Event) error {
 	s.buf = append(s.enc(s.buf[:0], e), '\n')
 	return s.write(s.buf)
 }
@@ -92,7 +85,7 @@ type JSONSink struct {
 	// pids and exec ids alone. buf holds the last line; body is where its
 	// part after the time starts, and ends where each of its segments
 	// ends (counted from body).
-	last     Event
+	last     tracer.Event
 	haveLast bool
 	body     int
 	ends     [maxJSONSegs]int
@@ -115,7 +108,7 @@ func NewJSONSink(w io.Writer, opts ...OutputOptions) *JSONSink {
 
 // Write encodes e. The encoder is hand-written: at 200,000 events a second
 // encoding/json's reflection would be the consumer's largest cost.
-func (s *JSONSink) Write(e *Event) error {
+func (s *JSONSink) Write(e *tracer.Event) error {
 	switch {
 	case !s.haveLast || e.Type != s.last.Type:
 		s.encode(e)
@@ -141,7 +134,7 @@ func (s *JSONSink) setTime(t time.Time) {
 }
 
 // encode makes e's line the last line.
-func (s *JSONSink) encode(e *Event) {
+func (s *JSONSink) encode(e *tracer.Event) {
 	b := appendJSONTime(s.buf[:0], e.Time)
 	s.body = len(b)
 	for i, sg := range jsonSegs(e.Type) {
@@ -156,7 +149,7 @@ func (s *JSONSink) encode(e *Event) {
 // line. Only the segments e changes are encoded, into tbuf; where each
 // keeps its length (pids of as many digits), they overwrite the old ones
 // in place, else the line is rebuilt from them and the others.
-func (s *JSONSink) update(e *Event) {
+func (s *JSONSink) update(e *tracer.Event) {
 	segs := jsonSegs(e.Type)
 	diff := changedSegs(e, &s.last)
 	if diff&pidSegs != 0 {
@@ -246,7 +239,7 @@ const pidSegs = 1<<segPID | 1<<segExecID | 1<<segParentExecID | 1<<segTargetPID 
 // than the rest of the line. It returns the segments left to encode;
 // where none are, the last event takes e's pids (and keeps fields that
 // e's line does not print).
-func (s *JSONSink) patchPIDs(e *Event, diff segSet) segSet {
+func (s *JSONSink) patchPIDs(e *tracer.Event, diff segSet) segSet {
 	l := &s.last
 	at := jsonSegIndex(e.Type)
 	// Straight-line code: a loop over the segments, with a switch, cost
@@ -318,7 +311,7 @@ func (s *JSONSink) patchUint(end int, old, v uint64) bool {
 // line's bytes at end, with id, if both are known and their pids and
 // starts have as many digits (an unknown id prints nothing). Where it
 // fails, update encodes the segment again, whatever was written here.
-func (s *JSONSink) patchExecID(end int, old, id ExecID) bool {
+func (s *JSONSink) patchExecID(end int, old, id tracer.ExecID) bool {
 	if id.IsZero() || old.IsZero() || !s.patchUint(end-1, uint64(old.PID), uint64(id.PID)) {
 		return false
 	}
@@ -327,7 +320,7 @@ func (s *JSONSink) patchExecID(end int, old, id ExecID) bool {
 }
 
 // remember keeps a copy of e, its slices included (backends reuse theirs).
-func (s *JSONSink) remember(e *Event) {
+func (s *JSONSink) remember(e *tracer.Event) {
 	argv, anc := s.last.Argv[:0], s.last.Ancestors[:0]
 	s.last = *e
 	s.last.Argv = append(argv, e.Argv...)
@@ -338,7 +331,7 @@ func (s *JSONSink) remember(e *Event) {
 // sameButTime reports whether a and b differ at most in their time, that
 // is whether their JSON lines differ at most there. It names every field
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
-func sameButTime(a, b *Event) bool {
+func sameButTime(a, b *tracer.Event) bool {
 	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
 		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
@@ -352,7 +345,7 @@ func sameButTime(a, b *Event) bool {
 		slices.Equal(a.Argv, b.Argv) && slices.Equal(a.Ancestors, b.Ancestors)
 }
 
-func sameKiller(a, b *KilledBy) bool {
+func sameKiller(a, b *tracer.KilledBy) bool {
 	return a.Origin == b.Origin && a.PID == b.PID && a.ExecID == b.ExecID && a.Code == b.Code &&
 		sameString(a.Comm, b.Comm) && sameString(a.Syscall, b.Syscall)
 }
@@ -364,7 +357,7 @@ func sameString(a, b string) bool {
 }
 
 // AppendJSON appends e as one JSON object, with the fields docs/events.md gives its type.
-func AppendJSON(b []byte, e *Event) []byte {
+func AppendJSON(b []byte, e *tracer.Event) []byte {
 	return appendJSONBody(appendJSONTime(b, e.Time), e)
 }
 
@@ -377,7 +370,7 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 }
 
 // appendJSONBody appends the rest of the object after its time.
-func appendJSONBody(b []byte, e *Event) []byte {
+func appendJSONBody(b []byte, e *tracer.Event) []byte {
 	for _, sg := range jsonSegs(e.Type) {
 		b = appendSeg(b, e, sg)
 	}
@@ -406,13 +399,13 @@ const (
 	segSignal                      // signal ... target_comm
 	segTargetExecID                // target_exec_id
 	segExit                        // exit_code or signal ... oom_kill
-	segThrottle                    // source ... suppressed_by_type (sink_throttle.go)
+	segThrottle                    // source ... suppressed_by_type (throttle.go)
 )
 
 const maxJSONSegs = 10
 
 // jsonSegsOf lists each type's segments.
-var jsonSegsOf = func() (t [vocab.NumTypes][]jsonSeg) {
+var jsonSegsOf = func() (t [tracer.NumTypes][]jsonSeg) {
 	head := []jsonSeg{segKind, segPID, segUser, segExecID, segParentExecID, segCgroup, segAncestors}
 	for i := range t {
 		t[i] = head[:len(head):len(head)]
@@ -432,7 +425,7 @@ var jsonSegsOf = func() (t [vocab.NumTypes][]jsonSeg) {
 
 // jsonSegIndexOf[t][sg] is where segment sg is in jsonSegsOf[t], -1
 // where it is not.
-var jsonSegIndexOf = func() (x [vocab.NumTypes][16]int8) {
+var jsonSegIndexOf = func() (x [tracer.NumTypes][16]int8) {
 	for t, segs := range jsonSegsOf {
 		for sg := range x[t] {
 			x[t][sg] = int8(slices.Index(segs, jsonSeg(sg)))
@@ -443,7 +436,7 @@ var jsonSegIndexOf = func() (x [vocab.NumTypes][16]int8) {
 
 // jsonSegIndex returns where each segment is in jsonSegs(t).
 func jsonSegIndex(t vocab.Type) *[16]int8 {
-	if t < vocab.NumTypes {
+	if t < tracer.NumTypes {
 		return &jsonSegIndexOf[t]
 	}
 	return &jsonSegIndexOf[vocab.TypeNone]
@@ -452,14 +445,14 @@ func jsonSegIndex(t vocab.Type) *[16]int8 {
 // jsonSegs returns the segments of an event of type t; an unknown type
 // has those of every type alone.
 func jsonSegs(t vocab.Type) []jsonSeg {
-	if t < vocab.NumTypes {
+	if t < tracer.NumTypes {
 		return jsonSegsOf[t]
 	}
 	return jsonSegsOf[vocab.TypeNone]
 }
 
 // appendSeg appends segment sg of e.
-func appendSeg(b []byte, e *Event, sg jsonSeg) []byte {
+func appendSeg(b []byte, e *tracer.Event, sg jsonSeg) []byte {
 	switch sg {
 	case segKind:
 		return appendKindJSON(b, e)
@@ -501,7 +494,7 @@ type segSet uint16
 // changedSegs returns the segments whose fields differ between a and b,
 // events of one type. One pass of plain comparisons: a call per segment
 // cost more than the comparisons themselves.
-func changedSegs(a, b *Event) segSet {
+func changedSegs(a, b *tracer.Event) segSet {
 	var m segSet
 	if a.Type != b.Type || !sameString(a.Backend, b.Backend) {
 		m |= 1 << segKind
@@ -558,7 +551,7 @@ func changedSegs(a, b *Event) segSet {
 	return m
 }
 
-func appendKindJSON(b []byte, e *Event) []byte {
+func appendKindJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"backend":`...)
 	b = appendString(b, e.Backend)
 	b = append(b, `,"type":"`...)
@@ -566,7 +559,7 @@ func appendKindJSON(b []byte, e *Event) []byte {
 	return append(b, '"')
 }
 
-func appendUserJSON(b []byte, e *Event) []byte {
+func appendUserJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"comm":`...)
 	b = appendString(b, e.Comm)
 	b = append(b, `,"uid":`...)
@@ -575,7 +568,7 @@ func appendUserJSON(b []byte, e *Event) []byte {
 	return appendUint(b, uint64(e.AUID))
 }
 
-func appendExecJSON(b []byte, e *Event) []byte {
+func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"ppid":`...)
 	b = appendUint(b, uint64(e.PPID))
 	b = append(b, `,"filename":`...)
@@ -595,7 +588,7 @@ func appendExecJSON(b []byte, e *Event) []byte {
 	return appendInt(b, e.Ret)
 }
 
-func appendForkJSON(b []byte, e *Event) []byte {
+func appendForkJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"child_pid":`...)
 	b = appendUint(b, uint64(e.ChildPID))
 	b = append(b, `,"syscall":`...)
@@ -752,7 +745,7 @@ const TextHeader = "TIME         " + textColumns
 const textColumns = "BACKEND TYPE   PID     COMM             UID        DETAILS\n"
 
 // Write prints e.
-func (s *TextSink) Write(e *Event) error {
+func (s *TextSink) Write(e *tracer.Event) error {
 	b := s.buf[:0]
 	if !s.header {
 		s.header = true
@@ -771,12 +764,12 @@ func (s *TextSink) Write(e *Event) error {
 // (appendField): comm, file names and argv come from whoever runs a
 // process, and one event must stay one line of its columns that drives
 // no terminal.
-func AppendText(b []byte, e *Event) []byte {
+func AppendText(b []byte, e *tracer.Event) []byte {
 	return appendTextBody(TimeClock.appendTime(b, e.Time, time.Time{}), e)
 }
 
 // appendTextBody is a text line after its time column.
-func appendTextBody(b []byte, e *Event) []byte {
+func appendTextBody(b []byte, e *tracer.Event) []byte {
 	b = appendColumn(b, e.Backend, 7)
 	b = append(b, ' ')
 	b = appendColumn(b, e.Type.String(), 6)

@@ -1,4 +1,4 @@
-package tracer
+package trace
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -26,11 +28,11 @@ func (r Rusage) CPUPct() float64 {
 	return 100 * float64(r.User+r.Sys) / float64(r.Elapsed)
 }
 
-// TraceReport is what `tracer trace` prints: counts of one command's tree,
+// Report is what `tracer trace` prints: counts of one command's tree,
 // loss, the tree's resource use and the command's exit status.
-type TraceReport struct {
+type Report struct {
 	Backend  string
-	Counts   *Counts
+	Counts   *tracer.Counts
 	Lost     uint64
 	Rusage   Rusage
 	ExitCode int
@@ -39,17 +41,17 @@ type TraceReport struct {
 // WriteTable prints the report as bpftrace-style maps. Comm and file names
 // are escaped (see Escape): the traced command chose them, and a newline or
 // an ESC in one must not forge a line or drive the reader's terminal.
-func (r *TraceReport) WriteTable(w io.Writer) error {
+func (r *Report) WriteTable(w io.Writer) error {
 	c := r.Counts
 	var b []byte
 	for _, k := range c.ExecKeys() {
-		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", Escape(k.Comm), Escape(k.Filename), c.Exec[k])
+		b = fmt.Appendf(b, "@exec_calls[%s, %s]: %d\n", sink.Escape(k.Comm), sink.Escape(k.Filename), c.Exec[k])
 	}
 	for _, k := range c.ForkKeys() {
-		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", Escape(k), c.Fork[k])
+		b = fmt.Appendf(b, "@fork_calls[%s]: %d\n", sink.Escape(k), c.Fork[k])
 	}
 	for _, k := range c.SignalKeys() {
-		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", Escape(k.Comm), k.Target, Escape(vocab.SignalName(k.Signal)), c.Signals[k])
+		b = fmt.Appendf(b, "@signals[%s -> %d, %s]: %d\n", sink.Escape(k.Comm), k.Target, sink.Escape(vocab.SignalName(k.Signal)), c.Signals[k])
 	}
 	b = fmt.Appendf(b, "total: exec %d  fork %d  signal %d", c.Total(vocab.TypeExec), c.Total(vocab.TypeFork), c.Total(vocab.TypeSignal))
 	if n := c.Total(vocab.TypeExit); n > 0 {
@@ -114,7 +116,7 @@ func round3(f float64) float64 {
 }
 
 // MarshalJSON renders trace's JSON report (docs/trace.md).
-func (r *TraceReport) MarshalJSON() ([]byte, error) {
+func (r *Report) MarshalJSON() ([]byte, error) {
 	c := r.Counts
 	out := jsonTrace{
 		Backend:   r.Backend,

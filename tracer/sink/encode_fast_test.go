@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -101,12 +102,12 @@ func FuzzAppendStringMatchesByteAtATime(f *testing.F) {
 // sameButTime must name every field of Event but Time: one it missed
 // would make JSONSink write the last event's line for a different event.
 func TestSameButTimeSeesEveryField(t *testing.T) {
-	base := Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: vocab.TypeSignal, Comm: "storm",
-		Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init"}}}
+	base := tracer.Event{Time: time.Unix(1, 0), Backend: "ebpf", Type: vocab.TypeSignal, Comm: "storm",
+		Argv: []string{"a"}, Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init"}}}
 	twin := base
 	twin.Time = time.Unix(2, 0)
 	twin.Argv = append([]string(nil), base.Argv...)
-	twin.Ancestors = append([]Ancestor(nil), base.Ancestors...)
+	twin.Ancestors = append([]tracer.Ancestor(nil), base.Ancestors...)
 	if !sameButTime(&base, &twin) {
 		t.Fatal("events that differ in time alone are not the same")
 	}
@@ -123,7 +124,7 @@ func TestSameButTimeSeesEveryField(t *testing.T) {
 // eachFieldChange changes each field of *e but Time in turn, calls f, and
 // puts the field back; a slice is made longer, then its first element's
 // fields change. It returns how many fields it changed.
-func eachFieldChange(t *testing.T, e *Event, f func(path string)) int {
+func eachFieldChange(t *testing.T, e *tracer.Event, f func(path string)) int {
 	t.Helper()
 	var changed int
 	var walk func(path string, v reflect.Value)
@@ -175,12 +176,12 @@ func eachFieldChange(t *testing.T, e *Event, f func(path string)) int {
 // events of each type, in shapes that print each optional field, every
 // field change that changes a segment's bytes must make sameSeg false.
 func TestJSONSegsSeeTheirFields(t *testing.T) {
-	id := ExecID{PID: 4242, Start: 100}
-	who := Event{Time: time.Unix(1, 0), Backend: "ebpf", PID: 4242, Comm: "storm", UID: 1, AUID: 2,
+	id := tracer.ExecID{PID: 4242, Start: 100}
+	who := tracer.Event{Time: time.Unix(1, 0), Backend: "ebpf", PID: 4242, Comm: "storm", UID: 1, AUID: 2,
 		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
-		Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
-	var bases []Event
-	for _, typ := range []vocab.Type{vocab.TypeNone, vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle, vocab.NumTypes} {
+		Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
+	var bases []tracer.Event
+	for _, typ := range []vocab.Type{vocab.TypeNone, vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle, tracer.NumTypes} {
 		e := who
 		e.Type = typ
 		bases = append(bases, e)
@@ -196,10 +197,10 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 	exit.Type, exit.ExitCode = vocab.TypeExit, 3
 	killed := who
 	killed.Type, killed.Signal, killed.CoreDumped, killed.OOMKill = vocab.TypeExit, 9, true, true
-	killed.KilledBy = KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
+	killed.KilledBy = tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init", ExecID: id, Code: -6, Syscall: "tgkill"}
 	throttle := who
 	throttle.Type = vocab.TypeThrottle
-	throttle.Throttle = Throttle{Source: SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
+	throttle.Throttle = tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 9, Start: time.Unix(1, 0), End: time.Unix(2, 0), Limit: 5, Exec: 1, Fork: 2, Signal: 3, Exit: 4}
 	bases = append(bases, exec, fork, sig, exit, killed, throttle)
 
 	for _, base := range bases {
@@ -230,21 +231,21 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 	var out, want bytes.Buffer
 	s := NewJSONSink(&out)
-	write := func(e *Event) {
+	write := func(e *tracer.Event) {
 		want.Write(AppendJSON(nil, e))
 		want.WriteByte('\n')
 		if err := s.Write(e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	id := ExecID{PID: 4242, Start: 100}
+	id := tracer.ExecID{PID: 4242, Start: 100}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	for _, typ := range []vocab.Type{vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle} {
-		e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, ExecID: id,
-			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []Ancestor{{PID: 1, Comm: "init", ExecID: id}},
+		e := tracer.Event{Time: t0, Backend: "ebpf", Type: typ, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, ExecID: id,
+			ParentExecID: id, Cgroup: "/a", Argv: []string{"a"}, Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init", ExecID: id}},
 			TargetPID: 4242, Signal: 9, Syscall: "kill", HasCode: true, Origin: vocab.OriginUser, TargetComm: "t", TargetExecID: id,
-			KilledBy: KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init"},
-			Throttle: Throttle{Source: SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
+			KilledBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: 1, Comm: "init"},
+			Throttle: tracer.Throttle{Source: tracer.SourceCgroup, CgroupID: 5, Start: t0, End: t0.Add(time.Second), Limit: 1000, Signal: 7}}
 		write(&e)
 		n := 0
 		eachFieldChange(t, &e, func(string) {
@@ -271,17 +272,17 @@ func TestJSONSinkUpdatesAsAppendJSON(t *testing.T) {
 func TestJSONSinkLinesAreAppendJSON(t *testing.T) {
 	var out bytes.Buffer
 	s := NewJSONSink(&out)
-	sig := Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, TargetPID: 4242, Signal: 10,
+	sig := tracer.Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", AUID: vocab.UnsetID, TargetPID: 4242, Signal: 10,
 		Syscall: "kill", HasCode: true, Origin: vocab.OriginUser, Result: vocab.ResultIgnored, TargetComm: "storm",
-		ExecID: ExecID{PID: 4242, Start: 100}, TargetExecID: ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
-	exec := Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
+		ExecID: tracer.ExecID{PID: 4242, Start: 100}, TargetExecID: tracer.ExecID{PID: 4242, Start: 100}, Cgroup: "/"}
+	exec := tracer.Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "sh", Filename: "/bin/true", Argv: []string{"true", "x"}}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	times := []time.Time{t0, t0, t0.Add(time.Millisecond), t0.Add(time.Second), t0.Truncate(time.Millisecond),
 		t0.Truncate(time.Second), t0.Add(7 * time.Nanosecond), t0.Add(7 * time.Nanosecond)}
 	var want bytes.Buffer
 	argv := exec.Argv
 	for i, tm := range times {
-		for _, e := range []*Event{&sig, &sig, &exec, &exec, &sig} {
+		for _, e := range []*tracer.Event{&sig, &sig, &exec, &exec, &sig} {
 			e.Time = tm
 			if i%3 == 1 && e == &exec {
 				argv[1] = "y" // the backend reuses its argv: the copy must not follow
@@ -318,10 +319,10 @@ func TestJSONSinkPatchesPIDsAsAppendJSON(t *testing.T) {
 			p := pids[i%len(pids)]
 			q := pids[(i/3)%len(pids)]
 			st := starts[(i/len(pids))%len(starts)]
-			e := Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: vocab.UnsetID,
-				ExecID: ExecID{PID: p, Start: st}, ParentExecID: ExecID{PID: q, Start: 2},
+			e := tracer.Event{Time: t0, Backend: "ebpf", Type: typ, PID: p, Comm: "storm", AUID: vocab.UnsetID,
+				ExecID: tracer.ExecID{PID: p, Start: st}, ParentExecID: tracer.ExecID{PID: q, Start: 2},
 				TargetPID: int32(q), Signal: 10, Syscall: "kill", TargetComm: "t",
-				TargetExecID: ExecID{PID: q, Start: starts[i%len(starts)]}}
+				TargetExecID: tracer.ExecID{PID: q, Start: starts[i%len(starts)]}}
 			if i%7 == 3 {
 				e.TargetPID = -int32(q)
 			}

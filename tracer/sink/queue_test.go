@@ -1,4 +1,4 @@
-package tracer
+package sink
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -41,14 +42,14 @@ func (w *gateWriter) lines() int {
 	return strings.Count(w.buf.String(), "\n")
 }
 
-func sinkLoss(s Sink) OutputLoss { return s.(LossReporter).Loss() }
+func sinkLoss(s tracer.Sink) tracer.OutputLoss { return s.(tracer.LossReporter).Loss() }
 
 // A reader that does not read must cost events, each counted, and never
 // make the producer wait: written + lost == produced.
 func TestQueueDropsAndCountsWhenStalled(t *testing.T) {
 	w := &gateWriter{open: make(chan struct{})}
 	s := NewJSONSink(w, OutputOptions{QueueBytes: 1 << 20})
-	e := &Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
 	const n = 100_000
 	done := make(chan struct{})
 	go func() {
@@ -96,7 +97,7 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 func TestQueueWaitsForASlowWriter(t *testing.T) {
 	w := &slowWriter{delay: 20 * time.Millisecond}
 	s := NewJSONSink(w, OutputOptions{QueueBytes: 2 * chunkBytes})
-	e := &Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "storm", Signal: 10, Syscall: "kill"}
 	const n = 20_000 // about 12 chunks: six times the queue
 	for range n {
 		_ = s.Write(e)
@@ -116,7 +117,7 @@ func TestQueueCountsWriteErrorExactly(t *testing.T) {
 	close(w.open)
 	var calls int
 	var mu sync.Mutex
-	s := NewTextSink(w, OutputOptions{Backpressure: BackpressureBlock, OnError: func(err error) {
+	s := NewTextSink(w, OutputOptions{Backpressure: tracer.BackpressureBlock, OnError: func(err error) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
@@ -124,7 +125,7 @@ func TestQueueCountsWriteErrorExactly(t *testing.T) {
 			t.Errorf("OnError(%v), want EPIPE", err)
 		}
 	}})
-	e := &Event{Backend: "audit", Type: vocab.TypeExec, PID: 7, Comm: "sh", Filename: "/bin/true", Argv: []string{"true"}}
+	e := &tracer.Event{Backend: "audit", Type: vocab.TypeExec, PID: 7, Comm: "sh", Filename: "/bin/true", Argv: []string{"true"}}
 	const n = 20_000
 	for i := 0; i < n; i++ {
 		_ = s.Write(e)
@@ -149,7 +150,7 @@ func TestQueueAbortCountsPending(t *testing.T) {
 	w := &gateWriter{open: make(chan struct{})}
 	abort := make(chan struct{})
 	s := NewJSONSink(w, OutputOptions{Abort: abort})
-	e := &Event{Backend: "ebpf", Type: vocab.TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
 	for i := 0; i < 1000; i++ {
 		_ = s.Write(e)
 	}
@@ -165,7 +166,7 @@ func TestQueueAbortCountsPending(t *testing.T) {
 func TestQueueFlushWritesEverything(t *testing.T) {
 	var buf bytes.Buffer
 	s := NewJSONSink(&buf)
-	e := &Event{Backend: "ebpf", Type: vocab.TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeFork, PID: 1, Comm: "x", Syscall: "clone"}
 	for i := 0; i < 5000; i++ {
 		_ = s.Write(e)
 	}
@@ -180,7 +181,7 @@ func TestQueueFlushWritesEverything(t *testing.T) {
 
 func BenchmarkJSONSinkQueued(b *testing.B) {
 	s := NewJSONSink(io.Discard)
-	e := &Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: vocab.UnsetID,
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: vocab.UnsetID,
 		TargetPID: 4242, Signal: 10, Syscall: "kill", Time: time.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -190,7 +191,7 @@ func BenchmarkJSONSinkQueued(b *testing.B) {
 }
 
 func BenchmarkAppendJSON(b *testing.B) {
-	e := &Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: vocab.UnsetID,
+	e := &tracer.Event{Backend: "ebpf", Type: vocab.TypeSignal, PID: 4242, Comm: "storm", UID: 0, AUID: vocab.UnsetID,
 		TargetPID: 4242, Signal: 10, Syscall: "kill", Time: time.Now()}
 	buf := make([]byte, 0, 512)
 	b.ReportAllocs()

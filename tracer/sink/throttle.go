@@ -1,15 +1,16 @@
-package tracer
+package sink
 
 import (
 	"strconv"
 
+	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // appendThrottleJSON appends a throttle event's own fields (docs/events.md):
 // `"source":"cgroup","cgroup_id":N,"window_start":T,"window_end":T,
 // "limit":N,"suppressed":N,"suppressed_by_type":{"exec":N,...}`.
-func appendThrottleJSON(b []byte, e *Event) []byte {
+func appendThrottleJSON(b []byte, e *tracer.Event) []byte {
 	t := &e.Throttle
 	b = append(b, `,"source":`...)
 	b = appendString(b, t.Source.String())
@@ -41,10 +42,10 @@ func appendThrottleJSON(b []byte, e *Event) []byte {
 // appendThrottleText appends a throttle event in words: "cgroup
 // /kubepods/x: 1998000 events over 1000/s left out (signal 1998000) in
 // 12:00:01.000-12:00:02.000", or "process: ..." for a process source.
-func appendThrottleText(b []byte, e *Event) []byte {
+func appendThrottleText(b []byte, e *tracer.Event) []byte {
 	t := &e.Throttle
 	b = append(b, t.Source.String()...)
-	if t.Source == SourceCgroup {
+	if t.Source == tracer.SourceCgroup {
 		b = append(b, ' ')
 		if e.Cgroup != "" {
 			b = appendField(b, e.Cgroup)
@@ -72,4 +73,9 @@ func appendThrottleText(b []byte, e *Event) []byte {
 	b = t.Start.Local().AppendFormat(b, "15:04:05.000")
 	b = append(b, '-')
 	return t.End.Local().AppendFormat(b, "15:04:05.000")
+}
+
+func sameThrottle(a, b *tracer.Throttle) bool {
+	return a.Source == b.Source && a.CgroupID == b.CgroupID && a.Start.Equal(b.Start) && a.End.Equal(b.End) &&
+		a.Limit == b.Limit && a.Exec == b.Exec && a.Fork == b.Fork && a.Signal == b.Signal && a.Exit == b.Exit
 }
