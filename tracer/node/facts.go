@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // Facts is what doctor reports and bench records. A nil *bool or empty
@@ -88,7 +89,7 @@ func (s *AuditStatus) State() string {
 		return "disabled"
 	case 1:
 		return "enabled"
-	case 2:
+	case auditstate.EnabledLocked:
 		return "locked"
 	}
 	return "unknown"

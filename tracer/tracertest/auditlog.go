@@ -11,6 +11,8 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // AuditLog reads the audit multicast group (AUDIT_NLGRP_READLOG): a copy
@@ -80,14 +82,14 @@ func (l *AuditLog) WaitFor(t testing.TB, typ uint16, timeout time.Duration, want
 func EnableAudit(t testing.TB) {
 	t.Helper()
 	st := AuditStatus(t)
-	switch st.Enabled {
-	case 1:
+	switch {
+	case auditstate.Locked(st):
+		t.Skipf("%v: cannot turn it on for the test", auditstate.ErrLocked)
+	case st.Enabled == 1:
 		return
-	case 2:
-		t.Skip("audit is locked (enabled=2): cannot turn it on for the test")
 	}
 	set := func(on bool) error {
-		c, err := libaudit.NewAuditClient(nil)
+		c, err := auditstate.Open()
 		if err != nil {
 			return err
 		}
