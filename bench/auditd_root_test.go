@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/bench/result"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -131,7 +132,7 @@ func snapshot(t *testing.T) nodeState {
 	}
 	s.Rules, _ = listRules()
 	s.Leftovers = leftovers(t)
-	s.BenchState, _ = filepath.Glob(filepath.Join(StateDir, "bench-*.json"))
+	s.BenchState, _ = filepath.Glob(filepath.Join(auditstate.StateDir, "bench-*.json"))
 	s.BPF, _ = filepath.Glob("/sys/fs/bpf/*")
 	return s
 }

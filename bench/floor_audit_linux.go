@@ -13,15 +13,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
-	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
-	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -70,7 +68,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	if os.Geteuid() != 0 {
 		return st, vocab.Usagef("the audit floor needs root: run tracer bench with sudo")
 	}
-	ctl, err := libaudit.NewAuditClient(nil)
+	ctl, err := auditstate.Open()
 	if err != nil {
 		return st, fmt.Errorf("opening the audit netlink socket: %w", err)
 	}
@@ -79,8 +77,8 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	if err != nil {
 		return st, fmt.Errorf("reading audit status: %w", err)
 	}
-	if status.Enabled == 2 {
-		return st, vocab.Usagef("audit is locked (enabled 2): no rule can be added until reboot")
+	if auditstate.Locked(status) {
+		return st, vocab.Usagef("%w", auditstate.ErrLocked)
 	}
 	var undo []func() error
 	defer func() {
@@ -90,11 +88,20 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 			}
 		}
 	}()
+	// What the floor changes (enabled, the backlog) goes back as found.
+	found := auditstate.SettingsOf(status)
+	undo = append(undo, func() error {
+		now, err := ctl.GetStatus()
+		if err != nil {
+			return fmt.Errorf("reading audit status: %w", err)
+		}
+		_, err = found.Restore(ctl, now, auditstate.Recorded...)
+		return err
+	})
 	if status.Enabled == 0 {
-		if err := ctl.SetEnabled(true, libaudit.WaitForReply); err != nil {
+		if err := auditstate.Enabled.Apply(ctl, 1); err != nil {
 			return st, fmt.Errorf("enabling audit: %w", err)
 		}
-		undo = append(undo, func() error { return ctl.SetEnabled(false, libaudit.WaitForReply) })
 	}
 	lost0 := status.Lost
 	if rules, err := ctl.GetRules(); err == nil {
@@ -116,27 +123,23 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 			return st, vocab.Usagef("audit failure mode is 2 (panic) and no audit daemon runs: the floor's records would fill the kernel's hold queue and panic the node")
 		}
 		if status.BacklogLimit < floorBacklog {
-			if err := ctl.SetBacklogLimit(floorBacklog, libaudit.WaitForReply); err != nil {
+			if err := auditstate.BacklogLimit.Apply(ctl, floorBacklog); err != nil {
 				return st, fmt.Errorf("setting audit backlog limit: %w", err)
 			}
-			old := status.BacklogLimit
-			undo = append(undo, func() error { return ctl.SetBacklogLimit(old, libaudit.WaitForReply) })
 		}
 		if status.BacklogWaitTime != 0 {
-			if err := ctl.SetBacklogWaitTime(0, libaudit.WaitForReply); err != nil {
+			if err := auditstate.BacklogWaitTime.Apply(ctl, 0); err != nil {
 				return st, fmt.Errorf("setting audit backlog_wait_time: %w", err)
 			}
-			old := status.BacklogWaitTime
-			undo = append(undo, func() error { return ctl.SetBacklogWaitTime(int32(old), libaudit.WaitForReply) })
 		}
 	}
-	c, err := newFloorConn(1) // AUDIT_NLGRP_READLOG
+	c, err := auditstate.NewConn(auditstate.GroupReadLog)
 	if err != nil {
 		return st, fmt.Errorf("joining the audit multicast group: %w", err)
 	}
 	undo = append(undo, c.Close)
-	c.setRecvBuffer(64 << 20)
-	if err := c.setRecvTimeout(100 * time.Millisecond); err != nil {
+	c.SetRecvBuffer(64 << 20)
+	if err := c.SetRecvTimeout(100 * time.Millisecond); err != nil {
 		return st, err
 	}
 
@@ -177,7 +180,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	}
 	ready(st.Beside)
 
-	bt := newFloorBatch(64, 9000)
+	bt := auditstate.NewBatch(64, 9000)
 	drainUntil := time.Time{}
 	for {
 		if drainUntil.IsZero() && ctx.Err() != nil {
@@ -193,7 +196,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 			}
 			drainUntil = time.Now().Add(5 * time.Second)
 		}
-		n, err := c.readBatch(bt)
+		n, err := c.ReadBatch(bt)
 		switch {
 		case err == nil:
 			st.Records += uint64(n)
@@ -224,120 +227,6 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 func selfStart() uint64 {
 	start, _ := host.ReadStartTicks(uint32(os.Getpid()))
 	return start
-}
-
-// floorConn is a raw NETLINK_AUDIT socket: go-libaudit drives it for
-// control messages (it implements libaudit.NetlinkSendReceiver) and the
-// floor reads records from it in batches, without parsing them.
-type floorConn struct {
-	fd  int
-	seq uint32
-	buf []byte
-}
-
-func newFloorConn(groups uint32) (*floorConn, error) {
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
-	if err != nil {
-		return nil, fmt.Errorf("opening audit netlink socket: %w", err)
-	}
-	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: groups}); err != nil {
-		syscall.Close(fd)
-		return nil, fmt.Errorf("binding audit netlink socket: %w", err)
-	}
-	return &floorConn{fd: fd, buf: make([]byte, 1<<16)}, nil
-}
-
-func (c *floorConn) setRecvBuffer(n int) {
-	if err := syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, n); err != nil {
-		_ = syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
-	}
-}
-
-func (c *floorConn) setRecvTimeout(d time.Duration) error {
-	tv := syscall.NsecToTimeval(d.Nanoseconds())
-	if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("setting receive timeout: %w", err)
-	}
-	return nil
-}
-
-func (c *floorConn) Send(msg syscall.NetlinkMessage) (uint32, error) { return c.send(msg, 0) }
-
-func (c *floorConn) SendNoWait(msg syscall.NetlinkMessage) (uint32, error) {
-	return c.send(msg, syscall.MSG_DONTWAIT)
-}
-
-func (c *floorConn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
-	c.seq++
-	msg.Header.Seq = c.seq
-	msg.Header.Len = uint32(syscall.SizeofNlMsghdr + len(msg.Data))
-	b := make([]byte, msg.Header.Len)
-	*(*syscall.NlMsghdr)(unsafe.Pointer(&b[0])) = msg.Header
-	copy(b[syscall.SizeofNlMsghdr:], msg.Data)
-	return msg.Header.Seq, syscall.Sendto(c.fd, b, flags, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK})
-}
-
-// Receive serves go-libaudit's acks; records that arrive meanwhile are
-// dropped like every other.
-func (c *floorConn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.NetlinkMessage, error) {
-	flags := 0
-	if nonBlocking {
-		flags = syscall.MSG_DONTWAIT
-	}
-	for {
-		n, _, err := syscall.Recvfrom(c.fd, c.buf, flags)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return p(c.buf[:n])
-	}
-}
-
-func (c *floorConn) Close() error { return syscall.Close(c.fd) }
-
-// floorBatch receives up to len(hdrs) datagrams per recvmmsg(2): one
-// syscall per record would be most of a reader's cost at a million records
-// a second, and the floor should cost as little as a reader can.
-type floorBatch struct {
-	bufs [][]byte
-	iovs []unix.Iovec
-	hdrs []floorMmsghdr
-}
-
-// floorMmsghdr is struct mmsghdr from <sys/socket.h>.
-type floorMmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-	_   [4]byte
-}
-
-func newFloorBatch(n, size int) *floorBatch {
-	b := &floorBatch{bufs: make([][]byte, n), iovs: make([]unix.Iovec, n), hdrs: make([]floorMmsghdr, n)}
-	for i := range b.bufs {
-		b.bufs[i] = make([]byte, size)
-		b.iovs[i].Base = &b.bufs[i][0]
-		b.iovs[i].SetLen(size)
-		b.hdrs[i].hdr.Iov = &b.iovs[i]
-		b.hdrs[i].hdr.SetIovlen(1)
-	}
-	return b
-}
-
-func (c *floorConn) readBatch(b *floorBatch) (int, error) {
-	for {
-		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd),
-			uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), 0x10000 /* MSG_WAITFORONE */, 0, 0)
-		if errno == syscall.EINTR {
-			continue
-		}
-		if errno != 0 {
-			return 0, errno
-		}
-		return int(n), nil
-	}
 }
 
 // auditFloorMode runs `tracer __audit-floor` around each run, as the audit
@@ -371,7 +260,7 @@ func (m *auditFloorMode) Setup(context.Context) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("the audit floor needs root")
 	}
-	if _, err := readAuditStatus(); err != nil {
+	if _, err := auditstate.Status(); err != nil {
 		return Skipf("audit is not available here (%v)", err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -33,7 +33,7 @@ func TestAuditFloorLeanAndClassic(t *testing.T) {
 		}
 		return string(out)
 	}
-	nodeFile := filepath.Join(tracer.StateDir, "audit-node.json")
+	nodeFile := filepath.Join(auditstate.StateDir, "audit-node.json")
 	_, statErr := os.Stat(nodeFile)
 	hadNodeFile := statErr == nil
 	before := rules()

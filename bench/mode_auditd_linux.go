@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -51,7 +52,10 @@ type auditdMode struct {
 	rules            [][]string
 	settings         [][]string
 	saved            auditStatus
-	conf             []string
+	// found are the node's own settings when Setup ran, put back after
+	// each run (restoreAuditSettings).
+	found *auditSettings
+	conf  []string
 
 	// per run
 	w       *watcher
@@ -139,8 +143,11 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	if m.saved, err = m.status(); err != nil {
 		return err
 	}
-	if m.saved.Enabled == 2 {
-		return Skipf("audit is locked (enabled 2): rules cannot be added until reboot")
+	if m.saved.Enabled == auditstate.EnabledLocked {
+		return Skipf("%v", auditstate.ErrLocked)
+	}
+	if m.found, err = readAuditSettings(); err != nil {
+		return err
 	}
 	confPath := auditdConf
 	if pid, comm := auditHolder(); pid != 0 {
@@ -620,43 +627,17 @@ func (m *auditdMode) removeRules(ctx context.Context) error {
 	return first
 }
 
-// restore puts back the kernel's audit settings as bench found them:
+// restore puts back the node's audit settings as bench found them:
 // starting auditd enables audit and its audit.rules settings change the
-// backlog.
+// backlog and its wait time. A tracer started during the run needs audit
+// enabled: it is given the node's values to restore when it exits, rather
+// than blinded now.
 func (m *auditdMode) restore() error {
-	ctx := context.Background()
-	s := m.saved
-	var errs []error
-	set := func(args ...string) {
-		if err := m.ctl(ctx, args...); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	set("-f", strconv.FormatUint(s.Failure, 10))
-	set("-r", strconv.FormatUint(s.RateLimit, 10))
-	// A tracer started during the run needs audit enabled: it is given
-	// these values to restore when it exits, rather than blinded now.
-	want := audit.Originals{Enabled: u32(s.Enabled), BacklogLimit: u32(s.BacklogLimit)}
-	if s.HasWaitTime {
-		want.BacklogWaitTime = u32(s.BacklogWaitTime)
-	}
-	_, err := audit.ReturnSettings(want, func() error {
-		set("-b", strconv.FormatUint(s.BacklogLimit, 10))
-		if s.HasWaitTime {
-			set("--backlog_wait_time", strconv.FormatUint(s.BacklogWaitTime, 10))
-		}
-		set("-e", strconv.FormatUint(s.Enabled, 10))
+	if m.found == nil {
 		return nil
-	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("restoring audit settings: %w", err))
 	}
-	return errors.Join(errs...)
-}
-
-func u32(v uint64) *uint32 {
-	x := uint32(v)
-	return &x
+	_, err := restoreAuditSettings(m.found)
+	return err
 }
 
 // cleanupRun undoes what a run installed after a failure: rules, the

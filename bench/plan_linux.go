@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tracer-dev/tracer/bench/result"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -432,7 +431,7 @@ func (b *Bench) Close() error {
 		// Every mode put back what it changed; this catches what a mode
 		// that failed half-way could not. While another tracer runs, its
 		// own bookkeeping restores the settings when it leaves.
-		if otherTracersRunning() {
+		if audit.TracersRunning() {
 			b.state.Audit = nil
 		}
 		_, err := b.state.undo()
@@ -442,19 +441,6 @@ func (b *Bench) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// otherTracersRunning reports whether a tracer with the audit backend runs
-// (its state file names a live process).
-func otherTracersRunning() bool {
-	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
-	for _, f := range files {
-		n := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "audit-"), ".json")
-		if pid, err := strconv.Atoi(n); err == nil && pid != os.Getpid() && tracer.ProcessAlive(pid) {
-			return true
-		}
-	}
-	return false
 }
 
 // machineIdentity reads the machine id and the boot id, which tell apart

@@ -23,36 +23,13 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
 )
 
-// StateDir holds a file per running bench with the node settings it
-// changed, so that `tracer cleanup` can put them back after a bench was
-// killed with SIGKILL.
-var StateDir = tracer.StateDir
-
 // auditSettings are the kernel's audit settings bench may change (starting
-// auditd, the audit floor taking the PID) and must give back.
-type auditSettings struct {
-	Enabled         uint32 `json:"enabled"`
-	Failure         uint32 `json:"failure"`
-	RateLimit       uint32 `json:"rate_limit"`
-	BacklogLimit    uint32 `json:"backlog_limit"`
-	BacklogWaitTime uint32 `json:"backlog_wait_time"`
-}
-
-func readAuditStatus() (*libaudit.AuditStatus, error) {
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
-	}
-	defer c.Close()
-	st, err := c.GetStatus()
-	if err != nil {
-		return nil, fmt.Errorf("reading audit status: %w", err)
-	}
-	return st, nil
-}
+// auditd, the audit floor sizing the backlog) and must give back.
+type auditSettings = auditstate.Settings
 
 // auditStatus is the kernel's audit status as bench uses it, read over
 // netlink (go-libaudit), not from `auditctl -s`'s text.
@@ -79,22 +56,22 @@ func statusOf(st *libaudit.AuditStatus) auditStatus {
 
 // kernelAuditStatus reads the kernel's audit status.
 func kernelAuditStatus() (auditStatus, error) {
-	st, err := readAuditStatus()
+	st, err := auditstate.Status()
 	if err != nil {
 		return auditStatus{}, err
 	}
 	return statusOf(st), nil
 }
 
+// readAuditSettings reads the node's own audit settings: the kernel's,
+// except those running tracers changed, which are the values they
+// recorded and will restore.
 func readAuditSettings() (*auditSettings, error) {
-	st, err := readAuditStatus()
+	st, err := auditstate.Status()
 	if err != nil {
 		return nil, err
 	}
-	a := &auditSettings{Enabled: st.Enabled, Failure: st.Failure, RateLimit: st.RateLimit,
-		BacklogLimit: st.BacklogLimit, BacklogWaitTime: st.BacklogWaitTime}
-	// Running tracers changed some settings and will restore them: the
-	// node's own values are the ones they recorded.
+	a := auditstate.SettingsOf(st)
 	o := audit.TracerOriginals()
 	for _, f := range []struct {
 		dst *uint32
@@ -104,12 +81,13 @@ func readAuditSettings() (*auditSettings, error) {
 			*f.dst = *f.src
 		}
 	}
-	return a, nil
+	return &a, nil
 }
 
-// restoreAuditSettings sets back what differs from want, and says what it did.
+// restoreAuditSettings sets back what differs from want, the node's own
+// settings (readAuditSettings), and says what it did.
 func restoreAuditSettings(want *auditSettings) ([]string, error) {
-	c, err := libaudit.NewAuditClient(nil)
+	c, err := auditstate.Open()
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
 	}
@@ -118,41 +96,22 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading audit status: %w", err)
 	}
-	if st.Enabled == 2 {
+	if auditstate.Locked(st) {
 		return nil, nil // locked since: nothing can be changed until reboot
 	}
-	var done []string
-	var errs []error
-	set := func(name string, now, was uint32, f func() error) {
-		if now == was {
-			return
-		}
-		if err := f(); err != nil {
-			errs = append(errs, fmt.Errorf("restoring audit %s %d: %w", name, was, err))
-			return
-		}
-		done = append(done, fmt.Sprintf("restored audit %s %d (was %d)", name, was, now))
-	}
-	set("failure", st.Failure, want.Failure, func() error {
-		return c.SetFailure(libaudit.FailureMode(want.Failure), libaudit.WaitForReply)
-	})
-	set("rate_limit", st.RateLimit, want.RateLimit, func() error { return c.SetRateLimit(want.RateLimit, libaudit.WaitForReply) })
+	done, err := want.Restore(c, st, auditstate.Failure, auditstate.RateLimit)
+	errs := []error{err}
 	// While a tracer runs, the settings tracers manage are theirs to give
 	// back: setting them now would undo a running tracer's, so the values
 	// found go to the last tracer to restore instead.
 	orig := audit.Originals{Enabled: &want.Enabled, BacklogLimit: &want.BacklogLimit, BacklogWaitTime: &want.BacklogWaitTime}
-	if want.Enabled == 2 {
+	if want.Enabled == auditstate.EnabledLocked {
 		orig.Enabled = nil
 	}
 	handed, err := audit.ReturnSettings(orig, func() error {
-		set("backlog_limit", st.BacklogLimit, want.BacklogLimit, func() error { return c.SetBacklogLimit(want.BacklogLimit, libaudit.WaitForReply) })
-		set("backlog_wait_time", st.BacklogWaitTime, want.BacklogWaitTime, func() error {
-			return c.SetBacklogWaitTime(int32(want.BacklogWaitTime), libaudit.WaitForReply)
-		})
-		if want.Enabled != 2 {
-			set("enabled", st.Enabled, want.Enabled, func() error { return c.SetEnabled(want.Enabled == 1, libaudit.WaitForReply) })
-		}
-		return nil
+		d, err := want.Restore(c, st, auditstate.Recorded...)
+		done = append(done, d...)
+		return err
 	})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("restoring audit settings: %w", err))
@@ -166,7 +125,7 @@ func restoreAuditSettings(want *auditSettings) ([]string, error) {
 // auditQueued is the kernel's audit backlog now and its limit, 0 and 0
 // when unreadable.
 func auditQueued() (queued, limit int64) {
-	st, err := readAuditStatus()
+	st, err := auditstate.Status()
 	if err != nil {
 		return 0, 0
 	}
@@ -175,7 +134,7 @@ func auditQueued() (queued, limit int64) {
 
 // auditHolder returns the live process that holds the audit PID, or 0.
 func auditHolder() (int, string) {
-	st, err := readAuditStatus()
+	st, err := auditstate.Status()
 	if err != nil || st.PID == 0 {
 		return 0, ""
 	}
@@ -561,18 +520,19 @@ type benchState struct {
 	IOEnabled []string `json:"cgroup_controllers_enabled,omitempty"`
 }
 
-func statePath(pid int) string { return filepath.Join(StateDir, "bench-"+strconv.Itoa(pid)+".json") }
+func statePath(pid int) string {
+	return filepath.Join(auditstate.StateDir, "bench-"+strconv.Itoa(pid)+".json")
+}
 
 // write replaces the state file atomically, in a state directory only
-// root can write (tracer.OpenStateDir).
+// root can write (auditstate.OpenStateDir).
 func (s *benchState) write() error {
-	d, err := tracer.OpenStateDir(StateDir)
+	d, err := auditstate.OpenStateDir(auditstate.StateDir)
 	if err != nil {
-		return err
+		return tracer.UntrustedState(err)
 	}
 	d.Close()
-	b, _ := json.Marshal(s)
-	if err := tracer.WriteStateFile(StateDir, filepath.Base(statePath(s.PID)), b); err != nil {
+	if err := auditstate.WriteJSON(filepath.Base(statePath(s.PID)), s); err != nil {
 		return fmt.Errorf("writing bench state file: %w", err)
 	}
 	return nil
@@ -617,20 +577,20 @@ func (s *benchState) undo() ([]string, error) {
 // container: there it would start auditd from the container's files, or
 // change the container's cgroup.
 func Cleanup() ([]string, error) {
-	d, err := tracer.OpenStateDir(StateDir)
+	d, err := auditstate.OpenStateDir(auditstate.StateDir)
 	if err != nil {
-		return nil, err
+		return nil, tracer.UntrustedState(err)
 	}
 	d.Close()
-	files, _ := filepath.Glob(filepath.Join(StateDir, "bench-*.json"))
+	files, _ := filepath.Glob(filepath.Join(auditstate.StateDir, "bench-*.json"))
 	var done []string
 	var errs []error
 	host, container := hostNamespaces()
 	for _, f := range files {
 		var s benchState
-		b, err := tracer.ReadStateFile(StateDir, filepath.Base(f))
+		b, err := auditstate.ReadStateFile(auditstate.StateDir, filepath.Base(f))
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, tracer.UntrustedState(err))
 			continue
 		}
 		if json.Unmarshal(b, &s) != nil || s.PID == 0 {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -24,7 +24,7 @@ func TestCleanupRunsNothingFromTheStateFile(t *testing.T) {
 	tracertest.NeedRoot(t)
 	// Nothing here may start an auditd beside another test's.
 	tracertest.LockAudit(t)
-	t.Cleanup(func() { StateDir = tracer.StateDir })
+	t.Cleanup(func() { auditstate.StateDir = auditstate.DefaultStateDir })
 	base := t.TempDir()
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
@@ -62,8 +62,8 @@ func TestCleanupRunsNothingFromTheStateFile(t *testing.T) {
 		{"a file of root's with argv", func(dir string) { mkdir(t, dir); write(dir, 0o600) }, false},
 	}
 	for _, c := range cases {
-		StateDir = filepath.Join(base, strings.ReplaceAll(c.name, " ", "-"))
-		c.make(StateDir)
+		auditstate.StateDir = filepath.Join(base, strings.ReplaceAll(c.name, " ", "-"))
+		c.make(auditstate.StateDir)
 		done, err := Cleanup()
 		if _, serr := os.Stat(marker); serr == nil {
 			t.Fatalf("%s: cleanup ran the command line in the state file (said %q, %v)", c.name, done, err)

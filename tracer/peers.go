@@ -4,17 +4,11 @@ import (
 	"sync/atomic"
 )
 
-// StateDir is where running tracers record what they own and what they
-// changed on the node, for each other and for `tracer cleanup`: the audit
-// backend's rules and settings, bench's auditd and settings, and every
-// watching tracer's registration (RegisterPeer).
-const StateDir = "/run/tracer"
-
 // Peers is the set of other tracers running on the node, by pid: a tracer
 // leaves out what they do (their runtimes' threads and signals, the audit
 // backend's liveness checks), so that two tracers never report each other.
 // Its own process each backend leaves out in the kernel; the others come
-// from the state directory (RegisterPeer, RefreshPeers) and are left out
+// from the state directory (auditstate.StateDir; RegisterPeer, RefreshPeers) and are left out
 // by the Pipeline. The zero value holds none.
 type Peers struct {
 	set atomic.Pointer[map[uint32]struct{}]

@@ -2,12 +2,15 @@ package tracer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // peer is a running tracer's registration: pid and start time (a later
@@ -22,16 +25,16 @@ const peerPrefix = "peer-"
 // RegisterPeer records this process in state directory dir as a running
 // tracer, for the others' RefreshPeers; the returned func takes it back.
 func RegisterPeer(dir string) (unregister func(), err error) {
-	d, err := OpenStateDir(dir) // makes it where it is missing
+	d, err := auditstate.OpenStateDir(dir) // makes it where it is missing
 	if err != nil {
-		return nil, err
+		return nil, UntrustedState(err)
 	}
 	d.Close()
 	pid := uint32(os.Getpid())
 	start, _ := host.ReadStartTicks(pid)
 	b, _ := json.Marshal(peer{PID: pid, Start: start})
 	name := peerPrefix + strconv.Itoa(int(pid)) + ".json"
-	if err := WriteStateFile(dir, name, b); err != nil {
+	if err := auditstate.WriteStateFile(dir, name, b); err != nil {
 		return nil, fmt.Errorf("registering in %s: %w", dir, err)
 	}
 	return func() { _ = os.Remove(dir + "/" + name) }, nil
@@ -69,7 +72,7 @@ func livePeers(dir string) (pids, removed []uint32) {
 		if !strings.HasPrefix(name, peerPrefix) || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		b, err := ReadStateFile(dir, name)
+		b, err := auditstate.ReadStateFile(dir, name)
 		if err != nil {
 			continue
 		}
@@ -86,4 +89,15 @@ func livePeers(dir string) (pids, removed []uint32) {
 		pids = append(pids, pr.PID)
 	}
 	return pids, removed
+}
+
+// UntrustedState makes a state directory or file another user could have
+// written (auditstate.UntrustedError) an error the user can fix, exit
+// status 2; other errors, and nil, are returned as they are.
+func UntrustedState(err error) error {
+	var u *auditstate.UntrustedError
+	if errors.As(err, &u) {
+		return &vocab.UsageError{Msg: err.Error(), Err: err}
+	}
+	return err
 }

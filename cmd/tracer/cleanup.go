@@ -13,6 +13,7 @@ import (
 	"github.com/tracer-dev/tracer/bench"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 func newCleanupCmd() *cobra.Command {
@@ -39,7 +40,7 @@ start.`,
 			// settings, a simulated disk.
 			benchDone, benchErr := bench.Cleanup()
 			removed = append(removed, benchDone...)
-			removed = append(removed, tracer.RemoveStalePeers(tracer.StateDir)...)
+			removed = append(removed, tracer.RemoveStalePeers(auditstate.StateDir)...)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 	"github.com/tracer-dev/tracer/tracer/watch"
@@ -180,7 +181,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	res, err := watch.Run(ctx, watch.Options{
 		Backend: b, Config: cfg, Format: o.format, Output: out, NewSink: newSink, Time: timeMode,
-		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: tracer.StateDir,
+		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: auditstate.StateDir,
 		Note: func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})

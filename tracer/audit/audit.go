@@ -33,6 +33,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -54,7 +55,7 @@ type Backend struct {
 
 	// recv is the multicast socket records come from; Run owns it after
 	// Start.
-	recv       *conn
+	recv       *auditstate.Conn
 	registered bool
 	// lean: lean-records exclude rules are in force; leanForced: asked for
 	// with --lean-records, so kept beside other readers.
@@ -155,11 +156,10 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	if os.Geteuid() != 0 {
 		return vocab.Usagef("the audit backend needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ): run with sudo")
 	}
-	ctlConn, err := newConn(0)
+	b.ctl, err = auditstate.Open()
 	if err != nil {
 		return vocab.Usagef("cannot open the audit netlink socket (%w): is audit compiled into this kernel (CONFIG_AUDIT)? use --backend ebpf", err)
 	}
-	b.ctl = &libaudit.AuditClient{Netlink: ctlConn}
 	st, err := b.ctl.GetStatus()
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
@@ -167,8 +167,8 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		}
 		return fmt.Errorf("reading audit status: %w", err)
 	}
-	if st.Enabled == 2 {
-		return vocab.Usagef("audit is locked (enabled=2, auditctl -e 2): no rule can be added until reboot; use --backend ebpf")
+	if auditstate.Locked(st) {
+		return vocab.Usagef("%w; use --backend ebpf", auditstate.ErrLocked)
 	}
 	if err := b.setup(); err != nil {
 		return err
@@ -280,7 +280,7 @@ func (b *Backend) setup() error {
 	if err := b.joinMulticast(holder); err != nil {
 		return err
 	}
-	me.Port = b.recv.port
+	me.Port = b.recv.Port()
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func (b *Backend) enable(st *libaudit.AuditStatus) error {
 	if !b.cfg.EnableAudit && auditOffAtBoot() {
 		return vocab.Usagef("audit is disabled (audit=0 on the kernel command line): processes started before now would not be audited; reboot without audit=0, or pass --enable-audit to accept that, or use --backend ebpf")
 	}
-	if err := changeSetting(b.ctl, settingEnabled, st.Enabled, 1); err != nil {
+	if err := auditstate.Change(b.ctl, auditstate.Enabled, st.Enabled, 1); err != nil {
 		return vocab.Usagef("audit is disabled and could not be enabled (%w): run auditctl -e 1, or use --backend ebpf", err)
 	}
 	b.note("audit was disabled: enabled it for this session (disabled again when the last tracer exits, unless an audit daemon runs then); processes started before audit was first enabled since boot are not audited")
@@ -442,14 +442,14 @@ func (b *Backend) canRunAlone(st *libaudit.AuditStatus) error {
 // recorded for the last tracer to restore. The state lock is held.
 func (b *Backend) prepareAlone(st *libaudit.AuditStatus) error {
 	if st.BacklogLimit < BacklogLimit {
-		if err := changeSetting(b.ctl, settingBacklogLimit, st.BacklogLimit, BacklogLimit); err != nil {
+		if err := auditstate.Change(b.ctl, auditstate.BacklogLimit, st.BacklogLimit, BacklogLimit); err != nil {
 			return fmt.Errorf("setting audit backlog limit: %w", err)
 		}
 	}
 	if b.cfg.Backpressure == tracer.BackpressureDrop && st.BacklogWaitTime != 0 {
 		// With a wait time, a full backlog makes every audited process
 		// sleep in the kernel; with 0 the kernel drops and counts instead.
-		if err := changeSetting(b.ctl, settingBacklogWaitTime, st.BacklogWaitTime, 0); err != nil {
+		if err := auditstate.Change(b.ctl, auditstate.BacklogWaitTime, st.BacklogWaitTime, 0); err != nil {
 			return fmt.Errorf("setting audit backlog_wait_time: %w", err)
 		}
 	}
@@ -461,27 +461,27 @@ func (b *Backend) prepareAlone(st *libaudit.AuditStatus) error {
 // would refuse (EEXIST, after an AUDIT_REPLACE to the holder) while a
 // tracer held it, and auditd does not retry. It needs CAP_AUDIT_READ.
 func (b *Backend) joinMulticast(holder int) error {
-	c, err := newConn(netlinkGroupReadLog)
+	c, err := auditstate.NewConn(auditstate.GroupReadLog)
 	if err != nil {
 		return vocab.Usagef("joining the audit multicast group failed (%w): run as root with CAP_AUDIT_READ", err)
 	}
 	b.sizeBuffer(c)
 	b.recv = c
-	b.socketDrops0, _ = socketDrops(c.port)
-	b.mcastPort.Store(c.port)
+	b.socketDrops0, _ = auditstate.SocketDrops(c.Port())
+	b.mcastPort.Store(c.Port())
 	if holder != 0 {
 		comm, _ := host.ProcComm(uint32(holder))
 		b.note(fmt.Sprintf("%s (pid %d) holds the audit PID: reading the multicast copy of its records; it keeps its PID, rules and log",
 			comm, holder))
 	}
-	return c.setRecvTimeout(recvTimeout)
+	return c.SetRecvTimeout(recvTimeout)
 }
 
 // sizeBuffer asks for a large receive buffer and says so when the kernel
 // gave less (SO_RCVBUFFORCE refused without CAP_NET_ADMIN).
-func (b *Backend) sizeBuffer(c *conn) {
+func (b *Backend) sizeBuffer(c *auditstate.Conn) {
 	b.bufAsked = recvBuffer
-	b.bufGot = c.setRecvBuffer(recvBuffer)
+	b.bufGot = c.SetRecvBuffer(recvBuffer)
 	if b.bufGot < recvBuffer {
 		b.notes = append(b.notes, fmt.Sprintf("the audit socket's receive buffer is %d bytes, not the %d asked for (SO_RCVBUFFORCE refused: grant CAP_NET_ADMIN or raise net.core.rmem_max): bursts overflow sooner; overflows are counted",
 			b.bufGot, recvBuffer))
@@ -495,16 +495,15 @@ func (b *Backend) sizeBuffer(c *conn) {
 // follows the exclude list, and puts this tracer's rules back when another
 // program deleted them.
 func (b *Backend) startPoller() {
-	c, err := newConn(0)
+	cl, err := auditstate.Open()
 	if err != nil {
 		return
 	}
-	cl := &libaudit.AuditClient{Netlink: c}
 	b.pollStop, b.pollDone = make(chan struct{}), make(chan struct{})
 	b.recheck = make(chan struct{}, 1)
 	go func() {
 		defer close(b.pollDone)
-		defer c.Close()
+		defer cl.Close()
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
 		for tick := 1; ; tick++ {
@@ -590,7 +589,7 @@ func otherReader(st *libaudit.AuditStatus) string {
 		comm, _ := host.ProcComm(st.PID)
 		return fmt.Sprintf("%s (pid %d, the audit PID holder)", comm, st.PID)
 	}
-	for _, port := range multicastPorts() {
+	for _, port := range auditstate.MulticastPorts() {
 		if !slices.ContainsFunc(live, func(o owner) bool { return o.Port == port }) {
 			return fmt.Sprintf("the program with netlink port %d (a member of the audit multicast group)", port)
 		}
@@ -623,7 +622,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	var quiet time.Duration
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
-	bt := newBatch(64, 9000)
+	bt := auditstate.NewBatch(64, 9000)
 	lastSweep, lastLimitSweep := time.Now(), time.Now()
 	sweep := func() {
 		if b.r.limit != nil {
@@ -641,7 +640,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	feed := func(n int) {
 		b.r.setExcluded(recordSet(b.excluded.Load()), count)
 		for i := 0; i < n; i++ {
-			typ, data, ok := bt.message(i)
+			typ, data, ok := bt.Message(i)
 			if !ok {
 				continue
 			}
@@ -677,7 +676,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			// A busy node never goes quiet: bound the drain by the clock
 			// too, after what the socket already holds.
 			for {
-				n, err := b.recv.readBatchNow(bt)
+				n, err := b.recv.ReadBatchNow(bt)
 				if err != nil && !errors.Is(err, syscall.ENOBUFS) {
 					break
 				}
@@ -692,7 +691,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				return err
 			}
 		}
-		n, err := b.recv.readBatch(bt)
+		n, err := b.recv.ReadBatch(bt)
 		if err != nil {
 			switch {
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
@@ -715,7 +714,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		quiet = 0
 		feed(n)
 		sweep()
-		if !draining && n < len(bt.hdrs)/4 {
+		if !draining && n < bt.Len()/4 {
 			// A reader waiting in recvmmsg is woken for every record, and
 			// kauditd pays for each wakeup on the audited processes' behalf
 			// (on two CPUs, out of their time): let a few records gather.
@@ -764,7 +763,7 @@ func (b *Backend) storeThrottled() {
 // only where that cannot be read is the figure a count of overflows, a
 // lower bound.
 func (b *Backend) overflowed() {
-	if _, ok := socketDrops(b.mcastPort.Load()); ok {
+	if _, ok := auditstate.SocketDrops(b.mcastPort.Load()); ok {
 		return // the poller and Stats read the exact figure
 	}
 	b.lostSocket.Add(1)
@@ -830,7 +829,7 @@ func (b *Backend) multicastDrops() uint64 {
 	if port == 0 {
 		return b.finalDrops.Load()
 	}
-	n, ok := socketDrops(port)
+	n, ok := auditstate.SocketDrops(port)
 	if !ok || n < b.socketDrops0 {
 		return b.finalDrops.Load()
 	}

@@ -15,6 +15,7 @@ import (
 	libaudit "github.com/elastic/go-libaudit/v2"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -237,7 +238,7 @@ func TestLeanDroppedForNewReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: netlinkGroupReadLog}); err != nil {
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: auditstate.GroupReadLog}); err != nil {
 		t.Fatal(err)
 	}
 	joined := time.Now()

@@ -128,7 +128,7 @@ func FuzzReassemble(f *testing.F) {
 		// state a later field adds, and inputs would leak into each other.
 		r := newReassembler(all, vocab.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
-		r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+		r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 		starts, emitted := 0, 0 // SYSCALL and ANOM_ABEND records, events
 		emit := func(e *tracer.Event) {
 			emitted++
@@ -175,7 +175,7 @@ func FuzzReassemble(f *testing.F) {
 		if len(r.comms) > 1<<16+1 || len(r.intern) > 4096+1 {
 			t.Fatalf("caches grew past their caps: %d comms, %d interned", len(r.comms), len(r.intern))
 		}
-		if w := r.who; len(w.procs) > maxProcs || len(w.cgroups) > maxProcs || len(w.senders) > maxProcs {
+		if w := r.ids; len(w.procs) > maxProcs || len(w.cgroups) > maxProcs || len(w.senders) > maxProcs {
 			t.Fatalf("identity caches grew past their caps: %d, %d, %d", len(w.procs), len(w.cgroups), len(w.senders))
 		}
 		r.flush(func(*tracer.Event) {})
@@ -204,7 +204,7 @@ func TestPendingStaysBounded(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, %d records after each SYSCALL", name, others), func(t *testing.T) {
 				r := newReassembler(all, vocab.UnsetID)
 				r.procComm = func(uint32) (string, bool) { return "", false }
-				r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+				r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 				most, emitted := 0, 0
 				emit := func(*tracer.Event) { emitted++ }
 				const events = 3 * 65536

@@ -20,7 +20,7 @@ import (
 // event. reread says that the exec's process was read again from /proc,
 // for its cgroup now (identify need not).
 func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
-	w := r.who
+	w := r.ids
 	if class == vocab.TypeExec {
 		w.reread(sc.PID, sc.PPID)
 		reread = true
@@ -29,17 +29,17 @@ func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, 
 	if !me.hasCg {
 		me = w.inheritCgroup(sc.PID, sc.PPID)
 	}
-	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, sc.PID), t, class, emit)
+	pass, source := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, sc.PID), t, class, emit)
 	if pass {
 		return true, reread
 	}
-	if who != nil {
-		who.PID, who.Comm, who.UID, who.AUID = sc.PID, sc.Comm, sc.UID, sc.AUID
+	if source != nil {
+		source.PID, source.Comm, source.UID, source.AUID = sc.PID, sc.Comm, sc.UID, sc.AUID
 		if ok {
-			who.ExecID = me.id
+			source.ExecID = me.id
 		}
 		if me.hasCg {
-			who.SetCgroup(me.cgroup)
+			source.SetCgroup(me.cgroup)
 		}
 	}
 	// What finish would have remembered of the event for the next ones.
@@ -58,20 +58,20 @@ func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, 
 // limitedAbend applies --rate-limit to the exit of process pid at t, from
 // an ANOM_ABEND record.
 func (r *reassembler) limitedAbend(t time.Time, pid, uid, auid uint32, comm string, emit func(*tracer.Event)) bool {
-	me, ok := r.who.lookup(pid, 0)
-	pass, who := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, pid), t, vocab.TypeExit, emit)
-	if who != nil {
-		who.PID, who.Comm, who.UID, who.AUID = pid, comm, uid, auid
+	me, ok := r.ids.lookup(pid, 0)
+	pass, source := r.limit.Allow(tracer.LimitKeyOf(me.cgroup.Path, pid), t, vocab.TypeExit, emit)
+	if source != nil {
+		source.PID, source.Comm, source.UID, source.AUID = pid, comm, uid, auid
 		if ok {
-			who.ExecID = me.id
+			source.ExecID = me.id
 		}
 		if me.hasCg {
-			who.SetCgroup(me.cgroup)
+			source.SetCgroup(me.cgroup)
 		}
 	}
 	if !pass {
-		delete(r.who.senders, pid)
-		delete(r.who.procs, pid)
+		delete(r.ids.senders, pid)
+		delete(r.ids.procs, pid)
 		delete(r.comms, pid)
 	}
 	return pass

@@ -20,7 +20,7 @@ func TestAuditRateLimit(t *testing.T) {
 		calm:   {ExecID: tracer.ExecID{PID: calm, Start: 60}, PPID: 1, Cgroup: "/pod/calm"},
 		rooted: {ExecID: tracer.ExecID{PID: rooted, Start: 70}, PPID: 1, Cgroup: "/"},
 	}
-	r := whoReassembler(procs, nil)
+	r := identityReassembler(procs, nil)
 	r.limit = tracer.NewLimiter(3, backendName)
 	var rc recorder
 	serial := 100

@@ -94,7 +94,7 @@ type reassembler struct {
 	// dedupe, while a handover reads two sockets that may both carry an
 	// event, holds the serials already emitted (handover.go).
 	dedupe map[uint64]struct{}
-	who    *whoState // exec ids, cgroups, deaths (who.go)
+	ids    *identities // exec ids, cgroups, deaths (identity.go)
 }
 
 func newReassembler(types vocab.TypeSet, scopeAUID uint32) *reassembler {
@@ -104,7 +104,7 @@ func newReassembler(types vocab.TypeSet, scopeAUID uint32) *reassembler {
 		pending:  map[uint64]*pending{},
 		comms:    map[uint32]commEntry{},
 		intern:   map[string]string{},
-		who:      newWhoState(),
+		ids:      newIdentities(),
 		procComm: host.ProcComm,
 	}
 	for _, b32 := range []bool{false, true} {
@@ -315,9 +315,9 @@ func noiseScope(cfg tracer.Config) func(r *reassembler, sc *SyscallRecord) bool 
 		if cg == "" || cg == "/" {
 			return true
 		}
-		me, _ := r.who.lookup(sc.PID, sc.PPID)
+		me, _ := r.ids.lookup(sc.PID, sc.PPID)
 		if !me.hasCg {
-			me = r.who.inheritCgroup(sc.PID, sc.PPID)
+			me = r.ids.inheritCgroup(sc.PID, sc.PPID)
 		}
 		return me.hasCg && tracer.CgroupUnder(me.cgroup.Path, cg)
 	}

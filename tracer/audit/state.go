@@ -12,24 +12,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// StateDir is where running tracers tell each other, and `tracer cleanup`,
-// what they own and what they changed. Each holds a file of its own
-// (audit-PID.json: its pid, start time and rule key); the node's settings
-// as they were before the first tracer changed them are in audit-node.json,
-// restored by the last tracer to leave. Every change to the directory and
-// to the node's audit settings is made under an flock of the directory, so
-// tracers that start and stop at once agree on who is last.
-var StateDir = tracer.StateDir
+// The state directory (auditstate.StateDir) is where running tracers tell
+// each other, and `tracer cleanup`, what they own and what they changed.
+// Each holds a file of its own (audit-PID.json: its pid, start time and
+// rule key); the node's settings as they were before the first tracer
+// changed them are in the auditstate.Record, restored by the last tracer to
+// leave. Every change to the directory and to the node's audit settings is
+// made under its lock (auditstate.Lock), so tracers that start and stop at
+// once agree on who is last.
 
 // owner is one running tracer's claim: rules with Key belong to it while
 // a process with PID and Start runs.
@@ -42,91 +42,36 @@ type owner struct {
 	Port uint32 `json:"port,omitempty"`
 }
 
-// nodeSettings are the audit settings as they were before any tracer
-// changed them, and the value tracers set. A nil field was not changed.
-// Each is written here before the change is made, so that a tracer killed
-// at any point leaves a record of everything it may have changed.
-type nodeSettings struct {
-	Enabled         *uint32 `json:"enabled_before,omitempty"`
-	BacklogLimit    *uint32 `json:"backlog_limit_before,omitempty"`
-	BacklogWaitTime *uint32 `json:"backlog_wait_time_before,omitempty"`
-	// The values tracers set: a setting is put back only while it still
-	// holds the value a tracer set (compare and restore), never over a
-	// value somebody else (auditd starting with -e 1, -b 8192) set since.
-	EnabledSet         *uint32 `json:"enabled_set,omitempty"`
-	BacklogLimitSet    *uint32 `json:"backlog_limit_set,omitempty"`
-	BacklogWaitTimeSet *uint32 `json:"backlog_wait_time_set,omitempty"`
-	// Excludes are the lean-records exclude rules tracers added (record
-	// types); ones that were there before are not listed, and stay.
-	Excludes []string `json:"excludes_added,omitempty"`
+// nodeSettings is what tracers recorded of the node's settings.
+type nodeSettings = auditstate.Record
+
+func ownerPath(pid int) string {
+	return filepath.Join(auditstate.StateDir, "audit-"+strconv.Itoa(pid)+".json")
 }
+func nodePath() string { return auditstate.RecordPath() }
 
-// setting names one audit setting in nodeSettings: where its value before
-// and the value set are recorded, how to read it from the kernel's status
-// and how to set it.
-type setting struct {
-	name        string
-	before, set func(*nodeSettings) **uint32
-	get         func(*libaudit.AuditStatus) uint32
-	apply       func(c *libaudit.AuditClient, v uint32) error
-}
-
-var (
-	settingEnabled = setting{"enabled",
-		func(s *nodeSettings) **uint32 { return &s.Enabled },
-		func(s *nodeSettings) **uint32 { return &s.EnabledSet },
-		func(st *libaudit.AuditStatus) uint32 { return st.Enabled },
-		func(c *libaudit.AuditClient, v uint32) error { return c.SetEnabled(v == 1, libaudit.WaitForReply) }}
-	settingBacklogLimit = setting{"backlog_limit",
-		func(s *nodeSettings) **uint32 { return &s.BacklogLimit },
-		func(s *nodeSettings) **uint32 { return &s.BacklogLimitSet },
-		func(st *libaudit.AuditStatus) uint32 { return st.BacklogLimit },
-		func(c *libaudit.AuditClient, v uint32) error { return c.SetBacklogLimit(v, libaudit.WaitForReply) }}
-	settingBacklogWaitTime = setting{"backlog_wait_time",
-		func(s *nodeSettings) **uint32 { return &s.BacklogWaitTime },
-		func(s *nodeSettings) **uint32 { return &s.BacklogWaitTimeSet },
-		func(st *libaudit.AuditStatus) uint32 { return st.BacklogWaitTime },
-		func(c *libaudit.AuditClient, v uint32) error {
-			return c.SetBacklogWaitTime(int32(v), libaudit.WaitForReply)
-		}}
-	// settings, in the order they are put back.
-	settings = []setting{settingBacklogWaitTime, settingBacklogLimit, settingEnabled}
-)
-
-func ownerPath(pid int) string { return filepath.Join(StateDir, "audit-"+strconv.Itoa(pid)+".json") }
-func nodePath() string         { return filepath.Join(StateDir, "audit-node.json") }
-
-// lockState takes the state directory's lock; the returned func releases
-// it. The directory and every file in it are checked first
-// (tracer.OpenStateDir): a state another user could have written is
+// lockState takes the state directory's lock (auditstate.Lock); the
+// returned func releases it. A state another user could have written is
 // refused, in one line, before anything in it is used.
 func lockState() (func(), error) {
-	// The directory itself is the lock: nothing is left behind for it.
-	f, err := tracer.OpenStateDir(StateDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking state dir: %w", err)
-	}
-	return func() { _ = f.Close() }, nil
+	unlock, err := auditstate.Lock()
+	return unlock, tracer.UntrustedState(err)
 }
 
-// writeJSON replaces a state file atomically (tracer.WriteStateFile).
+// writeJSON replaces a state file atomically (auditstate.WriteStateFile).
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return tracer.WriteStateFile(filepath.Dir(path), filepath.Base(path), b)
+	return tracer.UntrustedState(auditstate.WriteStateFile(filepath.Dir(path), filepath.Base(path), b))
 }
 
 // readJSON reads a state file, checked as the directory's lock checks it.
 func readJSON(path string, v any) error {
-	b, err := tracer.ReadStateFile(filepath.Dir(path), filepath.Base(path))
+	b, err := auditstate.ReadStateFile(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
-		return err
+		return tracer.UntrustedState(err)
 	}
 	return json.Unmarshal(b, v)
 }
@@ -149,7 +94,7 @@ func (o owner) alive() bool {
 
 // owners reads every owner file, split into live and dead ones.
 func owners() (live, dead []owner) {
-	files, _ := filepath.Glob(filepath.Join(StateDir, "audit-*.json"))
+	files, _ := filepath.Glob(filepath.Join(auditstate.StateDir, "audit-*.json"))
 	for _, f := range files {
 		if f == nodePath() {
 			continue
@@ -180,51 +125,15 @@ func othersAlive() bool {
 
 // readSettings reads what tracers recorded; none is an empty record.
 func readSettings() (nodeSettings, error) {
-	var s nodeSettings
-	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return s, fmt.Errorf("reading %s: %w", nodePath(), err)
-	}
-	return s, nil
+	r, err := auditstate.ReadRecord()
+	return r, tracer.UntrustedState(err)
 }
-
-// changeSetting sets one audit setting to v, recording first (before the
-// kernel is asked) the value it had, unless a tracer changed it earlier,
-// and the value set. The state lock is held.
-func changeSetting(c *libaudit.AuditClient, st setting, now, v uint32) error {
-	s, err := readSettings()
-	if err != nil {
-		return err
-	}
-	if p := st.before(&s); *p == nil {
-		*p = &now
-	}
-	*st.set(&s) = &v
-	if err := writeJSON(nodePath(), &s); err != nil {
-		return err
-	}
-	changed("record " + st.name)
-	if err := st.apply(c, v); err != nil {
-		return err
-	}
-	changed("set " + st.name)
-	return nil
-}
-
-// changeHook, when set (SetChangeHook), is called after each change to
-// the node's audit state and to the state directory's record of it.
-var changeHook func(step string)
 
 // SetChangeHook installs f to be called after each change tracer makes to
-// the node's audit state (a rule, an exclude rule, a setting, a state
-// file), with what it did. It is for fault injection: a test kills the
-// tracer at each such step and checks that cleanup restores the node.
-func SetChangeHook(f func(step string)) { changeHook = f }
+// the node's audit state (auditstate.SetChangeHook).
+func SetChangeHook(f func(step string)) { auditstate.SetChangeHook(f) }
 
-func changed(step string) {
-	if changeHook != nil {
-		changeHook(step)
-	}
-}
+func changed(step string) { auditstate.Changed(step) }
 
 // recordExclude notes a lean-records exclude rule a tracer is about to
 // add; forgetExclude takes the note back when adding it failed.
@@ -304,30 +213,8 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 	if pid := int(st.PID); pid != 0 && tracer.ProcessAlive(pid) && !isTracerOwner(pid) {
 		daemon = pid
 	}
-	for _, set := range settings {
-		before, want := *set.before(&s), *set.set(&s)
-		if before == nil {
-			continue
-		}
-		now := set.get(st)
-		switch {
-		case now == *before:
-			// As the node had it (a tracer killed before it set it, say).
-		case daemon != 0 && set.name == settingEnabled.name:
-			if now != *before {
-				done = append(done, fmt.Sprintf("left %s %d to the audit daemon (pid %d), which holds the audit PID", set.name, now, daemon))
-			}
-		case want != nil && now != *want:
-			done = append(done, fmt.Sprintf("left %s %d: set by another program since tracer set %d", set.name, now, *want))
-		default:
-			if err := set.apply(c, *before); err != nil {
-				errs = append(errs, fmt.Errorf("restoring %s: %w", set.name, err))
-				continue
-			}
-			changed("restore " + set.name)
-			done = append(done, fmt.Sprintf("restored %s %d", set.name, *before))
-		}
-	}
+	restored, err := s.RestoreRecorded(c, st, daemon)
+	done, errs = append(done, restored...), append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return done, err
 	}
@@ -343,7 +230,7 @@ func restoreSettings(c *libaudit.AuditClient) ([]string, error) {
 // tracer's instance key (the node's own, those persisted from `tracer
 // rules` included) are never touched. It returns what it did.
 func Cleanup() ([]string, error) {
-	c, err := libaudit.NewAuditClient(nil)
+	c, err := auditstate.Open()
 	if err != nil {
 		return nil, vocab.Usagef("cannot open the audit netlink socket (%w): run as root", err)
 	}
@@ -426,12 +313,13 @@ func TracersRunning() bool { return othersAlive() }
 
 // ReturnSettings is for a program that changed the node's enabled,
 // backlog_limit or backlog_wait_time (bench, running an auditd) and now
-// puts back want, the values it found. A tracer that started meanwhile
+// puts back want, the node's values. A tracer that started meanwhile
 // recorded the changed values as the node's and needs audit enabled: so
-// while one runs, want is written in place of what tracers recorded, for
-// the last of them to restore, and apply is not called. Otherwise apply
-// sets the settings. Both under the state lock, so that no tracer starts
-// half-way through.
+// while one runs, want is written in place of what tracers recorded, with
+// the values the kernel holds now as the ones set, for the last of them to
+// compare and restore (auditstate.Record.HandOver), and apply is not
+// called. Otherwise apply sets the settings. Both under the state lock, so
+// that no tracer starts half-way through.
 func ReturnSettings(want Originals, apply func() error) (handedOver bool, err error) {
 	unlock, err := lockState()
 	if err != nil {
@@ -441,17 +329,17 @@ func ReturnSettings(want Originals, apply func() error) (handedOver bool, err er
 	if !othersAlive() {
 		return false, apply()
 	}
-	var s nodeSettings
-	if err := readJSON(nodePath(), &s); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("reading %s: %w", nodePath(), err)
+	s, err := readSettings()
+	if err != nil {
+		return false, err
 	}
+	now, _ := auditstate.Status() // unread: the values set stay as recorded
 	for _, f := range []struct {
-		dst **uint32
-		v   *uint32
-	}{{&s.Enabled, want.Enabled}, {&s.BacklogLimit, want.BacklogLimit}, {&s.BacklogWaitTime, want.BacklogWaitTime}} {
+		setting auditstate.Setting
+		v       *uint32
+	}{{auditstate.Enabled, want.Enabled}, {auditstate.BacklogLimit, want.BacklogLimit}, {auditstate.BacklogWaitTime, want.BacklogWaitTime}} {
 		if f.v != nil {
-			v := *f.v
-			*f.dst = &v
+			s.HandOver(f.setting, *f.v, now)
 		}
 	}
 	return true, writeJSON(nodePath(), &s)
@@ -511,8 +399,7 @@ func AddLeanExcludes(c *libaudit.AuditClient) (added []string, remove func() err
 		defer unlock()
 		err = undo()
 		// A record that holds nothing more is not left behind.
-		if s, rerr := readSettings(); rerr == nil && s.Enabled == nil && s.BacklogLimit == nil &&
-			s.BacklogWaitTime == nil && len(s.Excludes) == 0 {
+		if s, rerr := readSettings(); rerr == nil && s.Empty() {
 			_ = os.Remove(nodePath())
 		}
 		return err

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -20,8 +20,8 @@ import (
 // it), but hand its values to the tracers, whose last one restores them;
 // with no tracer running it sets them itself.
 func TestReturnSettings(t *testing.T) {
-	StateDir = t.TempDir()
-	t.Cleanup(func() { StateDir = tracer.StateDir })
+	auditstate.StateDir = t.TempDir()
+	t.Cleanup(func() { auditstate.StateDir = auditstate.DefaultStateDir })
 	u := func(v uint32) *uint32 { return &v }
 	want := Originals{Enabled: u(0), BacklogLimit: u(64), BacklogWaitTime: u(15000)}
 
@@ -64,7 +64,7 @@ func TestReturnSettings(t *testing.T) {
 // or written is refused in one line before anything in it is used.
 func TestStateDirOthersCouldWriteRefused(t *testing.T) {
 	tracertest.NeedRoot(t)
-	t.Cleanup(func() { StateDir = tracer.StateDir })
+	t.Cleanup(func() { auditstate.StateDir = auditstate.DefaultStateDir })
 	base := t.TempDir()
 	u := func(v uint32) *uint32 { return &v }
 	cases := map[string]func(dir string){
@@ -85,8 +85,8 @@ func TestStateDirOthersCouldWriteRefused(t *testing.T) {
 		},
 	}
 	for name, make := range cases {
-		StateDir = filepath.Join(base, strings.ReplaceAll(name, " ", "-"))
-		make(StateDir)
+		auditstate.StateDir = filepath.Join(base, strings.ReplaceAll(name, " ", "-"))
+		make(auditstate.StateDir)
 		applied := false
 		_, err := ReturnSettings(Originals{Enabled: u(1)}, func() error { applied = true; return nil })
 		if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") || applied {

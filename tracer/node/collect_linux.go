@@ -13,10 +13,10 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracefs"
 )
@@ -57,7 +57,7 @@ func isPerm(err error) bool {
 
 // probeAudit reads the audit status and rules over netlink, changing nothing.
 func probeAudit(f *Facts) {
-	c, err := libaudit.NewAuditClient(nil)
+	c, err := auditstate.Open()
 	if err != nil {
 		if errors.Is(err, syscall.EPROTONOSUPPORT) {
 			f.Audit.Supported = Bool(false)

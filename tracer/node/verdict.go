@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // Verdict values.
@@ -82,7 +84,7 @@ func auditVerdict(f Facts) Verdict {
 		b.limit("audit state and rules unknown: collected without root (run tracer doctor as root)")
 	} else {
 		switch st.Enabled {
-		case 2:
+		case auditstate.EnabledLocked:
 			b.cannot("audit is locked (enabled 2, `-e 2` in the rules): no rule can be added until reboot; remove -e 2 from /etc/audit/rules.d and reboot")
 		case 0:
 			b.limit("audit is disabled: the tracer turns it on for its session and off again on exit, but processes forked before audit was first enabled since boot have no audit context and are not audited (with audit=0 on the kernel command line it needs --enable-audit)")

@@ -405,7 +405,7 @@ const (
 const maxJSONSegs = 10
 
 // jsonSegsOf lists each type's segments.
-var jsonSegsOf = func() (t [tracer.NumTypes][]jsonSeg) {
+var jsonSegsOf = func() (t [vocab.NumTypes][]jsonSeg) {
 	head := []jsonSeg{segKind, segPID, segUser, segExecID, segParentExecID, segCgroup, segAncestors}
 	for i := range t {
 		t[i] = head[:len(head):len(head)]
@@ -425,7 +425,7 @@ var jsonSegsOf = func() (t [tracer.NumTypes][]jsonSeg) {
 
 // jsonSegIndexOf[t][sg] is where segment sg is in jsonSegsOf[t], -1
 // where it is not.
-var jsonSegIndexOf = func() (x [tracer.NumTypes][16]int8) {
+var jsonSegIndexOf = func() (x [vocab.NumTypes][16]int8) {
 	for t, segs := range jsonSegsOf {
 		for sg := range x[t] {
 			x[t][sg] = int8(slices.Index(segs, jsonSeg(sg)))
@@ -436,7 +436,7 @@ var jsonSegIndexOf = func() (x [tracer.NumTypes][16]int8) {
 
 // jsonSegIndex returns where each segment is in jsonSegs(t).
 func jsonSegIndex(t vocab.Type) *[16]int8 {
-	if t < tracer.NumTypes {
+	if t < vocab.NumTypes {
 		return &jsonSegIndexOf[t]
 	}
 	return &jsonSegIndexOf[vocab.TypeNone]
@@ -445,7 +445,7 @@ func jsonSegIndex(t vocab.Type) *[16]int8 {
 // jsonSegs returns the segments of an event of type t; an unknown type
 // has those of every type alone.
 func jsonSegs(t vocab.Type) []jsonSeg {
-	if t < tracer.NumTypes {
+	if t < vocab.NumTypes {
 		return jsonSegsOf[t]
 	}
 	return jsonSegsOf[vocab.TypeNone]

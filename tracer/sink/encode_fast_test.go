@@ -181,7 +181,7 @@ func TestJSONSegsSeeTheirFields(t *testing.T) {
 		ExecID: id, ParentExecID: id, Cgroup: "/a", ContainerID: "c", Unit: "u.service",
 		Ancestors: []tracer.Ancestor{{PID: 1, Comm: "init", ExecID: id}}}
 	var bases []tracer.Event
-	for _, typ := range []vocab.Type{vocab.TypeNone, vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle, tracer.NumTypes} {
+	for _, typ := range []vocab.Type{vocab.TypeNone, vocab.TypeExec, vocab.TypeFork, vocab.TypeSignal, vocab.TypeExit, vocab.TypeThrottle, vocab.NumTypes} {
 		e := who
 		e.Type = typ
 		bases = append(bases, e)

@@ -48,7 +48,7 @@ func eventsFromBytes(data []byte, emit func(*tracer.Event)) {
 			e = templates[names[int(v)%len(names)]]
 			e.Argv, e.Ancestors = append(argv, e.Argv...), append(anc, e.Ancestors...)
 		case 1:
-			e.Type = vocab.Type(v % uint8(tracer.NumTypes+1))
+			e.Type = vocab.Type(v % uint8(vocab.NumTypes+1))
 		case 2:
 			e.PID = uint32(n)
 		case 3:

@@ -7,12 +7,14 @@ import (
 
 	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
+
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // AuditRules returns the kernel's audit rules in auditctl -l syntax, in the kernel's order.
 func AuditRules(t testing.TB) []string {
 	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
+	c, err := auditstate.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +37,7 @@ func AuditRules(t testing.TB) []string {
 // AuditStatus returns the kernel's audit status (auditctl -s).
 func AuditStatus(t testing.TB) *libaudit.AuditStatus {
 	t.Helper()
-	c, err := libaudit.NewAuditClient(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.GetStatus()
+	st, err := auditstate.Status()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	libaudit "github.com/elastic/go-libaudit/v2"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // Auditd is a real audit daemon a test runs in the foreground with a
@@ -166,20 +166,24 @@ func waitAuditPID(t testing.TB, ok func(uint32) bool, what string) {
 }
 
 // KeepAuditSettings puts the audit settings back as they are now when the
-// test ends (enabled, failure, backlog limit and wait time).
+// test ends (auditstate.Settings: enabled, failure, rate limit, backlog
+// limit and wait time).
 func KeepAuditSettings(t testing.TB) {
 	t.Helper()
-	st := AuditStatus(t)
+	found := auditstate.SettingsOf(AuditStatus(t))
 	t.Cleanup(func() {
-		c, err := libaudit.NewAuditClient(nil)
+		c, err := auditstate.Open()
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		defer c.Close()
-		_ = c.SetBacklogLimit(st.BacklogLimit, libaudit.WaitForReply)
-		_ = c.SetBacklogWaitTime(int32(st.BacklogWaitTime), libaudit.WaitForReply)
-		_ = c.SetFailure(libaudit.FailureMode(st.Failure), libaudit.WaitForReply)
-		_ = c.SetEnabled(st.Enabled == 1, libaudit.WaitForReply)
+		now, err := c.GetStatus()
+		if err == nil {
+			_, err = found.Restore(c, now)
+		}
+		if err != nil {
+			t.Errorf("putting the audit settings back: %v", err)
+		}
 	})
 }

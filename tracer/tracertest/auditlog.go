@@ -3,7 +3,6 @@
 package tracertest
 
 import (
-	"encoding/binary"
 	"errors"
 	"strings"
 	"syscall"
@@ -11,58 +10,56 @@ import (
 	"time"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
+
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
 
 // AuditLog reads the audit multicast group (AUDIT_NLGRP_READLOG): a copy
 // of every record the kernel logs, whoever holds the audit PID (auditd, a
 // tracer, nobody). It needs CAP_AUDIT_READ; it changes nothing.
-type AuditLog struct{ fd int }
+type AuditLog struct {
+	c *auditstate.Conn
+	b *auditstate.Batch
+}
 
 // OpenAuditLog joins the multicast group until the test ends. Records
 // logged before it opened are not seen.
 func OpenAuditLog(t testing.TB) *AuditLog {
 	t.Helper()
 	NeedRoot(t)
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
+	c, err := auditstate.NewConn(auditstate.GroupReadLog)
 	if err != nil {
-		t.Fatalf("audit netlink socket: %v", err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK, Groups: 1}); err != nil {
 		t.Fatalf("joining the audit multicast group: %v", err)
 	}
+	t.Cleanup(func() { c.Close() })
 	// A busy node logs a lot: a large buffer keeps the record looked for.
-	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 8<<20)
-	tv := syscall.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
-	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+	c.SetRecvBuffer(8 << 20)
+	if err := c.SetRecvTimeout(200 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	return &AuditLog{fd: fd}
+	return &AuditLog{c: c, b: auditstate.NewBatch(1, 1<<16)}
 }
 
 // WaitFor returns the text of the first record of type typ that contains
 // every one of want, reading until timeout.
 func (l *AuditLog) WaitFor(t testing.TB, typ uint16, timeout time.Duration, want ...string) (string, bool) {
 	t.Helper()
-	buf := make([]byte, 1<<16)
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		n, _, err := syscall.Recvfrom(l.fd, buf, 0)
+		_, err := l.c.ReadBatch(l.b)
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) || errors.Is(err, syscall.ENOBUFS) {
 			continue
 		}
 		if err != nil {
 			t.Fatalf("reading the audit multicast group: %v", err)
 		}
-		if n < syscall.NLMSG_HDRLEN {
-			continue
-		}
 		// The datagram's size counts, not nlmsg_len: audit records set it
 		// without the header.
-		if binary.NativeEndian.Uint16(buf[4:6]) != typ {
+		got, data, whole := l.b.Message(0)
+		if !whole || got != typ {
 			continue
 		}
-		text := strings.TrimRight(string(buf[syscall.NLMSG_HDRLEN:n]), "\x00")
+		text := strings.TrimRight(string(data), "\x00")
 		ok := true
 		for _, w := range want {
 			ok = ok && strings.Contains(text, w)
@@ -80,14 +77,14 @@ func (l *AuditLog) WaitFor(t testing.TB, typ uint16, timeout time.Duration, want
 func EnableAudit(t testing.TB) {
 	t.Helper()
 	st := AuditStatus(t)
-	switch st.Enabled {
-	case 1:
+	switch {
+	case auditstate.Locked(st):
+		t.Skipf("%v: cannot turn it on for the test", auditstate.ErrLocked)
+	case st.Enabled == 1:
 		return
-	case 2:
-		t.Skip("audit is locked (enabled=2): cannot turn it on for the test")
 	}
 	set := func(on bool) error {
-		c, err := libaudit.NewAuditClient(nil)
+		c, err := auditstate.Open()
 		if err != nil {
 			return err
 		}

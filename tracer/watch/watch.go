@@ -51,7 +51,7 @@ type Options struct {
 	// notes are known (watch tells the user there).
 	Started func()
 	// StateDir, when set, is the state directory where watching tracers
-	// register, to leave each other out (tracer.StateDir).
+	// register, to leave each other out (auditstate.StateDir).
 	StateDir string
 	// Note, when set, is told what the watch could not do but went on
 	// without (the user is told).

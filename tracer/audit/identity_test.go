@@ -8,12 +8,12 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// whoReassembler reassembles with a /proc that holds procs.
-func whoReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]string) *reassembler {
+// identityReassembler reassembles with a /proc that holds procs.
+func identityReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]string) *reassembler {
 	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(pid uint32) (string, bool) { c, ok := comms[pid]; return c, ok }
-	r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
+	r.ids.readProc = func(pid uint32) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
 	return r
 }
 
@@ -32,7 +32,7 @@ func syscallEvent(r *reassembler, rc *recorder, serial int, nr int, exit int64, 
 	r.feed(typeEOE, []byte(head), rc.emit)
 }
 
-func TestAuditWho(t *testing.T) {
+func TestAuditIdentity(t *testing.T) {
 	const sh, victim, initPID = 4300, 4301, 1
 	shID := tracer.ExecID{PID: sh, Start: 500}
 	vID := tracer.ExecID{PID: victim, Start: 510}
@@ -41,7 +41,7 @@ func TestAuditWho(t *testing.T) {
 		sh:      {ExecID: shID, PPID: initPID, Cgroup: "/system.slice/nginx.service"},
 		victim:  {ExecID: vID, PPID: sh, Cgroup: "/system.slice/nginx.service"},
 	}
-	r := whoReassembler(procs, map[uint32]string{victim: "nginx"})
+	r := identityReassembler(procs, map[uint32]string{victim: "nginx"})
 	var rc recorder
 
 	// sh kills the victim with SIGSEGV (kill(2): the target's comm from OBJ_PID).
@@ -101,8 +101,8 @@ func TestAuditWho(t *testing.T) {
 }
 
 // A process gone before its event is read has no exec_id: left out.
-func TestAuditWhoGone(t *testing.T) {
-	r := whoReassembler(nil, nil)
+func TestAuditIdentityGone(t *testing.T) {
+	r := identityReassembler(nil, nil)
 	var rc recorder
 	syscallEvent(r, &rc, 10, 231, 0, [4]uint64{0}, 1, 4400, "true")
 	r.feed(typeAnomAbend, []byte(`audit(1796011828.801:11): auid=4294967295 uid=0 gid=0 ses=4294967295 pid=4401 comm="segv" exe="/tmp/segv" sig=11 res=1`), rc.emit)

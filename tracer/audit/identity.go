@@ -37,7 +37,7 @@ type sender struct {
 	syscall string
 }
 
-// whoState gives audit events what the records lack: exec ids and cgroups
+// identities gives audit events what the records lack: exec ids and cgroups
 // (from /proc, at the time the event is read), target names, and the
 // deaths audit does record.
 //
@@ -47,7 +47,7 @@ type sender struct {
 // it), end (exit_group), or under another parent. A process gone before
 // its first event is read (a short-lived child) has no exec_id in its
 // events (never guessed); its cgroup is its parent's, where it started.
-type whoState struct {
+type identities struct {
 	procs   map[uint32]procEntry
 	cgroups map[string]tracer.CgroupInfo
 	senders map[uint32]sender // by target tgid
@@ -55,8 +55,8 @@ type whoState struct {
 	readProc func(pid uint32) (tracer.ProcIdentity, bool)
 }
 
-func newWhoState() *whoState {
-	return &whoState{
+func newIdentities() *identities {
+	return &identities{
 		procs: map[uint32]procEntry{}, cgroups: map[string]tracer.CgroupInfo{}, senders: map[uint32]sender{},
 		readProc: func(pid uint32) (tracer.ProcIdentity, bool) {
 			id, err := tracer.ReadProcIdentity(pid)
@@ -67,7 +67,7 @@ func newWhoState() *whoState {
 
 // lookup returns pid's identity; ppid, when not 0, is the parent the
 // record names: a cached entry with another parent is read again.
-func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
+func (w *identities) lookup(pid, ppid uint32) (procEntry, bool) {
 	if pid == 0 {
 		return procEntry{}, false
 	}
@@ -102,7 +102,7 @@ func (w *whoState) lookup(pid, ppid uint32) (procEntry, bool) {
 // or a zombie), the cgroup of its parent, where a process starts. One that
 // moved itself and ended before it was read counts where it started. Its
 // exec id stays unknown without its start time.
-func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
+func (w *identities) inheritCgroup(pid, ppid uint32) procEntry {
 	e := w.procs[pid]
 	if e.hasCg || ppid == 0 {
 		return e
@@ -118,7 +118,7 @@ func (w *whoState) inheritCgroup(pid, ppid uint32) procEntry {
 // often moved to another cgroup between fork and exec (systemd puts a
 // service's process in its unit's cgroup, a container runtime in the
 // container's). If it is gone already, what was known of it stands.
-func (w *whoState) reread(pid, ppid uint32) {
+func (w *identities) reread(pid, ppid uint32) {
 	if old, had := w.procs[pid]; had {
 		delete(w.procs, pid)
 		// Only if it is this process: pids are reused, and an entry
@@ -132,7 +132,7 @@ func (w *whoState) reread(pid, ppid uint32) {
 // identify fills e's exec ids and cgroup, and for a signal its code,
 // origin, target name and target exec id; p is the event's records.
 func (r *reassembler) identify(e *tracer.Event, p *pending) {
-	w := r.who
+	w := r.ids
 	sc := &p.sc
 	switch e.Type {
 	case vocab.TypeFork:
@@ -250,7 +250,7 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	e.Time, e.Backend, e.Type = t, backendName, vocab.TypeExit
 	e.PID, e.UID, e.AUID, e.Comm = pid, uid, auid, r.str(comm)
 	e.Signal, e.CoreUnknown = sig, true
-	w := r.who
+	w := r.ids
 	if me, ok := w.lookup(pid, 0); ok {
 		e.ExecID = me.id
 		if me.hasCg {

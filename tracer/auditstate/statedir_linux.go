@@ -1,6 +1,7 @@
-package tracer
+package auditstate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,17 +10,15 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // OpenStateDir opens dir, the directory where tracers record what they
-// changed on the node (/run/tracer), making it (0700) where it is missing.
+// changed on the node (StateDir), making it (0700) where it is missing.
 // What is in it decides what `tracer cleanup` undoes as root, so dir must
 // be a directory, not a symbolic link, of tracer's own user (root) that
 // neither group nor others can write, and so must every file in it;
 // otherwise another user could have made it or put something there, and
-// it is refused in one line (a UsageError) and nothing in it is used.
+// it is refused in one line (an *UntrustedError) and nothing in it is used.
 func OpenStateDir(dir string) (*os.File, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("creating state dir %s (tracer needs it writable, e.g. a hostPath volume in a pod): %w", dir, err)
@@ -51,17 +50,19 @@ func OpenStateDir(dir string) (*os.File, error) {
 }
 
 // openStateDir opens dir, checked as OpenStateDir says, without making
-// it or looking at its files.
+// it or looking at its files. Trust rests on dir itself: opened without
+// following a link, and used only when it and its files are this user's
+// alone, whatever path led to it.
 func openStateDir(dir string) (*os.File, error) {
-	parent, err := OpenDirNoFollow(filepath.Dir(dir))
+	parent, err := unix.Open(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: filepath.Dir(dir), Err: err}
 	}
 	defer unix.Close(parent)
 	fd, err := unix.Openat(parent, filepath.Base(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return nil, vocab.Usagef("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
+			return nil, untrustedf("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
 		}
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -76,6 +77,17 @@ func openStateDir(dir string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// UntrustedError says that a state directory or file is one another user
+// could have made or changed: tracer uses none of it. It is an error the
+// user can fix (exit status 2); the message says how.
+type UntrustedError struct{ Msg string }
+
+func (e *UntrustedError) Error() string { return e.Msg }
+
+func untrustedf(format string, args ...any) error {
+	return &UntrustedError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // trustedState says why a state directory or file (st, of type typ) is
@@ -95,7 +107,7 @@ func trustedState(path string, st *unix.Stat_t, typ uint32) error {
 	default:
 		return nil
 	}
-	return vocab.Usagef("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
+	return untrustedf("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
 }
 
 // ReadStateFile reads name in state directory dir, both checked as
@@ -110,7 +122,7 @@ func ReadStateFile(dir, name string) ([]byte, error) {
 	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, vocab.Usagef("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
+			return nil, untrustedf("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -163,4 +175,41 @@ func WriteStateFile(dir, name string, b []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// Lock opens StateDir (checked as OpenStateDir says) and takes its flock,
+// under which tracers and benches change the node's audit state and the
+// records of it, so that those starting and stopping at once agree on who
+// is last. The returned func releases it.
+func Lock() (unlock func(), err error) {
+	// The directory itself is the lock: nothing is left behind for it.
+	f, err := OpenStateDir(StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking state dir: %w", err)
+	}
+	return func() { _ = f.Close() }, nil
+}
+
+// WriteJSON replaces state file name in StateDir with v as JSON,
+// atomically (WriteStateFile).
+func WriteJSON(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return WriteStateFile(StateDir, name, b)
+}
+
+// ReadJSON reads state file name in StateDir into v, both checked as
+// OpenStateDir says.
+func ReadJSON(name string, v any) error {
+	b, err := ReadStateFile(StateDir, name)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

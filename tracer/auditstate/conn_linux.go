@@ -1,6 +1,6 @@
 //go:build linux
 
-package audit
+package auditstate
 
 import (
 	"errors"
@@ -16,22 +16,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// conn is a netlink audit socket that go-libaudit drives for control
-// messages (it implements libaudit.NetlinkSendReceiver) and that the
-// backend reads records from directly: owning the fd lets us size the
-// receive buffer and bound blocking reads so shutdown is prompt.
-type conn struct {
+// Conn is a netlink audit socket that go-libaudit drives for control
+// messages (it implements libaudit.NetlinkSendReceiver) and that readers of
+// records (the audit backend, bench's audit floor) read directly: owning
+// the fd lets them size the receive buffer, read in batches and bound
+// blocking reads so shutdown is prompt.
+type Conn struct {
 	fd   int
 	port uint32
 	seq  uint32
 	buf  []byte
 }
 
-// netlinkGroupReadLog is AUDIT_NLGRP_READLOG, the multicast group that
-// receives a copy of every record while auditd keeps the audit PID.
-const netlinkGroupReadLog = 1
+// GroupReadLog is AUDIT_NLGRP_READLOG, the multicast group that receives
+// a copy of every record while auditd keeps the audit PID.
+const GroupReadLog = 1
 
-func newConn(groups uint32) (*conn, error) {
+// NewConn opens an audit netlink socket bound to the multicast groups
+// (0 for none: a control socket).
+func NewConn(groups uint32) (*Conn, error) {
 	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
 	if err != nil {
 		return nil, fmt.Errorf("opening audit netlink socket: %w", err)
@@ -45,14 +48,14 @@ func newConn(groups uint32) (*conn, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("reading netlink port id: %w", err)
 	}
-	c := &conn{fd: fd, port: sa.(*syscall.SockaddrNetlink).Pid, buf: make([]byte, 1<<16)}
+	c := &Conn{fd: fd, port: sa.(*syscall.SockaddrNetlink).Pid, buf: make([]byte, 1<<16)}
 	return c, nil
 }
 
-// setRecvBuffer asks for a large receive buffer and returns what the
+// SetRecvBuffer asks for a large receive buffer and returns what the
 // kernel gave; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes net.core.rmem_max,
 // which matters in multicast mode where a full buffer drops records.
-func (c *conn) setRecvBuffer(bytes int) int {
+func (c *Conn) SetRecvBuffer(bytes int) int {
 	if err := syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, bytes); err != nil {
 		_ = syscall.SetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, bytes)
 	}
@@ -64,12 +67,12 @@ func (c *conn) setRecvBuffer(bytes int) int {
 	return got / 2
 }
 
-// socketDrops reads the kernel's drop counter of this process's audit
-// netlink socket with the given port id from /proc/net/netlink (columns
-// sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode).
-// multicastPorts lists the netlink ports of the sockets in the audit
+// Port is the socket's netlink port id.
+func (c *Conn) Port() uint32 { return c.port }
+
+// MulticastPorts lists the netlink ports of the sockets in the audit
 // multicast group, from /proc/net/netlink (Eth 9, Groups bit 0).
-func multicastPorts() []uint32 {
+func MulticastPorts() []uint32 {
 	b, err := os.ReadFile("/proc/net/netlink")
 	if err != nil {
 		return nil
@@ -82,14 +85,17 @@ func multicastPorts() []uint32 {
 		}
 		groups, err1 := strconv.ParseUint(f[3], 16, 32)
 		port, err2 := strconv.ParseUint(f[2], 10, 32)
-		if err1 == nil && err2 == nil && groups&netlinkGroupReadLog != 0 {
+		if err1 == nil && err2 == nil && groups&GroupReadLog != 0 {
 			ports = append(ports, uint32(port))
 		}
 	}
 	return ports
 }
 
-func socketDrops(port uint32) (uint64, bool) {
+// SocketDrops reads the kernel's drop counter of this process's audit
+// netlink socket with the given port id from /proc/net/netlink (columns
+// sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode).
+func SocketDrops(port uint32) (uint64, bool) {
 	if port == 0 {
 		return 0, false
 	}
@@ -108,19 +114,22 @@ func socketDrops(port uint32) (uint64, bool) {
 	return 0, false
 }
 
-// setRecvTimeout bounds blocking reads so that the reader notices shutdown.
-func (c *conn) setRecvTimeout(d time.Duration) error {
+// SetRecvTimeout bounds blocking reads so that the reader notices shutdown.
+func (c *Conn) SetRecvTimeout(d time.Duration) error {
 	tv := syscall.NsecToTimeval(d.Nanoseconds())
-	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("setting receive timeout: %w", err)
+	}
+	return nil
 }
 
-func (c *conn) Send(msg syscall.NetlinkMessage) (uint32, error) { return c.send(msg, 0) }
+func (c *Conn) Send(msg syscall.NetlinkMessage) (uint32, error) { return c.send(msg, 0) }
 
-func (c *conn) SendNoWait(msg syscall.NetlinkMessage) (uint32, error) {
+func (c *Conn) SendNoWait(msg syscall.NetlinkMessage) (uint32, error) {
 	return c.send(msg, syscall.MSG_DONTWAIT)
 }
 
-func (c *conn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
+func (c *Conn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
 	if msg.Header.Pid == 0 {
 		msg.Header.Pid = c.port
 	}
@@ -134,7 +143,7 @@ func (c *conn) send(msg syscall.NetlinkMessage, flags int) (uint32, error) {
 }
 
 // Receive serves go-libaudit's control calls (status, acks).
-func (c *conn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.NetlinkMessage, error) {
+func (c *Conn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.NetlinkMessage, error) {
 	n, err := c.read(nonBlocking)
 	if err != nil {
 		return nil, err
@@ -144,7 +153,7 @@ func (c *conn) Receive(nonBlocking bool, p libaudit.NetlinkParser) ([]syscall.Ne
 
 // read reads one datagram into c.buf. The kernel sends each audit record
 // as a datagram of its own.
-func (c *conn) read(nonBlocking bool) (int, error) {
+func (c *Conn) read(nonBlocking bool) (int, error) {
 	flags := 0
 	if nonBlocking {
 		flags = syscall.MSG_DONTWAIT
@@ -164,11 +173,11 @@ func (c *conn) read(nonBlocking bool) (int, error) {
 	}
 }
 
-func (c *conn) Close() error { return syscall.Close(c.fd) }
+func (c *Conn) Close() error { return syscall.Close(c.fd) }
 
-// batch receives up to len(bufs) datagrams per recvmmsg(2) call: at 800,000
+// Batch receives up to len(bufs) datagrams per recvmmsg(2) call: at 800,000
 // records a second, one syscall per record is most of the reader's cost.
-type batch struct {
+type Batch struct {
 	bufs [][]byte
 	iovs []unix.Iovec
 	hdrs []mmsghdr
@@ -183,8 +192,9 @@ type mmsghdr struct {
 
 const msgWaitForOne = 0x10000 // MSG_WAITFORONE
 
-func newBatch(n, size int) *batch {
-	b := &batch{bufs: make([][]byte, n), iovs: make([]unix.Iovec, n), hdrs: make([]mmsghdr, n)}
+// NewBatch makes a Batch of n datagrams of up to size bytes each.
+func NewBatch(n, size int) *Batch {
+	b := &Batch{bufs: make([][]byte, n), iovs: make([]unix.Iovec, n), hdrs: make([]mmsghdr, n)}
 	for i := range b.bufs {
 		b.bufs[i] = make([]byte, size)
 		b.iovs[i].Base = &b.bufs[i][0]
@@ -195,14 +205,14 @@ func newBatch(n, size int) *batch {
 	return b
 }
 
-// readBatch blocks until at least one datagram arrives (or the receive
+// ReadBatch blocks until at least one datagram arrives (or the receive
 // timeout passes) and returns how many it read.
-func (c *conn) readBatch(b *batch) (int, error) { return c.recvmmsg(b, msgWaitForOne) }
+func (c *Conn) ReadBatch(b *Batch) (int, error) { return c.recvmmsg(b, msgWaitForOne) }
 
-// readBatchNow reads what is queued without waiting (EAGAIN when nothing is).
-func (c *conn) readBatchNow(b *batch) (int, error) { return c.recvmmsg(b, syscall.MSG_DONTWAIT) }
+// ReadBatchNow reads what is queued without waiting (EAGAIN when nothing is).
+func (c *Conn) ReadBatchNow(b *Batch) (int, error) { return c.recvmmsg(b, syscall.MSG_DONTWAIT) }
 
-func (c *conn) recvmmsg(b *batch, flags int) (int, error) {
+func (c *Conn) recvmmsg(b *Batch, flags int) (int, error) {
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd),
 			uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), uintptr(flags), 0, 0)
@@ -216,8 +226,11 @@ func (c *conn) recvmmsg(b *batch, flags int) (int, error) {
 	}
 }
 
-// message returns the type and payload of datagram i of the last readBatch.
-func (b *batch) message(i int) (typ uint16, data []byte, ok bool) {
+// Len is how many datagrams one read takes at most.
+func (b *Batch) Len() int { return len(b.hdrs) }
+
+// Message returns the type and payload of datagram i of the last ReadBatch.
+func (b *Batch) Message(i int) (typ uint16, data []byte, ok bool) {
 	n := int(b.hdrs[i].len)
 	if n < syscall.NLMSG_HDRLEN {
 		return 0, nil, false
