@@ -3,36 +3,11 @@
 package bench
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tracer-dev/tracer/bench/result"
 )
-
-func TestModeRegistry(t *testing.T) {
-	want := []string{"none", "audit", "audit-floor", "audit-floor-classic", "ebpf", "ebpf-floor", "ebpf-syscalls", "ebpf-exec",
-		"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "laurel", "bpftrace", "libbpf-tools", "execsnoop"}
-	if !slices.Equal(ModeNames, want) {
-		t.Errorf("ModeNames = %v, want %v", ModeNames, want)
-	}
-	if slices.Contains(QuickModes, "ebpf-syscalls") || !slices.Contains(DefaultModes, "ebpf-syscalls") {
-		t.Errorf("--quick leaves out ebpf-syscalls alone: default %v, quick %v", DefaultModes, QuickModes)
-	}
-	for _, m := range []string{"laurel", "libbpf-tools", "execsnoop", "auditd", "bpftrace"} {
-		if !IsPeer(m) || !slices.Contains(QuickModes, m) {
-			t.Errorf("%s: peer %v, in QuickModes %v", m, IsPeer(m), slices.Contains(QuickModes, m))
-		}
-	}
-	if FloorOf("laurel") != "audit-floor-classic" || FloorOf("auditd") != "audit-floor-classic" || FloorOf("audit") != "audit-floor" ||
-		FloorOf("ebpf-exec") != "" || !usesAudit("laurel") || usesAudit("libbpf-tools") {
-		t.Error("laurel's and auditd's floor is the classic records', audit's the lean one, ebpf-exec has none, laurel uses audit, libbpf-tools not")
-	}
-	w := &Workload{Expected: Tally{Exec: 5, Fork: 4, Signal: 1}}
-	if expectedOf("execsnoop", w) != (Tally{Exec: 5}) || expectedOf("ebpf-exec", w) != (Tally{Exec: 5}) || expectedOf("libbpf-tools", w) != w.Expected {
-		t.Error("exec-only modes expect the execs alone")
-	}
-}
 
 func TestLaurelConfig(t *testing.T) {
 	node := strings.Split(`# Write log files relative to this directory
