@@ -15,5 +15,6 @@
 //   - run_*.go: preparing a bench, running its rounds and the sweep, the storages
 //   - result_*.go: samples summed up as rows of the result file
 //   - metric.go: a workload's own figure (--metric)
-//   - state_linux.go: what bench changed on the node, for cleanup
+//   - state_linux.go: the kernel's audit settings, the node's auditd and what
+//     bench changed on the node, for cleanup
 package bench
