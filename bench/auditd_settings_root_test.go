@@ -59,7 +59,7 @@ func TestAuditdModeSettingsBackThroughARunningTracer(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	mode, err := NewAuditdMode("auditd", bin)
+	mode, err := newMode("auditd", modeEnv{self: bin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -31,6 +30,8 @@ type ebpfFloorMode struct {
 
 func init() {
 	registerMode(modeSpec{name: "ebpf-floor", rank: 40, inDefault: true, inQuick: true,
+		watches:     "empty BPF programs (`bpf/floor.bpf.c`) on the hooks the eBPF backend uses: the cost of attaching there at all",
+		countedFrom: "--", needs: needs{root: true},
 		make: func(modeEnv) (Mode, error) { return &ebpfFloorMode{}, nil }})
 }
 
@@ -38,9 +39,6 @@ func (m *ebpfFloorMode) Name() string    { return "ebpf-floor" }
 func (m *ebpfFloorMode) WritesLog() bool { return false }
 
 func (m *ebpfFloorMode) Setup(context.Context) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("the eBPF floor needs root")
-	}
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
 		return Skipf("this kernel has no BTF (%v): the ebpf mode uses other probes here, which have no floor mode", err)

@@ -6,6 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Mode is one way of watching a workload: none, this tool's backends, the
@@ -95,41 +102,35 @@ func IsSkip(err error) bool {
 	return errors.As(err, &s)
 }
 
-// noneMode is the baseline: nothing watches.
-type noneMode struct{}
-
-func (noneMode) Name() string                                    { return "none" }
-func (noneMode) WritesLog() bool                                 { return false }
-func (noneMode) Setup(context.Context) error                     { return nil }
-func (noneMode) Start(context.Context, *Run) error               { return nil }
-func (noneMode) Teardown() error                                 { return nil }
-func (noneMode) Stop(context.Context, *Run) (Observation, error) { return Observation{Seen: -1}, nil }
-
 // ModeNames lists the modes bench knows, in the order it runs them in the
 // first round (later rounds rotate the order). Each mode registers itself
-// from its own file (registerMode).
+// from its own file (registerMode); this list and the others are made of
+// the registrations.
 var ModeNames []string
 
 // DefaultModes is what bench runs without --modes: every way of watching,
-// with auditd in the flush mode the node configured, the peers and the two
+// with auditd in the flush mode the node configured, the peers and the
 // floors.
 var DefaultModes []string
 
-// QuickModes is what --quick runs without --modes: DefaultModes but
-// ebpf-syscalls, an alternative probe set whose syscall tracepoints take a
-// second or more to attach and detach on every run.
+// QuickModes is what --quick runs without --modes: DefaultModes but the
+// modes too slow to set up for a short run (QuickLeavesOut).
 var QuickModes []string
 
 // modeSpec is what a mode tells bench of itself when it registers.
 type modeSpec struct {
 	name string
+	// watches and countedFrom say, in Markdown, what watches in this mode
+	// and where bench counts its events from: docs/overhead.md's table
+	// of modes is made of them.
+	watches, countedFrom string
 	// rank orders the lists: this tool's modes, its floors, then the peers.
 	rank int
 	// inDefault and inQuick put it in DefaultModes and QuickModes.
 	inDefault, inQuick bool
 	// peer: it measures another tool (see IsPeer).
 	peer bool
-	// floor names its lower bound (see FloorOf).
+	// floor names its lower bound (see FloorOf), a registered mode.
 	floor string
 	// audit: it loads audit rules or runs an audit daemon, so bench saves
 	// and restores the kernel's audit settings around it.
@@ -137,9 +138,39 @@ type modeSpec struct {
 	// privateAuditd: it runs an audit daemon of its own, which cannot run
 	// while the node's auditd holds the audit PID.
 	privateAuditd bool
+	// nodeAuditd: while the node's own auditd runs (and --restart-auditd
+	// did not stop it), the mode's auditd is the node's, measured as it is
+	// (or the mode skipped where it would change it): its log goes where
+	// the node configured it, whatever --storage says.
+	nodeAuditd bool
 	// execOnly: it watches exec events alone (ebpf-exec, execsnoop).
 	execOnly bool
+	needs    needs
 	make     func(env modeEnv) (Mode, error)
+	// file is where the mode registered (set by registerMode).
+	file string
+}
+
+// needs is what a mode needs of the node.
+type needs struct {
+	// root: the mode loads rules or probes; bench refuses to run it
+	// without root.
+	root bool
+	// tools are the programs the mode runs; Setup finds them (findTools)
+	// and skips the mode, saying how to install what is missing.
+	tools []tool
+}
+
+// tool is a program a mode runs, and how to install it.
+type tool struct {
+	// names are what packages install it as, the usual one first (Debian
+	// installs execsnoop, RHEL bpf-execsnoop).
+	names []string
+	// deb is its Debian package, which make deps installs.
+	deb string
+	// install says how to install it: "apt-get install X (Debian, Ubuntu)
+	// or dnf install Y (RHEL)".
+	install string
 }
 
 // modeEnv is what a mode is made with.
@@ -150,11 +181,14 @@ type modeEnv struct {
 
 var modeSpecs = map[string]modeSpec{}
 
-// registerMode adds a mode; the lists stay in rank order whatever order
-// the files register in.
+// registerMode adds a mode; each mode's file calls it from init. The
+// lists stay in rank order whatever order the files register in.
 func registerMode(s modeSpec) {
 	if _, dup := modeSpecs[s.name]; dup {
 		panic("bench: mode " + s.name + " registered twice")
+	}
+	if _, file, _, ok := runtime.Caller(1); ok {
+		s.file = filepath.Base(file)
 	}
 	modeSpecs[s.name] = s
 	insert := func(list []string) []string {
@@ -173,9 +207,28 @@ func registerMode(s modeSpec) {
 	}
 }
 
-func init() {
-	registerMode(modeSpec{name: "none", rank: 0, inDefault: true, inQuick: true,
-		make: func(modeEnv) (Mode, error) { return noneMode{}, nil }})
+// newMode makes the registered mode name.
+func newMode(name string, env modeEnv) (Mode, error) {
+	spec, ok := modeSpecs[name]
+	if !ok {
+		return nil, unknownMode(name)
+	}
+	return spec.make(env)
+}
+
+func unknownMode(name string) error {
+	return vocab.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
+}
+
+// QuickLeavesOut lists the default modes that --quick leaves out.
+func QuickLeavesOut() []string {
+	var out []string
+	for _, m := range DefaultModes {
+		if !modeSpecs[m].inQuick {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // IsPeer reports whether a mode measures another tool (auditd, laurel,
@@ -188,6 +241,16 @@ func IsPeer(mode string) bool { return modeSpecs[mode].peer }
 // tool's audit backend, auditd and laurel, the eBPF floor (empty programs
 // on the same hooks) for the ebpf backend's default probes.
 func FloorOf(mode string) string { return modeSpecs[mode].floor }
+
+// isFloor reports whether mode is another mode's floor.
+func isFloor(mode string) bool {
+	for _, s := range modeSpecs {
+		if s.floor == mode {
+			return true
+		}
+	}
+	return false
+}
 
 // expectedOf is what mode must see of workload w: its execs alone for a
 // mode that watches execs alone, else all its events.
@@ -203,3 +266,43 @@ func usesAudit(mode string) bool { return modeSpecs[mode].audit }
 
 // privateAuditd reports whether a mode runs an audit daemon of its own.
 func privateAuditd(mode string) bool { return modeSpecs[mode].privateAuditd }
+
+// measuresNodeAuditd reports whether a mode's auditd is the node's own
+// while that runs.
+func measuresNodeAuditd(mode string) bool { return modeSpecs[mode].nodeAuditd }
+
+// needsRoot reports whether a mode needs root.
+func needsRoot(mode string) bool { return modeSpecs[mode].needs.root }
+
+// findTools finds the programs mode needs, by the first name of each; a
+// *SkipError says which is missing and how to install it.
+func findTools(mode string) (map[string]string, error) {
+	paths := map[string]string{}
+	for _, t := range modeSpecs[mode].needs.tools {
+		for _, n := range t.names {
+			if p, err := lookSbin(n); err == nil {
+				paths[t.names[0]] = p
+				break
+			}
+		}
+		if paths[t.names[0]] == "" {
+			return nil, Skipf("%s is not installed: %s", t.names[0], t.install)
+		}
+	}
+	return paths, nil
+}
+
+// lookSbin finds a program in $PATH or, where root's $PATH would have it,
+// /usr/sbin and /sbin.
+func lookSbin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, d := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found", name)
+}

@@ -73,67 +73,49 @@ type auditdMode struct {
 	flushDesc string
 }
 
+// The programs the auditd modes run.
+var (
+	toolAuditd   = tool{names: []string{"auditd"}, deb: "auditd", install: "apt-get install auditd (Debian, Ubuntu) or dnf install audit (RHEL)"}
+	toolAuditctl = tool{names: []string{"auditctl"}, deb: "auditd", install: "apt-get install auditd (Debian, Ubuntu) or dnf install audit (RHEL)"}
+	toolLaurel   = tool{names: []string{"laurel"}, deb: "laurel", install: "apt-get install laurel (Debian 12 and later, Ubuntu) or dnf install laurel (RHEL, from EPEL)"}
+)
+
 func init() {
-	for i, name := range []string{"auditd", "auditd-incremental", "auditd-sync", "auditd-data"} {
-		registerMode(modeSpec{name: name, rank: 60 + i, inDefault: i == 0, inQuick: i == 0, peer: true,
-			floor: "audit-floor-classic", audit: true, make: func(env modeEnv) (Mode, error) { return NewAuditdMode(name, env.self) }})
+	for i, m := range []struct{ name, flush, watches string }{
+		{"auditd", "", "the node's auditd with the rules `tracer rules` prints, flush mode as the node's `auditd.conf` says (Debian 12: `INCREMENTAL_ASYNC`, freq 50)"},
+		{"auditd-incremental", "INCREMENTAL", "the same as `auditd` with `flush = INCREMENTAL`"},
+		{"auditd-sync", "SYNC", "the same as `auditd` with `flush = SYNC`"},
+		{"auditd-data", "DATA", "the same as `auditd` with `flush = DATA`"},
+	} {
+		registerMode(modeSpec{name: m.name, rank: 60 + i, inDefault: i == 0, inQuick: i == 0, peer: true,
+			floor: "audit-floor-classic", audit: true, nodeAuditd: true,
+			watches: m.watches, countedFrom: "SYSCALL records with key `tracer` in auditd's log",
+			needs: needs{root: true, tools: []tool{toolAuditd, toolAuditctl}},
+			make: func(env modeEnv) (Mode, error) {
+				return &auditdMode{name: m.name, flush: m.flush, self: env.self}, nil
+			}})
 	}
 	registerMode(modeSpec{name: "laurel", rank: 65, inDefault: true, inQuick: true, peer: true,
 		floor: "audit-floor-classic", audit: true, privateAuditd: true,
-		make: func(env modeEnv) (Mode, error) { return NewAuditdMode("laurel", env.self) }})
-}
-
-// NewAuditdMode returns mode auditd (flush as the node configured it),
-// auditd-incremental, auditd-sync, auditd-data, or laurel: auditd as the
-// node configured it with laurel as its one plugin (its plugin directory a
-// private one, laurel's config the node's /etc/laurel/config.toml with its
-// log moved to the run's directory), events counted from laurel's JSON log.
-func NewAuditdMode(name, self string) (Mode, error) {
-	m := &auditdMode{name: name, self: self}
-	switch name {
-	case "auditd":
-	case "auditd-incremental":
-		m.flush = "INCREMENTAL"
-	case "auditd-sync":
-		m.flush = "SYNC"
-	case "auditd-data":
-		m.flush = "DATA"
-	case "laurel":
-		m.plugin = "laurel"
-	default:
-		return nil, fmt.Errorf("not an auditd mode: %q", name)
-	}
-	return m, nil
+		watches: "auditd as the node configures it, with [laurel](https://github.com/threathunters-io/laurel) as its one audit plugin " +
+			"(its plugin directory a private one, the node's `/etc/laurel/config.toml`, its log moved to the run's directory); the same rules as `auditd`",
+		countedFrom: "SYSCALL records with key `tracer` in laurel's JSON log",
+		needs:       needs{root: true, tools: []tool{toolAuditd, toolAuditctl, toolLaurel}},
+		make: func(env modeEnv) (Mode, error) {
+			return &auditdMode{name: "laurel", plugin: "laurel", self: env.self}, nil
+		}})
 }
 
 func (m *auditdMode) Name() string    { return m.name }
 func (m *auditdMode) WritesLog() bool { return true }
 
-func lookSbin(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found", name)
-}
-
 func (m *auditdMode) Setup(ctx context.Context) error {
-	var err error
-	if m.auditd, err = lookSbin("auditd"); err != nil {
-		return Skipf("auditd is not installed: apt-get install auditd (Debian, Ubuntu) or dnf install audit (RHEL)")
+	paths, err := findTools(m.name)
+	if err != nil {
+		return err
 	}
-	if m.auditctl, err = lookSbin("auditctl"); err != nil {
-		return Skipf("auditctl is not installed: apt-get install auditd (Debian, Ubuntu) or dnf install audit (RHEL)")
-	}
+	m.auditd, m.auditctl, m.laurel = paths["auditd"], paths["auditctl"], paths["laurel"]
 	if m.plugin == "laurel" {
-		if m.laurel, err = lookSbin("laurel"); err != nil {
-			return Skipf("laurel is not installed: apt-get install laurel (Debian 12 and later, Ubuntu) or dnf install laurel (RHEL, from EPEL)")
-		}
 		// The packaged config, as an operator runs laurel; bench moves its
 		// log and leaves the rest.
 		if b, err := os.ReadFile(laurelNodeConf); err == nil {

@@ -88,22 +88,23 @@ type bpftraceMode struct {
 
 func init() {
 	registerMode(modeSpec{name: "bpftrace", rank: 70, inDefault: true, inQuick: true, peer: true,
-		make: func(env modeEnv) (Mode, error) { return NewBpftraceMode(env.hasCgroup), nil }})
+		watches: "a bpftrace program counting the same events into maps (@exec_calls, @fork_calls, @signals) on syscall tracepoints, " +
+			"filtered on the workload's cgroup as such programs filter on a pod's",
+		countedFrom: "the program's count maps",
+		needs: needs{root: true, tools: []tool{{names: []string{"bpftrace"}, deb: "bpftrace",
+			install: "apt-get install bpftrace (Debian, Ubuntu) or dnf install bpftrace (RHEL)"}}},
+		make: func(env modeEnv) (Mode, error) { return &bpftraceMode{hasCgroup: env.hasCgroup}, nil }})
 }
-
-// NewBpftraceMode returns mode bpftrace; hasCgroup says whether workloads
-// run in a cgroup of their own to filter on.
-func NewBpftraceMode(hasCgroup bool) Mode { return &bpftraceMode{hasCgroup: hasCgroup} }
 
 func (m *bpftraceMode) Name() string    { return "bpftrace" }
 func (m *bpftraceMode) WritesLog() bool { return false }
 
 func (m *bpftraceMode) Setup(context.Context) error {
-	p, err := exec.LookPath("bpftrace")
+	paths, err := findTools("bpftrace")
 	if err != nil {
-		return Skipf("bpftrace is not installed: apt-get install bpftrace (Debian, Ubuntu) or dnf install bpftrace (RHEL)")
+		return err
 	}
-	m.bpftrace = p
+	m.bpftrace = paths["bpftrace"]
 	if !m.hasCgroup {
 		return Skipf("the bpftrace program filters on the workload's cgroup: this node has no cgroup v2 hierarchy")
 	}

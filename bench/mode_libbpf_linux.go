@@ -14,11 +14,39 @@ import (
 	"time"
 )
 
+// libbpfTool is one of the libbpf-tools: Debian and Ubuntu install them as
+// execsnoop, Fedora and RHEL as bpf-execsnoop.
+func libbpfTool(name string) tool {
+	return tool{names: []string{name, "bpf-" + name}, deb: "libbpf-tools",
+		install: "apt-get install libbpf-tools (Debian 12 and later, Ubuntu) or dnf install libbpf-tools (RHEL, Fedora)"}
+}
+
+// toolStdbuf runs each libbpf tool, line-buffered as on a terminal.
+var toolStdbuf = tool{names: []string{"stdbuf"}, deb: "coreutils", install: "apt-get install coreutils (Debian, Ubuntu) or dnf install coreutils (RHEL)"}
+
 func init() {
-	registerMode(modeSpec{name: "libbpf-tools", rank: 80, inDefault: true, inQuick: true, peer: true,
-		make: func(modeEnv) (Mode, error) { return newLibbpfMode("libbpf-tools"), nil }})
-	registerMode(modeSpec{name: "execsnoop", rank: 85, inDefault: true, inQuick: true, peer: true, execOnly: true,
-		make: func(modeEnv) (Mode, error) { return newLibbpfMode("execsnoop"), nil }})
+	for _, m := range []struct {
+		modeSpec
+		tools []string
+	}{
+		{modeSpec{name: "libbpf-tools", rank: 80,
+			watches:     "`execsnoop`, `exitsnoop` and `sigsnoop` of the libbpf-tools at once, each with its defaults, as an operator runs them to watch execs, process ends and signals",
+			countedFrom: "their output: execs, exits (each the fork that made the process), signals other than SIGCHLD"},
+			[]string{"execsnoop", "exitsnoop", "sigsnoop"}},
+		{modeSpec{name: "execsnoop", rank: 85, execOnly: true,
+			watches:     "`execsnoop` alone, for exec-only comparisons (with `ebpf-exec`)",
+			countedFrom: "its output"},
+			[]string{"execsnoop"}},
+	} {
+		m.inDefault, m.inQuick, m.peer = true, true, true
+		m.needs.root = true
+		for _, t := range m.tools {
+			m.needs.tools = append(m.needs.tools, libbpfTool(t))
+		}
+		m.needs.tools = append(m.needs.tools, toolStdbuf)
+		m.make = func(modeEnv) (Mode, error) { return &libbpfMode{name: m.name, tools: m.tools}, nil }
+		registerMode(m.modeSpec)
+	}
 }
 
 // libbpfMode runs libbpf-tools as an operator would, each with its
@@ -41,31 +69,17 @@ type libbpfMode struct {
 	pids []int
 }
 
-func newLibbpfMode(name string) *libbpfMode {
-	m := &libbpfMode{name: name, tools: []string{"execsnoop"}}
-	if name == "libbpf-tools" {
-		m.tools = []string{"execsnoop", "exitsnoop", "sigsnoop"}
-	}
-	return m
-}
-
 func (m *libbpfMode) Name() string    { return m.name }
 func (m *libbpfMode) WritesLog() bool { return false }
 
 func (m *libbpfMode) Setup(context.Context) error {
+	paths, err := findTools(m.name)
+	if err != nil {
+		return err
+	}
 	m.paths = nil
 	for _, t := range m.tools {
-		// Debian and Ubuntu install them as execsnoop, Fedora and RHEL as bpf-execsnoop.
-		p, err := lookSbin(t)
-		if err != nil {
-			if p, err = lookSbin("bpf-" + t); err != nil {
-				return Skipf("%s is not installed: apt-get install libbpf-tools (Debian 12 and later, Ubuntu) or dnf install libbpf-tools (RHEL, Fedora)", t)
-			}
-		}
-		m.paths = append(m.paths, p)
-	}
-	if _, err := exec.LookPath("stdbuf"); err != nil {
-		return Skipf("stdbuf is not installed (coreutils): the libbpf-tools' output is read line by line through it")
+		m.paths = append(m.paths, paths[t])
 	}
 	return nil
 }

@@ -37,43 +37,38 @@ type tracerMode struct {
 }
 
 func init() {
-	for _, s := range []modeSpec{
-		{name: "audit", rank: 10, inDefault: true, inQuick: true, floor: "audit-floor", audit: true},
-		{name: "ebpf", rank: 30, inDefault: true, inQuick: true, floor: "ebpf-floor"},
-		{name: "ebpf-syscalls", rank: 50, inDefault: true},
-		{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true},
+	for _, m := range []struct {
+		modeSpec
+		backend, probes, events string
+	}{
+		{modeSpec{name: "audit", rank: 10, inDefault: true, inQuick: true, floor: "audit-floor", audit: true,
+			watches: "`tracer watch --backend audit --format json --output LOG --events exec,fork,signal`, node-wide, as a child process"},
+			"audit", "", "exec,fork,signal"},
+		{modeSpec{name: "ebpf", rank: 30, inDefault: true, inQuick: true, floor: "ebpf-floor",
+			watches: "the same with `--backend ebpf`"},
+			"ebpf", "", "exec,fork,signal"},
+		// Not with --quick: its syscall tracepoints take a second or more
+		// to attach and detach on every run.
+		{modeSpec{name: "ebpf-syscalls", rank: 50, inDefault: true,
+			watches: "the same with `--backend ebpf --probes syscalls` (syscall tracepoints that mirror the audit rules)"},
+			"ebpf", "syscalls", "exec,fork,signal"},
+		{modeSpec{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true,
+			watches: "`tracer watch --backend ebpf --events exec`: exec events alone, the match of `execsnoop`"},
+			"ebpf", "", "exec"},
 	} {
-		s.make = func(env modeEnv) (Mode, error) { return NewTracerMode(s.name, env.self) }
-		registerMode(s)
+		m.countedFrom = "the JSON log"
+		m.needs = needs{root: true}
+		m.make = func(env modeEnv) (Mode, error) {
+			return &tracerMode{name: m.name, backend: m.backend, probes: m.probes, events: m.events, self: env.self}, nil
+		}
+		registerMode(m.modeSpec)
 	}
-}
-
-// NewTracerMode returns mode audit, ebpf, ebpf-syscalls or ebpf-exec, running self
-// (this program) as the watcher.
-func NewTracerMode(name, self string) (Mode, error) {
-	m := &tracerMode{name: name, self: self, events: "exec,fork,signal"}
-	switch name {
-	case "audit", "ebpf":
-		m.backend = name
-	case "ebpf-syscalls":
-		m.backend, m.probes = "ebpf", "syscalls"
-	case "ebpf-exec":
-		m.backend, m.events = "ebpf", "exec"
-	default:
-		return nil, fmt.Errorf("not a tracer mode: %q", name)
-	}
-	return m, nil
 }
 
 func (m *tracerMode) Name() string    { return m.name }
 func (m *tracerMode) WritesLog() bool { return true }
 
-func (m *tracerMode) Setup(context.Context) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("tracer watch needs root")
-	}
-	return nil
-}
+func (m *tracerMode) Setup(context.Context) error { return nil }
 
 func (m *tracerMode) logPath(run *Run) string { return filepath.Join(run.Dir, "events.jsonl") }
 

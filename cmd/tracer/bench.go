@@ -90,7 +90,7 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&o.workloads, "workload", "", "workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default: these four), application workloads "+strings.Join(bench.Apps(), ", ")+", or apps (all installed ones)")
 	fl.StringVar(&o.metric, "metric", "", "with a command after --: a regular expression whose capture group is the command's own figure in its output (the last match counts); bench compares it per mode")
 	fl.BoolVar(&o.higherBetter, "higher-is-better", false, "the --metric figure is a throughput: a lower value under a mode is its cost (default: lower is better, like a time)")
-	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out ebpf-syscalls)")
+	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out "+strings.Join(bench.QuickLeavesOut(), ", ")+")")
 	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default: %d to %d, --quick %d to %d; past the first, only for modes whose cost is still within noise)",
 		bench.DefaultMinRounds, bench.DefaultRounds, bench.QuickMinRounds, bench.QuickRounds))
 	fl.StringVarP(&o.out, "output", "o", "", "write the result file (JSON) to FILE")

@@ -80,6 +80,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"bench", "--modes", "none", "--higher-is-better", "--", "true"}, "goes with --metric"},
 		{[]string{"bench", "--cgroup", "/no-such-cgroup-here", "--modes", "none", "--", "true"}, "no such cgroup"},
 		{[]string{"bench", "--modes", "none", "--workload", "redis,memcached"}, "unknown workload \"memcached\""},
+		{[]string{"bench", "--modes", "none,x"}, "unknown mode \"x\": use none, audit, "},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runTracer(t, nil, c.args...)

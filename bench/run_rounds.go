@@ -152,9 +152,9 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 	floors := map[string]*variantState{}
 	for _, st := range states {
 		switch n := st.v.Mode.Name(); {
-		case n == "none" && base == nil:
+		case n == baseline && base == nil:
 			base = st
-		case n == "audit-floor" || n == "audit-floor-classic" || n == "ebpf-floor":
+		case isFloor(n):
 			floors[n] = st
 		}
 	}

@@ -193,8 +193,8 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	root := os.Geteuid() == 0
-	if slices.ContainsFunc(modes, func(m string) bool { return m != "none" }) && !root {
-		return nil, vocab.Usagef("tracer bench needs root for modes other than none (rules, probes, auditd): run it with sudo")
+	if rootOnly := slices.DeleteFunc(slices.Clone(modes), func(m string) bool { return !needsRoot(m) }); len(rootOnly) > 0 && !root {
+		return nil, vocab.Usagef("tracer bench needs root for modes %s (rules, probes, auditd): run it with sudo", strings.Join(rootOnly, ", "))
 	}
 	if o.RestartAuditd && !root {
 		return nil, vocab.Usagef("--restart-auditd needs root: run it with sudo")
@@ -327,16 +327,17 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		w.Metric = metric
 		b.Workloads = append(b.Workloads, w)
 	}
+	env := modeEnv{self: o.Self, hasCgroup: b.cgroup != nil}
 	var all []Mode
 	needLog := false
 	for _, name := range modes {
-		m, err := newMode(name, o.Self, b.cgroup != nil)
+		m, err := newMode(name, env)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, m)
 		// The node's own auditd writes its own log: the storage is not bench's to choose.
-		if m.WritesLog() && !(IsPeer(name) && strings.HasPrefix(name, "auditd") && nodeAud != nil && !o.RestartAuditd) {
+		if m.WritesLog() && !(measuresNodeAuditd(name) && nodeAud != nil && !o.RestartAuditd) {
 			needLog = true
 		}
 	}
@@ -352,14 +353,14 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	var variants []Variant
 	for i, name := range modes {
 		m := all[i]
-		nodeOwn := strings.HasPrefix(name, "auditd") && nodeAud != nil && !o.RestartAuditd
+		nodeOwn := measuresNodeAuditd(name) && nodeAud != nil && !o.RestartAuditd
 		if !m.WritesLog() || nodeOwn {
 			variants = append(variants, Variant{Mode: m})
 			continue
 		}
 		for j, s := range b.Storages {
 			if j > 0 {
-				if m, err = newMode(name, o.Self, b.cgroup != nil); err != nil {
+				if m, err = newMode(name, env); err != nil {
 					return nil, err
 				}
 			}
@@ -390,26 +391,18 @@ func parseModes(in []string) ([]string, error) {
 	if len(in) == 0 {
 		in = DefaultModes
 	}
-	out := []string{"none"}
+	out := []string{baseline}
 	for _, m := range in {
 		m = strings.TrimSpace(m)
 		if m == "" || slices.Contains(out, m) {
 			continue
 		}
-		if !slices.Contains(ModeNames, m) {
-			return nil, vocab.Usagef("unknown mode %q: use %s", m, strings.Join(ModeNames, ", "))
+		if _, ok := modeSpecs[m]; !ok {
+			return nil, unknownMode(m)
 		}
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-func newMode(name, self string, hasCgroup bool) (Mode, error) {
-	spec, ok := modeSpecs[name]
-	if !ok {
-		return nil, vocab.Usagef("unknown mode %q: use %s", name, strings.Join(ModeNames, ", "))
-	}
-	return spec.make(modeEnv{self: self, hasCgroup: hasCgroup})
 }
 
 // Run runs the bench (see Runner.Run).

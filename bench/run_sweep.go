@@ -78,7 +78,7 @@ func (r *Runner) runSweep(ctx context.Context, states []*variantState, results [
 	var steps []result.SweepStep
 	var base *variantState
 	for _, st := range states {
-		if st.v.Mode.Name() == "none" {
+		if st.v.Mode.Name() == baseline {
 			base = st
 		}
 	}
