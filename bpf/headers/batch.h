@@ -121,6 +121,14 @@ static __always_inline bool same_key(const struct repeat_key *x, const struct re
 	return diff == 0;
 }
 
+/* Whether the record of an event at now waits in the batch: the first of
+ * a tick goes at once (only a storm waits), and none while a program this
+ * one interrupted is batching. */
+static __always_inline bool batch_takes(const struct batch *b, __u64 now)
+{
+	return !b->busy && (b->len || b->tick == now);
+}
+
 /*
  * Room for one more record at the end of the batch, sending a full batch
  * first; NULL when there is none. The caller fills the record, then

@@ -58,8 +58,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 
 	if (cfg_batch) {
 		__u32 zero = 0;
 		struct batch *b = bpf_map_lookup_elem(&batches, &zero);
-		/* The first signal of a tick goes at once: only a storm waits. */
-		if (b && !b->busy && (b->len || b->tick == now)) {
+		if (b && batch_takes(b, now)) {
 			b->busy = 1;
 			barrier();
 			struct event *ev = batch_slot(b, now);
