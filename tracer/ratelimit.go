@@ -22,7 +22,7 @@ import (
 // second, or when the watch ends) one throttle event says who, the window,
 // and how many events of each type were left out. The eBPF backend
 // enforces it in its BPF programs, before an event reaches the ring buffer
-// (bpf/tracer.bpf.c, rate_pass); the audit backend in the reassembler, at
+// (bpf/headers/ratelimit.h, rate_pass); the audit backend in the reassembler, at
 // the SYSCALL record, before an event is built (Limiter). What is left out
 // is counted in Stats.Throttled: not loss.
 

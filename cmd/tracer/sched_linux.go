@@ -14,8 +14,7 @@ import (
 // same CPU share as before, but a woken thread (the ring buffer reader,
 // the output writer) does not preempt the task running where it wakes.
 // On a node with few CPUs and a busy one, tracer's threads otherwise cut
-// into the work they watch: a kill storm on one of two CPUs was preempted
-// by them 229 times in 1,000,000 kills, and once with this. Threads the
+// into the work they watch (docs/overhead.md, SCHED_BATCH). Threads the
 // runtime starts later inherit the policy from the thread that starts
 // them. Only for the eBPF backend: the kernel keeps its events in a ring
 // and never waits on the reader, where a late audit reader makes the

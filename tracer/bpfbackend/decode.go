@@ -15,9 +15,9 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// Record layouts written by bpf/tracer.bpf.c (struct event_hdr, struct
-// event, struct exec_event). TestLayoutMatchesGenerated checks these
-// offsets against the types bpf2go generated from the C source.
+// Record layouts written by the BPF programs (bpf/headers/types.h:
+// struct event_hdr, struct event, struct exec_event).
+// TestLayoutMatchesGenerated checks these offsets against the types bpf2go generated from the C source.
 const (
 	offKtime   = 0
 	offPID     = 8
@@ -74,12 +74,12 @@ const (
 	xfTarget = 64 // signal: xpid, xstart, xcomm are the target's
 )
 
-// maxRepeat bounds a record's repeat count (REPEAT_MAX in tracer.bpf.c):
+// maxRepeat bounds a record's repeat count (REPEAT_MAX in bpf/headers/batch.h):
 // a record saying more is not the kernel's.
 const maxRepeat = 0xffff
 
 // FilenameMax is the most bytes of an exec's filename the kernel side
-// keeps (FILENAME_MAX in bpf/tracer.bpf.c, less its NUL). Of argv it keeps
+// keeps (FILENAME_MAX in bpf/headers/types.h, less its NUL). Of argv it keeps
 // vocab.ArgvMax arguments (ARGC_MAX) and vocab.ArgvBytesMax bytes
 // (ARGV_BYTES) after a successful exec; after a failed one, 127 bytes of
 // each argument.

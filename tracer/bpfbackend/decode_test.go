@@ -344,17 +344,17 @@ func TestDeliverBatch(t *testing.T) {
 }
 
 // The kernel side keeps as many arguments and bytes as the audit backend:
-// vocab.ArgvMax is ARGC_MAX in bpf/tracer.bpf.c, vocab.ArgvBytesMax its
+// vocab.ArgvMax is ARGC_MAX in bpf/headers/types.h, vocab.ArgvBytesMax its
 // ARGV_BYTES (ARGC_MAX * ARG_MAX).
 func TestArgvMaxIsTheCSide(t *testing.T) {
-	src, err := os.ReadFile("../../bpf/tracer.bpf.c")
+	src, err := os.ReadFile("../../bpf/headers/types.h")
 	if err != nil {
 		t.Fatal(err)
 	}
 	define := func(name string) int {
 		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)`).FindSubmatch(src)
 		if m == nil {
-			t.Fatalf("no #define %s in bpf/tracer.bpf.c", name)
+			t.Fatalf("no #define %s in bpf/headers/types.h", name)
 		}
 		n, _ := strconv.Atoi(string(m[1]))
 		return n

@@ -1,8 +1,9 @@
 //go:build linux
 
-// Package ebpf is the eBPF backend: BPF programs (bpf/tracer.bpf.c) on the
-// syscalls that exec, fork, signal and exit, filtered in the kernel and
-// delivered through a ring buffer as the same tracer.Events the audit
+// Package bpfbackend is the eBPF backend: it loads the BPF programs of
+// package bpf (bpf/tracer.bpf.c and its headers), attaches them where
+// processes exec, fork, signal and exit, filters in the kernel, and turns
+// the records of the ring buffer into the same tracer.Events the audit
 // backend produces.
 //
 // Backend implements tracer.Backend. Its default probes, when streaming,
@@ -50,7 +51,7 @@ import (
 const DefaultRingBytes = 8 << 20
 
 // pollInterval bounds how long a record the kernel queued without waking
-// the reader (see wake_flags in tracer.bpf.c) waits to be read.
+// the reader (see wake_flags in bpf/headers/maps.h) waits to be read.
 const pollInterval = 100 * time.Millisecond
 
 // Indexes of the kernel's lost map (enum lost_index).
@@ -679,7 +680,7 @@ func (b *Backend) runPerf(ctx context.Context, rd *perf.Reader, emit func(*trace
 }
 
 // deliverBatch delivers a ring buffer record: one record, or a CPU's batch
-// of signal records (see struct batch in tracer.bpf.c), each of which
+// of signal records (see struct batch in bpf/headers/batch.h), each of which
 // stands for 1 + its repeat count events. The batch's events are counted
 // once at its end: one locked add per batch, not per event.
 func (b *Backend) deliverBatch(d *decoder, raw []byte, ev *tracer.Event, emit func(*tracer.Event)) {

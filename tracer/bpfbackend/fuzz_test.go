@@ -18,7 +18,7 @@ import (
 // output no larger than the record. The BPF programs write the records,
 // but a layout mismatch or a perf sample's padding must cost a bad-record
 // count, not the process. The corpus in testdata/fuzz/FuzzDecode holds
-// records built to bpf/tracer.bpf.c's layout (see decode_test.go).
+// records built to the layout of bpf/headers/types.h (see decode_test.go).
 func FuzzDecode(f *testing.F) {
 	f.Add(smallRecord(vocab.TypeSignal, 7, 4300, 10, 0))
 	f.Add(execRecord("/usr/bin/grep", []string{"grep", "-q", "x"}, 0))

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/*
+ * Who a record is about: the kernel types for process identity, cgroups,
+ * credentials, signal dispositions and exit status, and the header fields
+ * read from them (pid, uid, auid, comm, exec ids, cgroup). The ___ident
+ * suffix keeps these types apart from kernel.h's types of the same name;
+ * CO-RE ignores it, so their fields are relocated against the running
+ * kernel's structs all the same.
+ */
+#ifndef TRACER_IDENTITY_H
+#define TRACER_IDENTITY_H
+
+#include "types.h"
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct kernfs_node___ident {
+	__u64 id;
+};
+
+struct cgroup___ident {
+	int level;
+	struct kernfs_node___ident *kn;
+	struct cgroup___ident *ancestors[];
+};
+
+struct css_set___ident {
+	struct cgroup___ident *dfl_cgrp;
+};
+
+struct sigaction___ident {
+	void *sa_handler;
+};
+
+struct k_sigaction___ident {
+	struct sigaction___ident sa;
+};
+
+struct sighand_struct___ident {
+	struct k_sigaction___ident action[64];
+};
+
+struct signal_struct___ident {
+	atomic_t live;
+	int group_exit_code;
+	unsigned int flags;
+};
+
+struct cred___ident {
+	kuid_t uid;
+};
+
+struct task_struct___ident {
+	int pid;
+	int tgid;
+	int exit_code;
+	__u64 start_boottime;
+	struct task_struct___ident *real_parent;
+	struct task_struct___ident *group_leader;
+	struct signal_struct___ident *signal;
+	struct sighand_struct___ident *sighand;
+	struct css_set___ident *cgroups;
+	const struct cred___ident *real_cred;
+	const struct cred___ident *cred;
+	kuid_t loginuid;
+	char comm[16];
+};
+
+#pragma clang attribute pop
+
+/* UAPI linux/bpf.h, beyond kernel.h's. */
+#define BPF_MAP_TYPE_LRU_HASH 9
+
+/* signal_struct.flags: the process is exiting as a group (kernel/signal.h). */
+#define SIGNAL_GROUP_EXIT 0x00000004
+
+/*
+ * Programs on BTF tracepoints pass the current task (task != NULL), got
+ * once with bpf_get_current_task_btf, and read it with direct loads: a
+ * helper call costs more than the loads it replaces (docs/overhead.md,
+ * "Where the BPF programs' time goes"). The other programs (task == NULL)
+ * use the helpers and probe reads.
+ */
+
+static __always_inline __u32 current_auid(struct task_struct___ident *task)
+{
+	if (task) {
+		if (bpf_core_field_exists(task->loginuid))
+			return task->loginuid.val;
+		return 0xffffffff;
+	}
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	if (bpf_core_field_exists(t->loginuid))
+		return BPF_CORE_READ(t, loginuid.val);
+	return 0xffffffff;
+}
+
+/* The process's identity: its and its real parent's start time (exec ids),
+ * its cgroup (what bpf_get_current_cgroup_id reads). */
+static __always_inline void fill_ident(struct event_hdr *h, struct task_struct___ident *task)
+{
+	if (task) {
+		struct task_struct___ident *p = task->real_parent;
+		h->start = task->group_leader->start_boottime;
+		h->ppid = p->tgid;
+		h->pstart = p->group_leader->start_boottime;
+		h->cgid = task->cgroups->dfl_cgrp->kn->id;
+	} else {
+		struct task_struct___ident *t = (void *)bpf_get_current_task();
+		h->start = BPF_CORE_READ(t, group_leader, start_boottime);
+		h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+		h->pstart = BPF_CORE_READ(t, real_parent, group_leader, start_boottime);
+		h->cgid = bpf_get_current_cgroup_id();
+	}
+	h->repeat = 0;
+}
+
+/* Fills a record's header; comm was read by pass_current. The uid is the
+ * current (subjective) credentials' real uid, as bpf_get_current_uid_gid
+ * gives it. */
+static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __u32 tgid, const char *comm, __u64 now,
+				     struct task_struct___ident *task)
+{
+	h->ktime = now;
+	h->pid = tgid;
+	h->uid = task ? task->cred->uid.val : (__u32)bpf_get_current_uid_gid();
+	h->auid = current_auid(task);
+	h->type = type;
+	h->syscall = sc;
+	h->flags = 0;
+	h->_pad = 0;
+	__builtin_memcpy(h->comm, comm, COMM_LEN);
+	fill_ident(h, task);
+}
+
+/* The caller's comm, 8-byte aligned for pass_comm. */
+union comm {
+	char c[COMM_LEN];
+	__u64 w[2];
+};
+
+/* w with the bytes from its first NUL on cleared; *nul says there was one.
+ * The lowest byte flagged by the zero-byte test is exact: a borrow only
+ * flags bytes above a zero one. */
+static __always_inline __u64 before_nul(__u64 w, bool *nul)
+{
+	__u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+	if (!z)
+		return w;
+	*nul = true;
+	z &= -z;
+	return w & ((z >> 7) - 1);
+}
+
+/* task's comm as bpf_get_current_comm gives it: up to its NUL, padded with
+ * NULs (a rename before Linux 6.2 left an old longer name's tail after
+ * the NUL), the 16th byte a NUL. */
+static __always_inline void task_comm(struct task_struct___ident *task, union comm *c)
+{
+	bool nul = false;
+	__builtin_memcpy(c->c, task->comm, COMM_LEN);
+	c->w[0] = before_nul(c->w[0], &nul);
+	c->w[1] = nul ? 0 : before_nul(c->w[1] & 0x00ffffffffffffffULL, &nul);
+}
+
+#endif /* TRACER_IDENTITY_H */
