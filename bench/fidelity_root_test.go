@@ -52,17 +52,23 @@ import (
 // arguments and 2,560 bytes; the audit backend sees no signal the kernel
 // sends on its own (a fault's SIGSEGV) and no death by a signal that dumps
 // no core (SIGKILL). Those the peers saw are counted and excused, by name.
+//
+// The node's auditd, when it runs, is stopped until the test ends and
+// started again after, as `tracer bench --restart-auditd` does: laurel runs
+// as the plugin of an auditd of the test's own.
 func TestFidelity(t *testing.T) {
 	tracertest.LockAudit(t)
+	testFidelity(t)
+}
+
+func testFidelity(t *testing.T) {
 	for _, tool := range []string{"laurel", "auditd", "auditctl", "execsnoop", "exitsnoop", "sigsnoop"} {
 		if _, err := lookSbin(tool); err != nil {
 			t.Skipf("%s is not installed: apt-get install -y laurel libbpf-tools auditd (make deps installs them)", tool)
 		}
 	}
-	if pid, comm := auditHolder(); pid != 0 {
-		t.Skipf("process %d (%s) holds the audit PID: laurel runs as the plugin of an auditd of the test's own; stop it first", pid, comm)
-	}
 	bin := buildTracer(t)
+	stopNodeAuditd(t)
 	wl := tracertest.BuildWorkload(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -71,6 +77,7 @@ func TestFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	holder, _ := auditHolder()
 
 	newRun := func(name string) *Run {
 		d := filepath.Join(dir, name)
@@ -118,8 +125,8 @@ func TestFidelity(t *testing.T) {
 		if after, _ := listRules(); !slices.Equal(after, rules0) {
 			t.Errorf("audit rules after the test %q, before %q", after, rules0)
 		}
-		if pid, comm := auditHolder(); pid != 0 {
-			t.Errorf("process %d (%s) holds the audit PID after the test", pid, comm)
+		if pid, comm := auditHolder(); pid != holder {
+			t.Errorf("process %d (%s) holds the audit PID after the test, %d before", pid, comm, holder)
 		}
 	}()
 	for _, m := range modes {
@@ -253,6 +260,49 @@ func TestFidelity(t *testing.T) {
 		for _, d := range r.diffs {
 			t.Logf("doctored eBPF log vs %s, as it should: %s", p, d)
 		}
+	}
+}
+
+// stopNodeAuditd stops the node's auditd, as `tracer bench
+// --restart-auditd` does, until the test ends: laurel runs as the plugin of
+// an auditd of the test's own, which needs the audit PID. The bench's state
+// file says what to put back should the test be killed (`tracer cleanup`).
+func stopNodeAuditd(t *testing.T) {
+	t.Helper()
+	a, err := findNodeAuditd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == nil {
+		if pid, comm := auditHolder(); pid != 0 {
+			t.Skipf("process %d (%s) holds the audit PID: laurel runs as the plugin of an auditd of the test's own", pid, comm)
+		}
+		return
+	}
+	if why := a.restartable(); why != "" {
+		t.Skipf("%s: laurel runs as the plugin of an auditd of the test's own", why)
+	}
+	st := &benchState{PID: os.Getpid(), StoppedAuditd: a}
+	if st.Audit, err = readAuditSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Rules, err = nodeOwnRules(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.write(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		done, err := st.undo()
+		if err != nil {
+			t.Errorf("starting the node's auditd again: %v", err)
+		}
+		st.remove()
+		t.Logf("after the test: %s", strings.Join(done, "; "))
+	})
+	t.Logf("stopping the node's auditd (pid %d) until the test ends", a.PID)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 
