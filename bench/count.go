@@ -80,6 +80,18 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 // the tracer's own decoder (tracer.Event's UnmarshalJSON).
 func readJSONLog(r io.Reader) ([]procEvent, error) {
 	var out []procEvent
+	err := eachJSONEvent(r, func(e *tracer.Event, _ []byte) {
+		out = append(out, procEvent{Type: e.Type, PID: e.PID, PPID: e.PPID, Child: e.ChildPID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachJSONEvent calls f with each event of a JSON log and its line; both
+// are reused.
+func eachJSONEvent(r io.Reader, f func(e *tracer.Event, line []byte)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256<<10), 16<<20)
 	var e tracer.Event
@@ -91,14 +103,14 @@ func readJSONLog(r io.Reader) ([]procEvent, error) {
 			continue
 		}
 		if err := e.UnmarshalJSON(b); err != nil {
-			return nil, fmt.Errorf("event log line %d: %w", n, err)
+			return fmt.Errorf("event log line %d: %w", n, err)
 		}
-		out = append(out, procEvent{Type: e.Type, PID: e.PID, PPID: e.PPID, Child: e.ChildPID})
+		f(&e, b)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading event log: %w", err)
+		return fmt.Errorf("reading event log: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 func readJSONLogFile(path string) ([]procEvent, error) {

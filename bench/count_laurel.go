@@ -21,13 +21,72 @@ type laurelLine struct {
 		Exit     *int64          `json:"exit"`
 		PID      uint32          `json:"pid"`
 		PPID     uint32          `json:"ppid"`
+		AUID     uint32          `json:"auid"`
+		UID      uint32          `json:"uid"`
 		Key      *string         `json:"key"`
+		UIDName  json.RawMessage `json:"UID"`
+		AUIDName json.RawMessage `json:"AUID"`
 		Argv     []string        `json:"ARGV"` // a0 to a3, hex
 		Name     json.RawMessage `json:"SYSCALL"`
 		ArchName json.RawMessage `json:"ARCH"`
 		PIDCtx   json.RawMessage `json:"PID"`
 		PPIDCtx  json.RawMessage `json:"PPID"`
 	} `json:"SYSCALL"`
+	Execve *struct {
+		Argc int            `json:"argc"`
+		Argv []laurelString `json:"ARGV"`
+	} `json:"EXECVE"`
+	// laurel 0.5 writes ANOM_ABEND as an array of one record.
+	AnomAbend []struct {
+		PID     uint32          `json:"pid"`
+		UID     uint32          `json:"uid"`
+		Sig     int             `json:"sig"`
+		PIDCtx  json.RawMessage `json:"PID"`
+		UIDName json.RawMessage `json:"UID"`
+	} `json:"ANOM_ABEND"`
+}
+
+// laurelEvent is what the fidelity test reads of a line of laurel's log:
+// the SYSCALL record and its key, the EXECVE record's arguments, or an
+// ANOM_ABEND record (a process ended by a core-dumping signal, which the
+// kernel reports without a rule).
+type laurelEvent struct {
+	Syscall    audit.SyscallRecord
+	HasSyscall bool
+	Key        string
+	Argv       []string // EXECVE, when present
+	Argc       int
+	// ANOM_ABEND
+	AbendPID uint32
+	AbendUID uint32
+	AbendSig int
+}
+
+// parseLaurel reads a line of laurel's log; ok is false for a line that
+// is not JSON or holds neither a SYSCALL nor an ANOM_ABEND record.
+func parseLaurel(line []byte) (e laurelEvent, ok bool) {
+	var l laurelLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return e, false
+	}
+	if len(l.AnomAbend) == 1 {
+		a := l.AnomAbend[0]
+		e.AbendPID, e.AbendUID, e.AbendSig = a.PID, a.UID, a.Sig
+		ok = true
+	}
+	if l.Syscall != nil {
+		if e.Syscall, e.Key, e.HasSyscall = l.syscall(); e.HasSyscall {
+			e.Syscall.UID, e.Syscall.AUID = l.Syscall.UID, l.Syscall.AUID
+			ok = true
+		}
+	}
+	if x := l.Execve; x != nil {
+		e.Argc = x.Argc
+		for _, a := range x.Argv {
+			e.Argv = append(e.Argv, string(a))
+		}
+	}
+	return e, ok
 }
 
 // laurelSyscall reads a line of laurel's log: the SYSCALL record of its
@@ -42,6 +101,10 @@ func laurelSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
 	if err := json.Unmarshal(line, &l); err != nil || l.Syscall == nil {
 		return rec, "", false
 	}
+	return l.syscall()
+}
+
+func (l *laurelLine) syscall() (rec audit.SyscallRecord, key string, ok bool) {
 	s := l.Syscall
 	arch, err := strconv.ParseUint(strings.TrimPrefix(s.Arch, "0x"), 16, 32)
 	if err != nil {
@@ -58,4 +121,33 @@ func laurelSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
 		key = *s.Key
 	}
 	return rec, key, true
+}
+
+// laurelString is a string as laurel writes it: JSON, with control
+// characters, bytes that are not UTF-8, and '%' itself written as %XX
+// (laurel 0.5's escaping of the values it takes from a record).
+type laurelString string
+
+func (s *laurelString) UnmarshalJSON(b []byte) error {
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if !strings.Contains(v, "%") {
+		*s = laurelString(v)
+		return nil
+	}
+	out := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] == '%' && i+2 < len(v) {
+			if x, err := strconv.ParseUint(v[i+1:i+3], 16, 8); err == nil {
+				out = append(out, byte(x))
+				i += 2
+				continue
+			}
+		}
+		out = append(out, v[i])
+	}
+	*s = laurelString(out)
+	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,63 @@ func TestLibbpfOutput(t *testing.T) {
 	}
 	if got := libbpfLost("Lost 12 events on CPU #1!\nlost 3 events on CPU #0\nsomething else\n"); got != 15 {
 		t.Errorf("libbpfLost = %d, want 15", got)
+	}
+}
+
+// The columns of the libbpf-tools 0.26 as the fidelity test reads them:
+// execsnoop -U -q, exitsnoop's exit codes and signals, sigsnoop's target.
+func TestLibbpfDetail(t *testing.T) {
+	x, ok := parseExecsnoop(`65534 true             4243   4242     0 "/bin/true" "a b" "say \"hi\"" "new\nline" "tab\tx" "" "`+"\xff"+`"`, true)
+	if !ok || x.UID != 65534 || x.PID != 4243 || x.PPID != 4242 || x.Ret != 0 {
+		t.Fatalf("execsnoop -U -q: %+v %v", x, ok)
+	}
+	args, more, ok := execsnoopArgs(x.Args)
+	if want := []string{"/bin/true", "a b", `say "hi"`, "new\nline", "tab\tx", "", "\xff"}; !ok || more || !slices.Equal(args, want) {
+		t.Errorf("arguments %q more %v ok %v, want %q", args, more, ok, want)
+	}
+	// More than --max-args: a quote opened for an argument not read, " ...".
+	if args, more, ok := execsnoopArgs(`"/bin/true" "arg01" " ...`); !ok || !more || !slices.Equal(args, []string{"/bin/true", "arg01"}) {
+		t.Errorf("cut arguments: %q %v %v", args, more, ok)
+	}
+	if _, _, ok := execsnoopArgs(`"/bin/true" unquoted`); ok {
+		t.Error("unquoted arguments read as -q's")
+	}
+	if x, ok := parseExecsnoop("4294967295sh               1      0       0 \"/bin/sh\"", true); !ok || x.UID != 4294967295 || x.PID != 1 {
+		t.Errorf("a uid wider than its column: %+v %v", x, ok)
+	}
+	if _, ok := parseExecsnoop("UID   PCOMM            PID    PPID   RET ARGS", true); ok {
+		t.Error("execsnoop -U's header read as an event")
+	}
+	for line, want := range map[string]exitsnoopLine{
+		"true             4250    4242    4250    0.00    0":                                           {PID: 4250, PPID: 4242, TID: 4250},
+		"workload         4251    4242    4251    0.01    code 255":                                    {PID: 4251, PPID: 4242, TID: 4251, Code: 255},
+		"workload         4252    4242    4252    0.01    signal 9 (Killed)":                           {PID: 4252, PPID: 4242, TID: 4252, Signal: 9},
+		"workload         4253    4242    4253    0.01    signal 11 (Segmentation fault), core dumped": {PID: 4253, PPID: 4242, TID: 4253, Signal: 11, Core: true},
+	} {
+		if got, ok := parseExitsnoop(line); !ok || got != want {
+			t.Errorf("exitsnoop %q: %+v %v, want %+v", line, got, ok, want)
+		}
+	}
+	if got, ok := parseSigsnoop("03:09:45 4242    my tool          12        4252    0     "); !ok || got != (sigsnoopLine{PID: 4242, Signal: 12, TPID: 4252}) {
+		t.Errorf("sigsnoop: %+v %v", got, ok)
+	}
+}
+
+// laurel 0.5's EXECVE arguments (%XX for control characters, bytes that
+// are not UTF-8 and '%') and its ANOM_ABEND, an array of one record.
+func TestLaurelDetail(t *testing.T) {
+	e, ok := parseLaurel([]byte(`{"ID":"1.0:1","SYSCALL":{"arch":"0xc000003e","syscall":59,"success":"yes","exit":0,"ppid":7,"pid":8,"auid":4294967295,"uid":65534,"key":"tracer","UID":"nobody","ARGV":["0x1","0x2","0x3","0x4"]},"EXECVE":{"argc":4,"ARGV":["/bin/true","new%0aline","%ff%fe ünï","%2541"]}}`))
+	if !ok || !e.HasSyscall || e.Key != "tracer" || e.Syscall.PID != 8 || e.Syscall.PPID != 7 || e.Syscall.UID != 65534 || e.Argc != 4 {
+		t.Fatalf("parsed %+v %v", e, ok)
+	}
+	if want := []string{"/bin/true", "new\nline", "\xff\xfe ünï", "%41"}; !slices.Equal(e.Argv, want) {
+		t.Errorf("arguments %q, want %q", e.Argv, want)
+	}
+	e, ok = parseLaurel([]byte(`{"ID":"1.0:2","ANOM_ABEND":[{"auid":4294967295,"uid":0,"pid":26407,"comm":"workload","sig":11,"res":1,"AUID":"unset","UID":"root"}]}`))
+	if !ok || e.HasSyscall || e.AbendPID != 26407 || e.AbendSig != 11 {
+		t.Errorf("ANOM_ABEND: %+v %v", e, ok)
+	}
+	if _, ok := parseLaurel([]byte(`{"ID":"1.0:3","DAEMON_END":{"op":"terminate"}}`)); ok {
+		t.Error("DAEMON_END read as an event")
 	}
 }

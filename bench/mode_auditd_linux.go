@@ -44,6 +44,9 @@ type auditdMode struct {
 	plugin     string
 	laurel     string   // laurel's path
 	laurelConf []string // the node's laurel config, lines
+	// events are the classes its rules record: exec, fork and signal
+	// (those bench counts) unless set; the fidelity test adds exit.
+	events string
 
 	auditd, auditctl string
 	external         *nodeAuditd // the node's running auditd, else nil
@@ -150,7 +153,7 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 		}
 		confPath = m.external.Conf
 	}
-	if m.rules, err = auditdRuleArgs(); err != nil {
+	if m.rules, err = auditdRuleArgs(m.events); err != nil {
 		return err
 	}
 	if b, err := os.ReadFile(auditdRules); err == nil {
@@ -167,11 +170,18 @@ func (m *auditdMode) Setup(ctx context.Context) error {
 	return nil
 }
 
-// auditdRuleArgs are the rules `tracer rules --signal all` prints (exec,
-// fork, signal; b32 copies when a 32-bit process runs), built by
-// auditrules as that command builds them, as auditctl arguments.
-func auditdRuleArgs() ([][]string, error) {
-	types, _ := vocab.ParseTypes("exec,fork,signal")
+// auditdRuleArgs are the rules `tracer rules --signal all` prints (for
+// events, "" for exec, fork, signal; b32 copies when a 32-bit process
+// runs), built by auditrules as that command builds them, as auditctl
+// arguments.
+func auditdRuleArgs(events string) ([][]string, error) {
+	if events == "" {
+		events = "exec,fork,signal"
+	}
+	types, err := vocab.ParseTypes(events)
+	if err != nil {
+		return nil, fmt.Errorf("building the audit rules: %w", err)
+	}
 	// Every signal, 0 too: the rules that leave existence checks out in
 	// the kernel would leave out the drain's marker, kill(bench, 0).
 	sigs, err := vocab.ParseSignals("all")

@@ -62,6 +62,9 @@ type libbpfMode struct {
 	name  string
 	tools []string // names
 	paths []string
+	// args are options given to a tool (by name), none by default: the
+	// fidelity test asks execsnoop for its UID column and quoted arguments.
+	args map[string][]string
 
 	w    *watcher
 	dir  string
@@ -84,8 +87,9 @@ func (m *libbpfMode) Setup(context.Context) error {
 	return nil
 }
 
-// libbpfScript starts the tools (its arguments after the directory), each
-// writing to DIR/TOOL.out and DIR/TOOL.err, says their pids, and on SIGINT
+// libbpfScript starts the tools (its arguments after the directory: each a
+// path and its options, split at spaces), each writing to DIR/TOOL.out and
+// DIR/TOOL.err, says their pids, and on SIGINT
 // or SIGTERM passes SIGINT on to them (they then detach and exit) and waits
 // for them all. Background commands of a shell ignore SIGINT, which the
 // tools' own handlers undo.
@@ -93,9 +97,11 @@ const libbpfScript = `[ -d /sys/kernel/tracing/events/syscalls ] || mount -t tra
 cd "$1" || exit 1
 shift
 pids=
+set -f
 for t in "$@"; do
-	n=${t##*/}
-	stdbuf -oL "$t" >"${n#bpf-}.out" 2>"${n#bpf-}.err" &
+	p=${t%% *}
+	n=${p##*/}
+	stdbuf -oL $t >"${n#bpf-}.out" 2>"${n#bpf-}.err" &
 	pids="$pids $!"
 done
 trap 'kill -INT $pids 2>/dev/null' INT TERM
@@ -108,7 +114,11 @@ func (m *libbpfMode) Start(ctx context.Context, run *Run) error {
 	if err := os.Mkdir(m.dir, 0o700); err != nil {
 		return fmt.Errorf("making the tools' output directory: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", libbpfScript, "sh", m.dir}, m.paths...)...)
+	argv := []string{"-c", libbpfScript, "sh", m.dir}
+	for i, p := range m.paths {
+		argv = append(argv, strings.Join(append([]string{p}, m.args[m.tools[i]]...), " "))
+	}
+	cmd := exec.Command("/bin/sh", argv...)
 	// Go makes / private in the new namespace, so the mount stays in it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	w, err := startWatcher(ctx, m.name, cmd, true, "tracer-bench: started", 30*time.Second)

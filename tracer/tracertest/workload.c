@@ -6,6 +6,10 @@
 //   workload exec N PATH      N times: vfork + execve(PATH) (PATH should exit 0 at once)
 //   workload execfail N       N times: vfork + execve("/nonexistent/tracer-enoent") -> ENOENT
 //   workload execargs PATH ARG  vfork + execve(PATH) with argv {PATH, ARG}: ARG of any length or bytes
+//   workload execv PATH N ARG1..ARGN  vfork + execve(PATH) with argv {PATH, ARG1, ..., ARGN}; waits for it
+//   workload victim FINAL N SIG1..SIGN  fork a child that blocks every signal but FINAL and waits;
+//                             kill(child, SIGi) for each, then kill(child, FINAL); reap it
+//   workload segv             write through a null pointer: the kernel's own SIGSEGV ends it
 //   workload fork N           N times: syscall(SYS_fork), child _exit(0)
 //   workload vfork N          N times: vfork(), child _exit(0)
 //   workload clone N          N times: syscall(SYS_clone, SIGCHLD, 0), child _exit(0)
@@ -52,6 +56,52 @@ int main(int argc, char **argv) {
 		}
 		if (!strcmp(cmd, "comm")) {
 			if (prctl(PR_SET_NAME, argv[i++])) { perror("prctl"); return 3; }
+			continue;
+		}
+		if (!strcmp(cmd, "segv")) {
+			signal(SIGSEGV, SIG_DFL);
+			*(volatile int *)0 = 1;
+			return 3;
+		}
+		if (!strcmp(cmd, "execv")) {
+			const char *path = argv[i++];
+			int n = atoi(argv[i++]);
+			char **args = calloc(n + 2, sizeof(char *));
+			args[0] = (char *)path;
+			for (int k = 0; k < n; k++) args[k + 1] = argv[i++];
+			pid_t p = vfork();
+			if (p == 0) {
+				execve(path, args, environ);
+				_exit(127);
+			}
+			reap(p);
+			free(args);
+			continue;
+		}
+		if (!strcmp(cmd, "victim")) {
+			int final = atoi(argv[i++]);
+			int n = atoi(argv[i++]);
+			int fds[2];
+			if (pipe(fds) < 0) { perror("pipe"); return 3; }
+			pid_t p = syscall(SYS_fork);
+			if (p == 0) {
+				sigset_t all;
+				sigfillset(&all);
+				sigdelset(&all, final);
+				sigprocmask(SIG_SETMASK, &all, NULL);
+				signal(final, SIG_DFL);
+				close(fds[0]);
+				close(fds[1]); /* the parent's read returns: the mask is set */
+				for (;;) pause();
+			}
+			if (p < 0) { perror("fork"); return 3; }
+			close(fds[1]);
+			char c;
+			while (read(fds[0], &c, 1) > 0) {}
+			close(fds[0]);
+			for (int k = 0; k < n; k++) kill(p, atoi(argv[i++]));
+			kill(p, final);
+			reap(p);
 			continue;
 		}
 		if (!strcmp(cmd, "execargs")) {

@@ -1,0 +1,723 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
+
+// TestFidelity runs one workload under tracer (both backends), laurel and
+// the libbpf-tools at once, and checks that tracer saw every exec, fork,
+// signal and exit each peer saw of the workload's process tree, with the
+// fields the peer has agreeing: pid, ppid, uid, argv (to the smaller of
+// the two caps), signal number and target, exit code or killing signal.
+//
+// What each peer can see, and so what is compared (docs/overhead.md,
+// "Fidelity against the peers", says the same for operators):
+//
+//   - execsnoop (-U -q): successful execve calls (not execveat), read at
+//     syscall entry: pid, ppid, uid; as arguments the filename in place of
+//     argv[0], then argv[1:], at most 20 in all (--max-args), each cut to
+//     127 bytes; " ..." when there were more (also, wrongly, for exactly
+//     20). -q quotes each argument and escapes '"', tab and newline, but
+//     not a backslash (the workload's arguments hold none).
+//   - exitsnoop: every process end (not threads'): pid, ppid at exit, and
+//     the wait status's low 16 bits, so an exit code only mod 256.
+//   - sigsnoop: every signal generated (signal_generate), by a process or by
+//     the kernel, in the context of the generating task: sender pid, signal,
+//     target task; no uid, no syscall. SIGCHLD (the kernel's, at a child's
+//     end) is not a signal tracer reports, and is left out.
+//   - laurel: the audit records of its auditd's rules (tracer's, `tracer
+//     rules --signal all`, with exit): every field of the SYSCALL record
+//     (pid, ppid, uid, the arguments, hence a signal's target and number and
+//     an exit code), the EXECVE record's arguments in full (no
+//     execve-argv-limit-bytes in the packaged config), and ANOM_ABEND for a
+//     death by a core-dumping signal; no other death by a signal.
+//
+// tracer's own limits, by backend (docs/events.md): argv at most 20
+// arguments and 2,560 bytes; the audit backend sees no signal the kernel
+// sends on its own (a fault's SIGSEGV) and no death by a signal that dumps
+// no core (SIGKILL). Those the peers saw are counted and excused, by name.
+//
+// The node's auditd, when it runs, is stopped until the test ends and
+// started again after, as `tracer bench --restart-auditd` does: laurel runs
+// as the plugin of an auditd of the test's own.
+func TestFidelity(t *testing.T) {
+	tracertest.LockAudit(t)
+	testFidelity(t)
+}
+
+func testFidelity(t *testing.T) {
+	for _, tool := range []string{"laurel", "auditd", "auditctl", "execsnoop", "exitsnoop", "sigsnoop"} {
+		if _, err := lookSbin(tool); err != nil {
+			t.Skipf("%s is not installed: apt-get install -y laurel libbpf-tools auditd (make deps installs them)", tool)
+		}
+	}
+	bin := buildTracer(t)
+	stopNodeAuditd(t)
+	wl := tracertest.BuildWorkload(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rules0, err := listRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, _ := auditHolder()
+
+	newRun := func(name string) *Run {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return &Run{Workload: &Workload{Name: "fidelity"}, Dir: d}
+	}
+	laurelMode, err := newMode("laurel", modeEnv{self: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	laurelMode.(*auditdMode).events = "exec,fork,signal,exit"
+	lm, err := newMode("libbpf-tools", modeEnv{self: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	libbpf := lm.(*libbpfMode)
+	libbpf.args = map[string][]string{"execsnoop": {"-U", "-q"}}
+	auditMode, err := newMode("audit", modeEnv{self: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ebpfMode, err := newMode("ebpf", modeEnv{self: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditMode.(*tracerMode).events = "all"
+	ebpfMode.(*tracerMode).events = "all"
+	// laurel's auditd first: it takes the audit PID, and tracer's audit
+	// backend then reads the multicast copy of the records beside it.
+	modes := []struct {
+		name string
+		m    Mode
+		run  *Run
+	}{
+		{"laurel", laurelMode, newRun("laurel")},
+		{"libbpf-tools", libbpf, newRun("libbpf-tools")},
+		{"audit", auditMode, newRun("audit")},
+		{"ebpf", ebpfMode, newRun("ebpf")},
+	}
+	started := 0
+	defer func() {
+		for _, m := range modes[:started] {
+			if err := m.m.Teardown(); err != nil {
+				t.Errorf("%s: teardown: %v", m.name, err)
+			}
+		}
+		if after, _ := listRules(); !slices.Equal(after, rules0) {
+			t.Errorf("audit rules after the test %q, before %q", after, rules0)
+		}
+		if pid, comm := auditHolder(); pid != holder {
+			t.Errorf("process %d (%s) holds the audit PID after the test, %d before", pid, comm, holder)
+		}
+	}()
+	for _, m := range modes {
+		if err := m.m.Setup(ctx); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		t0 := time.Now()
+		if err := m.m.Start(ctx, m.run); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		started++
+		t.Logf("%s watching after %s", m.name, time.Since(t0).Round(time.Millisecond))
+	}
+
+	cmd := exec.CommandContext(ctx, wl, fidelityWorkload(wl)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	root := uint32(cmd.Process.Pid)
+
+	for _, m := range slices.Backward(modes) {
+		m.run.RootPID = int(root)
+		t0 := time.Now()
+		obs, err := m.m.Stop(ctx, m.run)
+		t.Logf("%s stopped in %s", m.name, time.Since(t0).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if obs.Lost != 0 {
+			// Node-wide (another process's signal storm): whether the
+			// workload's events were among them, the counts below say.
+			t.Logf("%s lost %d events node-wide: %s", m.name, obs.Lost, obs.Note)
+		}
+	}
+
+	trAudit := readTracerEvents(t, auditMode.(*tracerMode).logPath(modes[2].run))
+	trEBPF := readTracerEvents(t, ebpfMode.(*tracerMode).logPath(modes[3].run))
+	peers := map[string][]fidEvent{
+		"execsnoop": readExecsnoop(t, libbpf.out("execsnoop")),
+		"exitsnoop": readExitsnoop(t, libbpf.out("exitsnoop")),
+		"sigsnoop":  readSigsnoop(t, libbpf.out("sigsnoop")),
+		"laurel":    readLaurel(t, filepath.Join(modes[0].run.Dir, "laurel", "audit.log")),
+	}
+	var all []fidEvent
+	all = append(all, trAudit...)
+	all = append(all, trEBPF...)
+	for _, evs := range peers {
+		all = append(all, evs...)
+	}
+	tree := fidTree(all, root)
+	trAudit, trEBPF = tree.keep(trAudit), tree.keep(trEBPF)
+	for p, evs := range peers {
+		peers[p] = tree.keep(evs)
+	}
+	// The kernel's own signals, as the eBPF backend saw them: audit
+	// cannot see them.
+	kernelSignals := map[string]bool{}
+	for _, e := range trEBPF {
+		if e.Type == vocab.TypeSignal && e.Origin == vocab.OriginKernel {
+			kernelSignals[e.key()] = true
+		}
+	}
+	auditExcuse := func(p fidEvent) string {
+		switch {
+		case p.Type == vocab.TypeSignal && kernelSignals[p.key()]:
+			return "a signal the kernel sent on its own"
+		case p.Type == vocab.TypeExit && p.Signal != 0 && !vocab.DumpsCore(p.Signal):
+			return "a death by a signal that dumps no core"
+		}
+		return ""
+	}
+	backends := []struct {
+		name   string
+		evs    []fidEvent
+		excuse func(fidEvent) string
+	}{
+		{"ebpf", trEBPF, func(fidEvent) string { return "" }},
+		{"audit", trAudit, auditExcuse},
+	}
+	for _, b := range backends {
+		for _, p := range []string{"laurel", "execsnoop", "exitsnoop", "sigsnoop"} {
+			r := compareFidelity(p, peers[p], b.evs, b.excuse)
+			t.Logf("%s vs %s: %s", b.name, p, r.summary())
+			for _, d := range r.diffs {
+				t.Errorf("%s vs %s: %s", b.name, p, d)
+			}
+		}
+	}
+	// The workload's own events, whoever saw them: every peer must have
+	// seen something of each kind it watches, or the comparison above
+	// compared nothing.
+	want := map[string]map[vocab.Type]int{
+		"laurel":    {vocab.TypeExec: fidelityExecs, vocab.TypeFork: fidelityForks, vocab.TypeSignal: fidelitySignals, vocab.TypeExit: fidelityCodeExits + 2},
+		"execsnoop": {vocab.TypeExec: fidelityExecs},
+		"exitsnoop": {vocab.TypeExit: fidelityForks + 1},
+		"sigsnoop":  {vocab.TypeSignal: fidelitySignals + 1},
+	}
+	for p, w := range want {
+		got := map[vocab.Type]int{}
+		for _, e := range peers[p] {
+			got[e.Type]++
+		}
+		for typ, n := range w {
+			if got[typ] != n {
+				t.Errorf("%s saw %d %s events of the workload, want %d", p, got[typ], typ, n)
+			}
+		}
+	}
+
+	// The comparison itself can fail: against the eBPF backend's events
+	// with one signal left out, one exit code changed and one byte of an
+	// argument changed, each peer finds what it can see of that.
+	doctored := slices.Clone(trEBPF)
+	i := slices.IndexFunc(doctored, func(e fidEvent) bool { return e.Type == vocab.TypeExit && e.HasCode && e.ExitCode == 3 })
+	j := slices.IndexFunc(doctored, func(e fidEvent) bool {
+		return e.Type == vocab.TypeExec && e.Filename == "/bin/true" && slices.Contains(e.Argv, "new\nline")
+	})
+	k := slices.IndexFunc(doctored, func(e fidEvent) bool { return e.Type == vocab.TypeSignal && e.Signal == 12 })
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatalf("the eBPF backend saw no exit 3, no exec with the odd arguments, or no SIGUSR2")
+	}
+	doctored[i].ExitCode = 4
+	doctored[j].Argv = slices.Clone(doctored[j].Argv)
+	doctored[j].Argv[slices.Index(doctored[j].Argv, "new\nline")] = "new\nlinE"
+	doctored = slices.Delete(doctored, k, k+1)
+	for p, want := range map[string]int{"laurel": 3, "execsnoop": 1, "exitsnoop": 1, "sigsnoop": 1} {
+		r := compareFidelity(p, peers[p], doctored, func(fidEvent) string { return "" })
+		if len(r.diffs) != want {
+			t.Errorf("%s against a doctored eBPF log: %d differences, want %d", p, len(r.diffs), want)
+		}
+		for _, d := range r.diffs {
+			t.Logf("doctored eBPF log vs %s, as it should: %s", p, d)
+		}
+	}
+}
+
+// stopNodeAuditd stops the node's auditd, as `tracer bench
+// --restart-auditd` does, until the test ends: laurel runs as the plugin of
+// an auditd of the test's own, which needs the audit PID. The bench's state
+// file says what to put back should the test be killed (`tracer cleanup`).
+func stopNodeAuditd(t *testing.T) {
+	t.Helper()
+	a, err := findNodeAuditd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == nil {
+		if pid, comm := auditHolder(); pid != 0 {
+			t.Skipf("process %d (%s) holds the audit PID: laurel runs as the plugin of an auditd of the test's own", pid, comm)
+		}
+		return
+	}
+	if why := a.restartable(); why != "" {
+		t.Skipf("%s: laurel runs as the plugin of an auditd of the test's own", why)
+	}
+	st := &benchState{PID: os.Getpid(), StoppedAuditd: a}
+	if st.Audit, err = readAuditSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Rules, err = nodeOwnRules(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.write(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		done, err := st.undo()
+		if err != nil {
+			t.Errorf("starting the node's auditd again: %v", err)
+		}
+		st.remove()
+		t.Logf("after the test: %s", strings.Join(done, "; "))
+	})
+	t.Logf("stopping the node's auditd (pid %d) until the test ends", a.PID)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The workload's known events (the root process's own exec included).
+const (
+	fidelityExecs     = 11 // root's, 4 argvs, exit 0, 3, 255, segv, uid and its /bin/true
+	fidelityForks     = 14 // 9 execv, 2 forks, 2 victims, uid's exec
+	fidelitySignals   = 6  // USR1, USR2, KILL to one victim; HUP, TERM, SEGV to the other
+	fidelityCodeExits = 12 // the 15 processes but the 3 killed by a signal
+)
+
+// fidelityWorkload is the workload's command line (workload.c): execs
+// with arguments beyond every cap and with odd bytes, forks, signals to
+// other processes, exits with codes 0, 3 and 255, by SIGKILL and by
+// SIGSEGV (sent, and a real fault), and an exec as another user.
+func fidelityWorkload(wl string) []string {
+	odd := []string{"with space", `"double" 'single'`, "new\nline", "tab\there", "\xff\xfe not UTF-8 \xc3\x28", "", "-", "ünïcödé", "%41 percent"}
+	var many []string
+	for i := 1; i <= 25; i++ {
+		many = append(many, fmt.Sprintf("arg%02d", i))
+	}
+	var big []string
+	for i := 0; i < 12; i++ {
+		big = append(big, strings.Repeat(string(rune('a'+i)), 250))
+	}
+	long := strings.Repeat("L", 300)
+	var args []string
+	execv := func(path string, a ...string) {
+		args = append(append(args, "execv", path, strconv.Itoa(len(a))), a...)
+	}
+	execv("/bin/true", odd...)
+	execv("/bin/true", many...)
+	execv("/bin/true", big...)
+	execv("/bin/true", long, "x", long+"y")
+	args = append(args, "fork", "2")
+	execv(wl, "exit", "0")
+	execv(wl, "exit", "3")
+	execv(wl, "exit", "255")
+	execv(wl, "segv")
+	// SIGUSR1 and SIGUSR2 (blocked), then SIGKILL; SIGHUP and SIGTERM, then SIGSEGV.
+	args = append(args, "victim", "9", "2", "10", "12", "victim", "11", "2", "1", "15")
+	execv(wl, "uid", "65534", "exec", "1", "/bin/true")
+	return args
+}
+
+// fidEvent is one event as a source (a tracer backend, a peer) saw it;
+// fields a source does not have are zero (and Has* false).
+type fidEvent struct {
+	Type vocab.Type
+	PID  uint32
+	PPID uint32 // 0: not known to the source
+	UID  uint32
+	// HasUID: the source says the uid.
+	HasUID bool
+
+	// exec
+	Argv []string
+	// ArgvCut: the source kept only the beginning of argv (fewer
+	// arguments, the last one cut).
+	ArgvCut bool
+	// ArgMax: the bytes of each argument the source keeps (0: all).
+	ArgMax int
+	// Filename: an exec's first argument is the filename (execsnoop).
+	Filename string
+
+	Child uint32 // fork
+
+	// signal
+	Target int32
+	Signal int // also exit: the killing signal
+	Origin vocab.Origin
+
+	// exit
+	ExitCode int
+	HasCode  bool
+	// Code8: only the low 8 bits of the exit code are known (exitsnoop).
+	Code8 bool
+
+	Src string // the line it came from
+}
+
+// key tells apart the events of one process that a peer and tracer must
+// pair up: a signal by its target and number, a fork by its child.
+func (e fidEvent) key() string {
+	switch e.Type {
+	case vocab.TypeSignal:
+		return fmt.Sprintf("%d signal %d to %d", e.PID, e.Signal, e.Target)
+	case vocab.TypeFork:
+		return fmt.Sprintf("%d fork %d", e.PID, e.Child)
+	}
+	return fmt.Sprintf("%d %s", e.PID, e.Type)
+}
+
+func readTracerEvents(t *testing.T, path string) []fidEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []fidEvent
+	err = eachJSONEvent(f, func(e *tracer.Event, line []byte) {
+		x := fidEvent{Type: e.Type, PID: e.PID, PPID: e.PPID, UID: e.UID, HasUID: true, Src: string(line)}
+		switch e.Type {
+		case vocab.TypeExec:
+			x.Argv, x.ArgvCut, x.Filename = slices.Clone(e.Argv), e.ArgvTruncated, e.Filename
+		case vocab.TypeFork:
+			x.Child = e.ChildPID
+		case vocab.TypeSignal:
+			x.Target, x.Signal, x.Origin = e.TargetPID, e.Signal, e.Origin
+		case vocab.TypeExit:
+			x.Signal, x.ExitCode, x.HasCode = e.Signal, e.ExitCode, e.Signal == 0
+		default:
+			return
+		}
+		out = append(out, x)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An exit names its parent by exec id, not pid: the parent is the
+	// process whose fork made it, as this backend saw it.
+	parent := map[uint32]uint32{}
+	for _, e := range out {
+		if e.Type == vocab.TypeFork {
+			parent[e.Child] = e.PID
+		}
+	}
+	for i, e := range out {
+		if e.Type == vocab.TypeExit {
+			out[i].PPID = parent[e.PID]
+		}
+	}
+	return out
+}
+
+// eachLine calls f with each line of the file at path.
+func eachLine(t *testing.T, path string, f func(line string)) {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 0, 256<<10), 16<<20)
+	for sc.Scan() {
+		f(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readExecsnoop(t *testing.T, path string) []fidEvent {
+	var out []fidEvent
+	eachLine(t, path, func(l string) {
+		x, ok := parseExecsnoop(l, true)
+		if !ok {
+			return
+		}
+		args, more, ok := execsnoopArgs(x.Args)
+		if !ok || len(args) == 0 {
+			t.Errorf("execsnoop: cannot read the arguments of %q", l)
+			return
+		}
+		out = append(out, fidEvent{Type: vocab.TypeExec, PID: x.PID, PPID: x.PPID, UID: x.UID, HasUID: true,
+			Argv: args, ArgvCut: more, ArgMax: 127, Filename: args[0], Src: l})
+	})
+	return out
+}
+
+func readExitsnoop(t *testing.T, path string) []fidEvent {
+	var out []fidEvent
+	eachLine(t, path, func(l string) {
+		if x, ok := parseExitsnoop(l); ok {
+			out = append(out, fidEvent{Type: vocab.TypeExit, PID: x.PID, PPID: x.PPID,
+				ExitCode: x.Code, HasCode: x.Signal == 0, Code8: true, Signal: x.Signal, Src: l})
+		}
+	})
+	return out
+}
+
+func readSigsnoop(t *testing.T, path string) []fidEvent {
+	var out []fidEvent
+	eachLine(t, path, func(l string) {
+		if x, ok := parseSigsnoop(l); ok && x.Signal != sigchld {
+			out = append(out, fidEvent{Type: vocab.TypeSignal, PID: x.PID, Target: x.TPID, Signal: x.Signal, Src: l})
+		}
+	})
+	return out
+}
+
+func readLaurel(t *testing.T, path string) []fidEvent {
+	var out []fidEvent
+	eachLine(t, path, func(l string) {
+		x, ok := parseLaurel([]byte(l))
+		if !ok {
+			return
+		}
+		if x.AbendSig != 0 {
+			out = append(out, fidEvent{Type: vocab.TypeExit, PID: x.AbendPID, UID: x.AbendUID, HasUID: true, Signal: x.AbendSig, Src: l})
+			return
+		}
+		if !auditrules.IsTracerKey(x.Key) {
+			return
+		}
+		rec := x.Syscall
+		name := auditrules.ArchSyscallName(rec.Arch, rec.Syscall)
+		e := fidEvent{Type: auditrules.ClassOf(name), PID: rec.PID, PPID: rec.PPID, UID: rec.UID, HasUID: true, Src: l}
+		switch e.Type {
+		case vocab.TypeExec:
+			e.Argv = x.Argv
+			if x.Argc != len(x.Argv) {
+				t.Errorf("laurel: argc %d, %d arguments: %s", x.Argc, len(x.Argv), l)
+			}
+		case vocab.TypeFork:
+			if !rec.HasExit || rec.Exit <= 0 {
+				return // made no process
+			}
+			e.Child = uint32(rec.Exit)
+		case vocab.TypeSignal:
+			e.Signal = int(int32(rec.Args[auditrules.SignalArg[name]]))
+			if i := auditrules.TargetArg[name]; i >= 0 {
+				e.Target = int32(rec.Args[i])
+			}
+		case vocab.TypeExit:
+			e.ExitCode, e.HasCode = int(int32(rec.Args[0])), true
+		default:
+			return
+		}
+		// Every event but an exec (whose ppid tracer reports) names no
+		// parent in tracer's output: only the exec's is compared.
+		if e.Type != vocab.TypeExec {
+			e.PPID = 0
+		}
+		out = append(out, e)
+	})
+	return out
+}
+
+// fidTreeOf is the workload's process tree, from the parentage every
+// source reported (one source missing a fork does not hide the child's
+// events from the comparison).
+type fidTreeOf struct {
+	root   uint32
+	parent map[uint32]uint32
+}
+
+func fidTree(evs []fidEvent, root uint32) fidTreeOf {
+	t := fidTreeOf{root: root, parent: map[uint32]uint32{}}
+	for _, e := range evs {
+		switch {
+		case e.Type == vocab.TypeFork:
+			t.parent[e.Child] = e.PID
+		case e.PPID != 0 && e.PID != root:
+			t.parent[e.PID] = e.PPID
+		}
+	}
+	return t
+}
+
+func (t fidTreeOf) has(pid uint32) bool {
+	for range 64 {
+		if pid == t.root {
+			return true
+		}
+		p, ok := t.parent[pid]
+		if !ok || p == 0 {
+			return false
+		}
+		pid = p
+	}
+	return false
+}
+
+func (t fidTreeOf) keep(evs []fidEvent) []fidEvent {
+	var out []fidEvent
+	for _, e := range evs {
+		if t.has(e.PID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type fidelityResult struct {
+	peer    int // the peer's events of the workload
+	tracer  int // tracer's of the kinds the peer sees
+	matched int
+	excused map[string]int
+	diffs   []string
+}
+
+func (r fidelityResult) summary() string {
+	s := fmt.Sprintf("peer %d events, tracer %d of those kinds, %d matched", r.peer, r.tracer, r.matched)
+	for why, n := range r.excused {
+		s += fmt.Sprintf(", %d not seen by design (%s)", n, why)
+	}
+	return s + fmt.Sprintf(", %d differences", len(r.diffs))
+}
+
+// compareFidelity pairs each of the peer's events with one of tracer's
+// (same kind, process and key) and checks the fields the peer has. A peer
+// event tracer has no pair for is a difference unless excuse names the
+// limit of tracer's that explains it.
+func compareFidelity(peer string, peerEvs, trEvs []fidEvent, excuse func(fidEvent) string) fidelityResult {
+	r := fidelityResult{peer: len(peerEvs), excused: map[string]int{}}
+	kinds := map[vocab.Type]bool{}
+	for _, p := range peerEvs {
+		kinds[p.Type] = true
+	}
+	used := make([]bool, len(trEvs))
+	for _, e := range trEvs {
+		if kinds[e.Type] {
+			r.tracer++
+		}
+	}
+	for _, p := range peerEvs {
+		i := slices.IndexFunc(trEvs, func(e fidEvent) bool { return e.key() == p.key() })
+		for i >= 0 && used[i] {
+			j := slices.IndexFunc(trEvs[i+1:], func(e fidEvent) bool { return e.key() == p.key() })
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 {
+			if why := excuse(p); why != "" {
+				r.excused[why]++
+				continue
+			}
+			r.diffs = append(r.diffs, fmt.Sprintf("tracer missed %s that %s saw: %s", p.key(), peer, clip(p.Src)))
+			continue
+		}
+		used[i] = true
+		if d := fidDiff(p, trEvs[i]); d != "" {
+			r.diffs = append(r.diffs, fmt.Sprintf("%s: %s\n\t%s: %s\n\ttracer: %s", p.key(), d, peer, clip(p.Src), clip(trEvs[i].Src)))
+			continue
+		}
+		r.matched++
+	}
+	return r
+}
+
+// clip quotes a source's line, its middle left out past 600 bytes.
+func clip(s string) string {
+	if len(s) > 600 {
+		s = s[:300] + " [...] " + s[len(s)-300:]
+	}
+	return strconv.Quote(s)
+}
+
+// fidDiff says how tracer's event tr disagrees with the peer's p, in the
+// fields p has; "" when they agree.
+func fidDiff(p, tr fidEvent) string {
+	var d []string
+	if p.PPID != 0 && p.PPID != tr.PPID {
+		d = append(d, fmt.Sprintf("ppid %d, tracer %d", p.PPID, tr.PPID))
+	}
+	if p.HasUID && p.UID != tr.UID {
+		d = append(d, fmt.Sprintf("uid %d, tracer %d", p.UID, tr.UID))
+	}
+	switch p.Type {
+	case vocab.TypeExec:
+		if s := argvDiff(p, tr); s != "" {
+			d = append(d, s)
+		}
+	case vocab.TypeExit:
+		code := tr.ExitCode
+		if p.Code8 {
+			code &= 0xff
+		}
+		if p.HasCode != tr.HasCode || p.Signal != tr.Signal || (p.HasCode && p.ExitCode != code) {
+			d = append(d, fmt.Sprintf("exit code %d signal %d, tracer exit code %d signal %d", p.ExitCode, p.Signal, tr.ExitCode, tr.Signal))
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+// argvDiff compares the arguments the peer and tracer kept, each to its
+// own cap: as many arguments as both kept, each cut to the peer's byte
+// cap, the last one tracer kept compared as a prefix when tracer cut it.
+func argvDiff(p, tr fidEvent) string {
+	targv := slices.Clone(tr.Argv)
+	if p.Filename != "" && len(targv) > 0 {
+		targv[0] = tr.Filename
+	}
+	n := min(len(p.Argv), len(targv))
+	if len(p.Argv) > len(targv) && !tr.ArgvCut {
+		return fmt.Sprintf("%d arguments, tracer %d (not cut)", len(p.Argv), len(targv))
+	}
+	if len(targv) > len(p.Argv) && !p.ArgvCut {
+		return fmt.Sprintf("%d arguments (not cut), tracer %d", len(p.Argv), len(targv))
+	}
+	for i := range n {
+		a, b := p.Argv[i], targv[i]
+		if p.ArgMax > 0 && len(b) > p.ArgMax {
+			b = b[:p.ArgMax]
+		}
+		if i == len(targv)-1 && tr.ArgvCut {
+			if m := min(len(a), len(b)); a[:m] != b[:m] {
+				return fmt.Sprintf("argument %d %q, tracer's (cut) %q", i, a, b)
+			}
+			continue
+		}
+		if a != b {
+			return fmt.Sprintf("argument %d %q, tracer %q", i, a, b)
+		}
+	}
+	return ""
+}
