@@ -7,7 +7,9 @@ import "github.com/tracer-dev/tracer/tracer/host"
 // found. Kernel threads and processes that vanish while being read are
 // skipped.
 func Detect32Bit(procRoot string) (pid int, comm string, found bool) {
-	host.ScanProcs(procRoot, func(p host.Proc) bool {
+	// No /proc to scan: no 32-bit process known, and the b32 rules stay out
+	// unless --arch asks for them.
+	_ = host.ScanProcs(procRoot, func(p host.Proc) bool {
 		if p.Class == 32 {
 			pid, comm, found = p.PID, p.Comm, true
 		}

@@ -198,7 +198,7 @@ func (r Reader) Lockdown() (string, error) {
 // executable) are not counted.
 func (r Reader) scanProcs() (scanned, unreadable int, bits32 []Proc, auditd bool) {
 	procRoot := r.path("/proc")
-	host.ScanProcs(procRoot, func(p host.Proc) bool {
+	err := host.ScanProcs(procRoot, func(p host.Proc) bool {
 		if p.Comm == "auditd" {
 			auditd = true
 		}
@@ -212,6 +212,9 @@ func (r Reader) scanProcs() (scanned, unreadable int, bits32 []Proc, auditd bool
 		}
 		return true
 	})
+	if err != nil {
+		return 0, 0, nil, false
+	}
 	sort.Slice(bits32, func(i, j int) bool { return bits32[i].PID < bits32[j].PID })
 	return scanned, unreadable, bits32, auditd
 }
