@@ -294,7 +294,7 @@ func rootsDir(dir string) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return fmt.Errorf("auditd -c %q is not a clean absolute path", dir)
 	}
-	fd, err := tracer.OpenDirNoFollow(dir)
+	fd, err := host.OpenDirNoFollow(dir)
 	if err != nil {
 		return fmt.Errorf("auditd -c %s: %w", dir, err)
 	}

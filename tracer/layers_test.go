@@ -21,8 +21,8 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"vocabulary", []string{"tracer/vocab", "auditrules/internal/abi", "bpf"}},
-	{"host and kernel state", []string{"tracer/host", "tracer/auditstate", "bench/result"}},
-	{"rules and mounts", []string{"auditrules", "auditrules/cost", "tracer/tracefs"}},
+	{"host", []string{"tracer/host", "bench/result"}},
+	{"kernel state, rules and mounts", []string{"tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
 	{"contract", []string{"tracer"}},
 	{"node facts", []string{"tracer/node"}},
 	{"backends and outputs", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics"}},

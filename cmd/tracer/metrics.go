@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/metrics"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -115,7 +116,7 @@ func listenMetrics(addr string) (net.Listener, error) {
 }
 
 // listenUnix listens on a Unix socket at path, made 0660, through no
-// symbolic link another user controls (tracer.OpenDirNoFollow): the
+// symbolic link another user controls (host.OpenDirNoFollow): the
 // socket is bound by its name in the directory opened so, and bind itself
 // never follows a link. A socket a previous tracer left there (a
 // restarted container keeps its emptyDir) is replaced; anything else is
@@ -128,7 +129,7 @@ func listenUnix(path string) (net.Listener, error) {
 	if dir == "" {
 		dir = "."
 	}
-	dfd, err := tracer.OpenDirNoFollow(dir)
+	dfd, err := host.OpenDirNoFollow(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/tracer-dev/tracer/tracer/host"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,13 +51,12 @@ func OpenStateDir(dir string) (*os.File, error) {
 }
 
 // openStateDir opens dir, checked as OpenStateDir says, without making
-// it or looking at its files. Trust rests on dir itself: opened without
-// following a link, and used only when it and its files are this user's
-// alone, whatever path led to it.
+// it or looking at its files. The path to it follows no symbolic link
+// another user controls (host.OpenDirNoFollow).
 func openStateDir(dir string) (*os.File, error) {
-	parent, err := unix.Open(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	parent, err := host.OpenDirNoFollow(filepath.Dir(dir))
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: filepath.Dir(dir), Err: err}
+		return nil, err
 	}
 	defer unix.Close(parent)
 	fd, err := unix.Openat(parent, filepath.Base(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

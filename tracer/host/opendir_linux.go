@@ -1,4 +1,4 @@
-package tracer
+package host
 
 import "golang.org/x/sys/unix"
 

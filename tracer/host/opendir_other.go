@@ -1,6 +1,6 @@
 //go:build !linux
 
-package tracer
+package host
 
 import "golang.org/x/sys/unix"
 
