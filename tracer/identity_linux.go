@@ -23,22 +23,37 @@ func readBootID() []byte {
 // ReadProcIdentity reads pid's identity from /proc. It fails once the
 // process is reaped (a zombie still answers).
 func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
+	return ReadProcParts(pid, true, true)
+}
+
+// ReadProcParts reads what of pid's identity is asked for: from its stat
+// file the exec id, parent and comm; its cgroup. Read alone, the cgroup of
+// a zombie is the root's ("/"), which then may not be where it ran.
+func ReadProcParts(pid uint32, stat, cgroup bool) (ProcIdentity, error) {
 	var id ProcIdentity
 	bp := procBufs.Get().(*[]byte)
 	defer procBufs.Put(bp)
 	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
-	stat, err := readProcFile(dir+"/stat", bp)
+	if !stat {
+		cg, err := readProcFile(dir+"/cgroup", bp)
+		if err != nil {
+			return id, fmt.Errorf("reading process %d: %w", pid, err)
+		}
+		id.Cgroup, _ = ParseProcCgroup(cg)
+		return id, nil
+	}
+	st, err := readProcFile(dir+"/stat", bp)
 	if err != nil {
 		return id, fmt.Errorf("reading process %d: %w", pid, err)
 	}
-	st, ok := ParseProcStat(stat)
+	ps, ok := ParseProcStat(st)
 	if !ok {
 		return id, fmt.Errorf("parsing %s/stat", dir)
 	}
-	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: st.Start}, st.PPID, st.Comm
+	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: ps.Start}, ps.PPID, ps.Comm
 	// A zombie has left its cgroup: /proc shows it in the root ("0::/").
 	// Its cgroup is unknown, not the root.
-	if st.State == 'Z' {
+	if !cgroup || ps.State == 'Z' {
 		return id, nil
 	}
 	if cg, err := readProcFile(dir+"/cgroup", bp); err == nil {

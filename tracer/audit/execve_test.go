@@ -148,7 +148,7 @@ func feedLines(t testing.TB, r *reassembler, lines []string) []tracer.Event {
 func testReassembler() *reassembler {
 	r := newReassembler(tracer.TypeSet(0).With(tracer.TypeExec), tracer.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.who.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	return r
 }
 

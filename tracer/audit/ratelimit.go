@@ -21,7 +21,7 @@ import (
 func (r *reassembler) limited(t time.Time, class tracer.EventType, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
 	w := r.who
 	if class == tracer.TypeExec {
-		w.reread(sc.PID, sc.PPID)
+		w.reread(sc.PID, sc.PPID, sc.Comm)
 		reread = true
 	}
 	me, ok := w.lookup(sc.PID, sc.PPID)

@@ -44,7 +44,7 @@ func replayExcluded(t *testing.T, path string, types tracer.TypeSet, drop []uint
 	r.execFailures = true // the recording's failed exec is part of the golden file
 	// The recording's processes are gone: comm lookups through /proc must not leak in.
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.who.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var out []tracer.Event
 	emit := func(e *tracer.Event) {
 		c := *e
@@ -237,7 +237,7 @@ func TestSweepEndsWholeEvents(t *testing.T) {
 	all, _ := tracer.ParseTypes("all")
 	r := newReassembler(all, tracer.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.who.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.who.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var got []string
 	emit := func(e *tracer.Event) { got = append(got, e.Type.String()) }
 	feed := func(serial int, rest string) {
@@ -273,7 +273,7 @@ func TestNoiseCountedInScope(t *testing.T) {
 	} {
 		r := newReassembler(sigs, tracer.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
-		r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
+		r.who.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) {
 			cg, ok := cgroups[pid]
 			return tracer.ProcIdentity{PPID: 1, Cgroup: cg}, ok
 		}

@@ -12,7 +12,7 @@ func whoReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]strin
 	all := tracer.TypeSet(0).With(tracer.TypeExec).With(tracer.TypeFork).With(tracer.TypeSignal).With(tracer.TypeExit)
 	r := newReassembler(all, tracer.UnsetID)
 	r.procComm = func(pid uint32) (string, bool) { c, ok := comms[pid]; return c, ok }
-	r.who.readProc = func(pid uint32) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
+	r.who.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
 	return r
 }
 
