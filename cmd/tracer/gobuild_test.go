@@ -205,10 +205,11 @@ func TestColdGoBuildRuntimeNoise(t *testing.T) {
 		t.Logf("%s: default %.3f s CPU over a %.1f s build (%d SIGURG filtered, %.1f us each, %.1f us above idle %.1f ms/s); --signal all %.3f s over %.1f s (%d shown, %.1f us each, %.1f us above idle %.1f ms/s); ratio %.2fx",
 			backend, def.cpu, def.wall, def.stats.Filtered["runtime-preemption"], perEvent(def), above(def), 1e3*def.idle,
 			all.cpu, all.wall, all.urg, perEvent(all), above(all), 1e3*all.idle, perEvent(all)/perEvent(def))
-		// The filter saves the watcher each event's work. The whole
-		// build's CPU falls short of the 5x hoped for where the watcher's
-		// fixed costs (timers, the peer scan; for audit every record of
-		// the node, which it reads before its --cgroup) outweigh a build's
+		// The filter saves the watcher each event's work (audit's also
+		// the record). The whole build's CPU falls short of the 5x hoped
+		// for where the watcher's idle cost (the ring buffer's poll, the
+		// status poller, the peer scan; for audit every record of the
+		// node, which it reads before its --cgroup) outweighs a build's
 		// ~100 SIGURG a second: docs/overhead.md has the figures. What
 		// holds on every node: the default costs less per SIGURG.
 		if perEvent(def) >= perEvent(all) {
