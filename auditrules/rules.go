@@ -92,6 +92,9 @@ var classSyscalls = map[vocab.Type][]string{
 	vocab.TypeExit:   {"exit", "exit_group"},
 }
 
+// sigURG is SIGURG on every ABI auditrules knows.
+const sigURG = 23
+
 // SignalArg is the argument register that holds the signal number for each
 // signal syscall: kill(pid, sig) has it in a1 but tgkill(tgid, tid, sig) in
 // a2, which is why the common `-S kill -S tkill -S tgkill -F a1=10` misses
@@ -384,8 +387,21 @@ func Build(o Options) (*Set, error) {
 		sort.Ints(regs)
 		for _, reg := range regs {
 			if sigNonZero {
-				f := append([]string{fmt.Sprintf("a%d!=0", reg)}, common...)
-				add(Rule{Arch: arch, Syscalls: byReg[reg], Filters: f, Key: o.Key})
+				names := byReg[reg]
+				if !o.Signals.KeepsNoise(vocab.FilteredPreemption) && slices.Contains(names, "tgkill") {
+					// The Go runtime preempts its goroutines with SIGURG by
+					// tgkill to its own threads, thousands of times in a
+					// build: left out in the kernel, no record is made. A
+					// rule field cannot compare the target with the sender,
+					// so a SIGURG tgkill sends to another process goes too.
+					names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "tgkill" })
+					f := append([]string{fmt.Sprintf("a%d!=0", reg), fmt.Sprintf("a%d!=%d", reg, sigURG)}, common...)
+					add(Rule{Arch: arch, Syscalls: []string{"tgkill"}, Filters: f, Key: o.Key})
+				}
+				if len(names) > 0 {
+					f := append([]string{fmt.Sprintf("a%d!=0", reg)}, common...)
+					add(Rule{Arch: arch, Syscalls: names, Filters: f, Key: o.Key})
+				}
 				continue
 			}
 			// Filters in one rule are ANDed, so each signal needs a rule of its own.

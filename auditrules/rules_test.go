@@ -143,8 +143,9 @@ func TestArchNotesAndMissingSyscalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Per arch: the exec rule (successful execs only), fork, and the
-	// signal syscalls by the register that holds the signal (signal 0 left out).
-	if len(set.Rules) != 8 || set.Rules[4].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
+	// signal syscalls by the register that holds the signal (signal 0 left
+	// out), tgkill apart (SIGURG left out).
+	if len(set.Rules) != 10 || set.Rules[5].Arch != "b32" || !strings.Contains(set.Notes[0], "4242 (wine)") {
 		t.Errorf("auto with a 32-bit process: rules %v notes %v", set.Rules, set.Notes)
 	}
 	set, err = Build(Options{Arch: "b64", Types: types("fork"), Machine: "aarch64", ScopeAUID: vocab.UnsetID})
@@ -201,7 +202,7 @@ func TestExecSuccessAndSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := set.Text(); strings.Contains(text, "success") || len(set.Rules) != 3 {
+	if text := set.Text(); strings.Contains(text, "success") || len(set.Rules) != 4 {
 		t.Errorf("with exec failures:\n%s", text)
 	}
 }
@@ -214,7 +215,7 @@ func TestExistenceChecksLeftOutInKernel(t *testing.T) {
 		signals string
 		want    []string // the signal rules' filters
 	}{
-		{"", []string{"a1!=0", "a2!=0"}},
+		{"", []string{"a1!=0", "a2!=0", "a2!=23", "a2!=0"}}, // tgkill's rule also leaves out SIGURG
 		{"all", nil},
 		{"0,USR1", []string{"a1=0", "a1=10", "a2=0", "a2=10"}},
 		{"URG", []string{"a1=23", "a2=23"}},
@@ -230,7 +231,7 @@ func TestExistenceChecksLeftOutInKernel(t *testing.T) {
 					got = append(got, f)
 				}
 			}
-			if strings.Contains(r.Text(), "-S tgkill") != strings.Contains(r.Text(), "-S rt_tgsigqueueinfo") {
+			if c.signals != "" && strings.Contains(r.Text(), "-S tgkill") != strings.Contains(r.Text(), "-S rt_tgsigqueueinfo") {
 				t.Errorf("--signal %q: tgkill and rt_tgsigqueueinfo apart: %s", c.signals, r.Text())
 			}
 		}
@@ -310,6 +311,51 @@ func TestExePathInKernel(t *testing.T) {
 		}
 		if _, err := set.Rules[0].Wire(); err != nil {
 			t.Errorf("%s: %v", set.Rules[0].Text(), err)
+		}
+	}
+}
+
+// The Go runtime's preemption (SIGURG by tgkill to a thread of its own
+// process) is left out in the kernel by default: tgkill gets a rule of its
+// own whose signal register must not hold 23. A rule field cannot compare
+// the target with the sender, so it also leaves out a SIGURG tgkill sends
+// to another process; kill, tkill and rt_tgsigqueueinfo keep SIGURG.
+// --signal URG and --signal all keep them.
+func TestRuntimePreemptionLeftOutInKernel(t *testing.T) {
+	for _, c := range []struct {
+		signals string
+		want    []string // each signal rule's syscalls and signal filters
+	}{
+		{"", []string{
+			"kill,tkill,rt_sigqueueinfo,pidfd_send_signal a1!=0",
+			"tgkill a2!=0 a2!=23",
+			"rt_tgsigqueueinfo a2!=0",
+		}},
+		{"URG", []string{"kill,tkill,rt_sigqueueinfo,pidfd_send_signal a1=23", "tgkill,rt_tgsigqueueinfo a2=23"}},
+		{"all", []string{"kill,tkill,tgkill,rt_sigqueueinfo,rt_tgsigqueueinfo,pidfd_send_signal"}},
+	} {
+		set, err := Build(Options{Arch: "b64", Types: types("signal"), Signals: sigs(c.signals), Machine: "x86_64", ScopeAUID: vocab.UnsetID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range set.Rules {
+			s := strings.Join(r.Syscalls, ",")
+			for _, f := range r.Filters {
+				if f[0] == 'a' && f[1] != 'u' {
+					s += " " + f
+				}
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, "; ") != strings.Join(c.want, "; ") {
+			t.Errorf("--signal %q: signal rules\n%v, want\n%v\n%s", c.signals, got, c.want, set.Text())
+		}
+		// The kernel takes them as they are.
+		for _, r := range set.Rules {
+			if _, err := r.Wire(); err != nil {
+				t.Errorf("--signal %q: %s: %v", c.signals, r.Text(), err)
+			}
 		}
 	}
 }

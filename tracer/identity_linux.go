@@ -3,6 +3,7 @@
 package tracer
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -14,15 +15,30 @@ import (
 // ReadProcIdentity reads pid's identity from /proc. It fails once the
 // process is reaped (a zombie still answers).
 func ReadProcIdentity(pid uint32) (ProcIdentity, error) {
+	return ReadProcParts(pid, true, true)
+}
+
+// ReadProcParts reads what of pid's identity is asked for: from its stat
+// file the exec id, parent and comm; its cgroup. Read alone, the cgroup of
+// a zombie is the root's ("/"), which then may not be where it ran.
+func ReadProcParts(pid uint32, stat, cgroup bool) (ProcIdentity, error) {
 	var id ProcIdentity
-	st, err := host.ReadProcStat(pid)
+	if !stat {
+		cg, ok := host.ReadProcCgroup(pid)
+		if !ok {
+			return id, fmt.Errorf("reading the cgroup of process %d: gone", pid)
+		}
+		id.Cgroup = cg
+		return id, nil
+	}
+	ps, err := host.ReadProcStat(pid)
 	if err != nil {
 		return id, err
 	}
-	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: st.Start}, st.PPID, st.Comm
+	id.ExecID, id.PPID, id.Comm = ExecID{PID: pid, Start: ps.Start}, ps.PPID, ps.Comm
 	// A zombie has left its cgroup: /proc shows it in the root ("0::/").
 	// Its cgroup is unknown, not the root.
-	if st.State == 'Z' {
+	if !cgroup || ps.State == 'Z' {
 		return id, nil
 	}
 	id.Cgroup, _ = host.ReadProcCgroup(pid)

@@ -158,7 +158,9 @@ func watchColdBuild(t *testing.T, backend, mode string, extra ...string) buildRu
 // runtime preempts its goroutines with SIGURG to its own threads thousands
 // of times. By default no SIGURG is an event, and the filtered count is
 // the number of them the build sent (counted beside it by a second tracer
-// that asks for SIGURG); --signal all shows each. The CPU the watcher
+// that asks for SIGURG) on eBPF, which counts what its programs leave out;
+// audit leaves them out with a rule field, and no record means no count.
+// --signal all shows each. The CPU the watcher
 // spends over the build is compared with and without the filter.
 //
 // Tolerance: a build's SIGURG count varies run to run by a third (the
@@ -187,8 +189,10 @@ func TestColdGoBuildRuntimeNoise(t *testing.T) {
 		if def.counted < 500 || all.counted < 500 {
 			t.Fatalf("%s: the builds sent %d and %d SIGURG by tgkill: too few to compare", backend, def.counted, all.counted)
 		}
-		if got := int(def.stats.Filtered["runtime-preemption"]); !near(got, def.counted) {
-			t.Errorf("%s: filtered %d runtime preemptions, the build sent %d", backend, got, def.counted)
+		// eBPF counts each one its programs leave out; audit's tgkill rule
+		// leaves them out in the kernel (-F a2!=23): no record, no count.
+		if got := int(def.stats.Filtered["runtime-preemption"]); backend == "ebpf" && !near(got, def.counted) || backend == "audit" && got != 0 {
+			t.Errorf("%s: filtered %d runtime preemptions, the build sent %d (audit: want 0, none recorded)", backend, got, def.counted)
 		}
 		if !near(all.urg, all.counted) || all.stats.FilteredTotal != 0 {
 			t.Errorf("%s --signal all: %d SIGURG events, the build sent %d; filtered %v", backend, all.urg, all.counted, all.stats.Filtered)
@@ -202,10 +206,11 @@ func TestColdGoBuildRuntimeNoise(t *testing.T) {
 		t.Logf("%s: default %.3f s CPU over a %.1f s build (%d SIGURG filtered, %.1f us each, %.1f us above idle %.1f ms/s); --signal all %.3f s over %.1f s (%d shown, %.1f us each, %.1f us above idle %.1f ms/s); ratio %.2fx",
 			backend, def.cpu, def.wall, def.stats.Filtered["runtime-preemption"], perEvent(def), above(def), 1e3*def.idle,
 			all.cpu, all.wall, all.urg, perEvent(all), above(all), 1e3*all.idle, perEvent(all)/perEvent(def))
-		// The filter saves the watcher each event's work. The whole
-		// build's CPU falls short of the 5x hoped for where the watcher's
-		// fixed costs (timers, the peer scan; for audit every record of
-		// the node, which it reads before its --cgroup) outweigh a build's
+		// The filter saves the watcher each event's work (audit's also
+		// the record). The whole build's CPU falls short of the 5x hoped
+		// for where the watcher's idle cost (the ring buffer's poll, the
+		// status poller, the peer scan; for audit every record of the
+		// node, which it reads before its --cgroup) outweighs a build's
 		// ~100 SIGURG a second: docs/overhead.md has the figures. What
 		// holds on every node: the default costs less per SIGURG.
 		if perEvent(def) >= perEvent(all) {

@@ -142,13 +142,15 @@ func TestRuntimeNoiseSameOnBothBackends(t *testing.T) {
 		}
 		// Existence checks make no event and are not counted: eBPF's
 		// default probes never see one (no signal is generated), audit's
-		// rules leave them out in the kernel (-F a1!=0). Audit counts its
-		// noise in the watch's --cgroup, as eBPF does.
+		// rules leave them out in the kernel (-F a1!=0). Runtime
+		// preemption: eBPF's programs count what they leave out; audit's
+		// tgkill rule leaves SIGURG out in the kernel (-F a2!=23), where
+		// no record is made, so it counts none.
 		if got := def.stats.Filtered["existence-check"]; got != 0 {
 			t.Errorf("%s: existence checks filtered %d, want 0 (left out in the kernel)", backend, got)
 		}
-		if got := def.stats.Filtered["runtime-preemption"]; got < 50 {
-			t.Errorf("%s: runtime preemptions filtered %d, want at least the workload's 50", backend, got)
+		if got := def.stats.Filtered["runtime-preemption"]; backend == "ebpf" && got < 50 || backend == "audit" && got != 0 {
+			t.Errorf("%s: runtime preemptions filtered %d, want at least the workload's 50 on ebpf, 0 on audit (no record made)", backend, got)
 		}
 		if def.stats.LostTotal != 0 || all.stats.LostTotal != 0 {
 			t.Errorf("%s: lost %v / %v", backend, def.stats.Lost, all.stats.Lost)

@@ -506,11 +506,12 @@ func (b *Backend) startPoller() {
 		defer cl.Close()
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
+		var readers readerCheck
 		for tick := 1; ; tick++ {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
 				if b.lean && !b.leanForced {
-					if other := otherReader(st); other != "" {
+					if other := readers.other(st); other != "" {
 						b.dropLean(other)
 					}
 				}
@@ -583,13 +584,38 @@ func (b *Backend) dropLean(other string) {
 // (journald's audit socket, auditbeat or go-audit in multicast mode) whose
 // netlink port no tracer recorded; "" when there is none.
 func otherReader(st *libaudit.AuditStatus) string {
+	return otherReaderOf(st, auditstate.MulticastPorts())
+}
+
+// readerCheck is otherReader for the poller, which asks ten times a
+// second: while the audit PID holder and the multicast group's ports stay
+// those last found to be tracers only, the answer stands without reading
+// every tracer's state file again (at a steady exec rate that reading was
+// a tenth of the backend's CPU).
+type readerCheck struct {
+	pid   uint32
+	ports []uint32
+	ok    bool
+}
+
+func (c *readerCheck) other(st *libaudit.AuditStatus) string {
+	ports := auditstate.MulticastPorts()
+	if c.ok && st.PID == c.pid && slices.Equal(ports, c.ports) {
+		return ""
+	}
+	other := otherReaderOf(st, ports)
+	c.pid, c.ports, c.ok = st.PID, ports, other == ""
+	return other
+}
+
+func otherReaderOf(st *libaudit.AuditStatus, ports []uint32) string {
 	live, _ := owners()
 	if st != nil && st.PID != 0 && tracer.ProcessAlive(int(st.PID)) &&
 		!slices.ContainsFunc(live, func(o owner) bool { return o.PID == int(st.PID) }) {
 		comm, _ := host.ProcComm(st.PID)
 		return fmt.Sprintf("%s (pid %d, the audit PID holder)", comm, st.PID)
 	}
-	for _, port := range auditstate.MulticastPorts() {
+	for _, port := range ports {
 		if !slices.ContainsFunc(live, func(o owner) bool { return o.Port == port }) {
 			return fmt.Sprintf("the program with netlink port %d (a member of the audit multicast group)", port)
 		}
@@ -623,6 +649,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := auditstate.NewBatch(64, 9000)
+	gather := gatherTime(b.bufGot)
 	lastSweep, lastLimitSweep := time.Now(), time.Now()
 	sweep := func() {
 		if b.r.limit != nil {
@@ -714,11 +741,13 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		quiet = 0
 		feed(n)
 		sweep()
-		if !draining && n < bt.Len()/4 {
+		if !draining && n < bt.Len() {
 			// A reader waiting in recvmmsg is woken for every record, and
 			// kauditd pays for each wakeup on the audited processes' behalf
-			// (on two CPUs, out of their time): let a few records gather.
-			time.Sleep(gatherRecords)
+			// (on two CPUs, out of their time): at a steady few hundred
+			// events a second those wake-ups were most of the reader's
+			// cost. Let records gather unless the batch came back full.
+			time.Sleep(gather)
 		}
 		// Past the last fence, events another CPU was logging while the
 		// rules went away may still lack their EOE: read until they have it.
@@ -728,13 +757,25 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	}
 }
 
+// gatherTime is how long the reader lets records gather in the socket
+// after a batch that was not full: gatherRecords with the receive buffer
+// asked for, less with a smaller one, so that what a burst of a million
+// records a second brings meanwhile still fits (a record takes about 1 KiB
+// of buffer).
+func gatherTime(bufBytes int) time.Duration {
+	d := gatherRecords * time.Duration(bufBytes) / recvBuffer
+	return min(max(d, minGatherRecords), gatherRecords)
+}
+
 const (
 	// gatherRecords is the most a record waits for the reader to wake, on
-	// top of what reading it costs; 1 ms is 1,000 records at a million a
-	// second, far below the backlog limit.
-	gatherRecords = time.Millisecond
-	recvTimeout   = 100 * time.Millisecond
-	drainTimeout  = 5 * time.Second
+	// top of what reading it costs: well within the 200 ms the output
+	// waits before passing lines on. At a million records a second it is
+	// 20,000 records, a third of the receive buffer asked for.
+	gatherRecords    = 20 * time.Millisecond
+	minGatherRecords = time.Millisecond
+	recvTimeout      = 100 * time.Millisecond
+	drainTimeout     = 5 * time.Second
 	// sweepInterval: an event whole but without its EOE ends after one
 	// to two of these (reassembler.sweep).
 	sweepInterval = time.Second

@@ -56,7 +56,7 @@ func BenchmarkReassembleSignal(b *testing.B) {
 			r.eoeless = c.name == "lean"
 			// The recording's processes are gone; in a storm sender and
 			// target live, and are read from /proc once.
-			r.ids.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
+			r.ids.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) {
 				return tracer.ProcIdentity{PPID: 1, Comm: "workload", Cgroup: "/user.slice"}, true
 			}
 			r.procComm = func(uint32) (string, bool) { return "workload", true }

@@ -149,7 +149,7 @@ func feedLines(t testing.TB, r *reassembler, lines []string) []tracer.Event {
 func testReassembler() *reassembler {
 	r := newReassembler(vocab.TypeSet(0).With(vocab.TypeExec), vocab.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.ids.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	return r
 }
 

@@ -128,7 +128,7 @@ func FuzzReassemble(f *testing.F) {
 		// state a later field adds, and inputs would leak into each other.
 		r := newReassembler(all, vocab.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
-		r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+		r.ids.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 		starts, emitted := 0, 0 // SYSCALL and ANOM_ABEND records, events
 		emit := func(e *tracer.Event) {
 			emitted++
@@ -204,7 +204,7 @@ func TestPendingStaysBounded(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, %d records after each SYSCALL", name, others), func(t *testing.T) {
 				r := newReassembler(all, vocab.UnsetID)
 				r.procComm = func(uint32) (string, bool) { return "", false }
-				r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+				r.ids.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 				most, emitted := 0, 0
 				emit := func(*tracer.Event) { emitted++ }
 				const events = 3 * 65536

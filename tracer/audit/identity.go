@@ -51,15 +51,27 @@ type identities struct {
 	procs   map[uint32]procEntry
 	cgroups map[string]tracer.CgroupInfo
 	senders map[uint32]sender // by target tgid
-	// readProc reads a live process (replaced in tests on recordings).
-	readProc func(pid uint32) (tracer.ProcIdentity, bool)
+	// readProc reads the parts asked for of a live process (replaced in
+	// tests on recordings, which may give more).
+	readProc func(pid uint32, parts procParts) (tracer.ProcIdentity, bool)
 }
+
+// procParts says what of a process readProc reads: its stat file (exec
+// id, parent, comm), its cgroup, or both. Each is a file to open and read,
+// and at a steady exec rate those reads were the backend's largest cost.
+type procParts uint8
+
+const (
+	partStat procParts = 1 << iota
+	partCgroup
+	partAll = partStat | partCgroup
+)
 
 func newIdentities() *identities {
 	return &identities{
 		procs: map[uint32]procEntry{}, cgroups: map[string]tracer.CgroupInfo{}, senders: map[uint32]sender{},
-		readProc: func(pid uint32) (tracer.ProcIdentity, bool) {
-			id, err := tracer.ReadProcIdentity(pid)
+		readProc: func(pid uint32, parts procParts) (tracer.ProcIdentity, bool) {
+			id, err := tracer.ReadProcParts(pid, parts&partStat != 0, parts&partCgroup != 0)
 			return id, err == nil
 		},
 	}
@@ -77,25 +89,56 @@ func (w *identities) lookup(pid, ppid uint32) (procEntry, bool) {
 	if len(w.procs) >= maxProcs {
 		clear(w.procs)
 	}
-	pi, ok := w.readProc(pid)
+	return w.read(pid, partAll)
+}
+
+// read reads pid from /proc (the parts asked for) into its cache entry.
+func (w *identities) read(pid uint32, parts procParts) (procEntry, bool) {
+	pi, ok := w.readProc(pid, parts)
 	if !ok {
 		w.procs[pid] = procEntry{}
 		return procEntry{}, false
 	}
 	e := procEntry{ok: true, id: pi.ExecID, ppid: pi.PPID, comm: pi.Comm}
-	if pi.Cgroup != "" {
-		ci, ok := w.cgroups[pi.Cgroup]
-		if !ok {
-			if len(w.cgroups) >= maxProcs {
-				clear(w.cgroups)
-			}
-			ci = tracer.NewCgroupInfo(pi.Cgroup)
-			w.cgroups[pi.Cgroup] = ci
-		}
-		e.cgroup, e.hasCg = ci, true
+	if parts&partCgroup != 0 {
+		e.cgroup, e.hasCg = w.cgroupInfo(pi.Cgroup)
 	}
 	w.procs[pid] = e
 	return e, true
+}
+
+// cgroupInfo names a cgroup path once (unit, container id).
+func (w *identities) cgroupInfo(path string) (tracer.CgroupInfo, bool) {
+	if path == "" {
+		return tracer.CgroupInfo{}, false
+	}
+	ci, ok := w.cgroups[path]
+	if !ok {
+		if len(w.cgroups) >= maxProcs {
+			clear(w.cgroups)
+		}
+		ci = tracer.NewCgroupInfo(path)
+		w.cgroups[path] = ci
+	}
+	return ci, true
+}
+
+// forked reads a new process, child of parent, made by syscall: its stat
+// file while it may still run (its start time, for its exec id). Its
+// cgroup is its parent's, where the kernel starts a child, except after
+// clone3, which can start it in another (CLONE_INTO_CGROUP): read then.
+// An exec reads the cgroup again (reread).
+func (w *identities) forked(child, parent uint32, syscall string) {
+	delete(w.procs, child)
+	if len(w.procs) >= maxProcs {
+		clear(w.procs)
+	}
+	parts := partStat
+	if syscall == "clone3" {
+		parts = partAll
+	}
+	w.read(child, parts)
+	w.inheritCgroup(child, parent)
 }
 
 // inheritCgroup gives pid, whose cgroup /proc did not give (it was gone,
@@ -118,8 +161,21 @@ func (w *identities) inheritCgroup(pid, ppid uint32) procEntry {
 // often moved to another cgroup between fork and exec (systemd puts a
 // service's process in its unit's cgroup, a container runtime in the
 // container's). If it is gone already, what was known of it stands.
-func (w *identities) reread(pid, ppid uint32) {
-	if old, had := w.procs[pid]; had {
+func (w *identities) reread(pid, ppid uint32, comm string) {
+	old, had := w.procs[pid]
+	if had && old.ok && old.ppid == ppid {
+		// The process read before: its start time does not change at an
+		// exec, its comm is the exec's record's, and only its cgroup is
+		// read. The root's is also a zombie's: then its stat says which.
+		if pi, ok := w.readProc(pid, partCgroup); ok && pi.Cgroup != "" &&
+			(pi.Cgroup != "/" || old.hasCg && old.cgroup.Path == "/") {
+			old.cgroup, old.hasCg = w.cgroupInfo(pi.Cgroup)
+			old.comm = comm
+			w.procs[pid] = old
+			return
+		}
+	}
+	if had {
 		delete(w.procs, pid)
 		// Only if it is this process: pids are reused, and an entry
 		// with another parent is a process that ended.
@@ -137,12 +193,10 @@ func (r *reassembler) identify(e *tracer.Event, p *pending) {
 	switch e.Type {
 	case vocab.TypeFork:
 		// A new process has this pid now: read it while it may still run.
-		delete(w.procs, e.ChildPID)
-		w.lookup(e.ChildPID, 0)
-		w.inheritCgroup(e.ChildPID, e.PID)
+		w.forked(e.ChildPID, e.PID, e.Syscall)
 	case vocab.TypeExec:
 		if !p.reread {
-			w.reread(e.PID, sc.PPID)
+			w.reread(e.PID, sc.PPID, sc.Comm)
 		}
 	}
 	me, ok := w.lookup(e.PID, sc.PPID)

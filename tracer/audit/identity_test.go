@@ -13,7 +13,7 @@ func identityReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]
 	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(pid uint32) (string, bool) { c, ok := comms[pid]; return c, ok }
-	r.ids.readProc = func(pid uint32) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
+	r.ids.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
 	return r
 }
 
@@ -116,5 +116,55 @@ func TestAuditIdentityGone(t *testing.T) {
 	}
 	if rc.events[1].Signal != 11 || !rc.events[1].CoreUnknown {
 		t.Errorf("ANOM_ABEND: %+v", rc.events[1])
+	}
+}
+
+// A spawn costs two /proc reads: the fork reads the child's stat (its
+// start time) and gives it its parent's cgroup, the exec reads only its
+// cgroup, which a service manager may have changed in between. After
+// clone3 (CLONE_INTO_CGROUP can start a child elsewhere) the fork reads
+// the cgroup too.
+func TestProcReadsPerSpawn(t *testing.T) {
+	const sh, child, child3 = 4300, 4302, 4303
+	procs := map[uint32]tracer.ProcIdentity{
+		sh:     {ExecID: tracer.ExecID{PID: sh, Start: 500}, PPID: 1, Comm: "sh", Cgroup: "/system.slice/a.service"},
+		child:  {ExecID: tracer.ExecID{PID: child, Start: 600}, PPID: sh, Comm: "sh", Cgroup: "/system.slice/b.service"},
+		child3: {ExecID: tracer.ExecID{PID: child3, Start: 610}, PPID: sh, Comm: "sh", Cgroup: "/system.slice/c.service"},
+	}
+	r := identityReassembler(procs, nil)
+	var reads []string
+	r.ids.readProc = func(pid uint32, parts procParts) (tracer.ProcIdentity, bool) {
+		if pid == child || pid == child3 {
+			reads = append(reads, fmt.Sprintf("%d %d", pid, parts))
+		}
+		p, ok := procs[pid]
+		return p, ok
+	}
+	var rc recorder
+	syscallEvent(r, &rc, 20, 56, child, [4]uint64{}, 1, sh, "sh")     // clone
+	syscallEvent(r, &rc, 21, 59, 0, [4]uint64{}, sh, child, "nginx")  // execve
+	syscallEvent(r, &rc, 22, 435, child3, [4]uint64{}, 1, sh, "sh")   // clone3
+	syscallEvent(r, &rc, 23, 231, 0, [4]uint64{}, sh, child, "nginx") // exit_group
+	want := []string{
+		fmt.Sprintf("%d %d", child, partStat),
+		fmt.Sprintf("%d %d", child, partCgroup),
+		fmt.Sprintf("%d %d", child3, partAll),
+	}
+	if fmt.Sprint(reads) != fmt.Sprint(want) {
+		t.Errorf("/proc reads of the children %v, want %v", reads, want)
+	}
+	if len(rc.events) != 4 {
+		t.Fatalf("%d events: %+v", len(rc.events), rc.events)
+	}
+	fork, exec, exit := rc.events[0], rc.events[1], rc.events[3]
+	if fork.Cgroup != "/system.slice/a.service" || fork.ChildPID != child {
+		t.Errorf("fork: %+v", fork)
+	}
+	// The exec: the start time read at the fork, the cgroup read at the exec.
+	if exec.ExecID != procs[child].ExecID || exec.Cgroup != "/system.slice/b.service" || exec.ParentExecID != procs[sh].ExecID {
+		t.Errorf("exec: exec_id %v cgroup %q parent %v", exec.ExecID, exec.Cgroup, exec.ParentExecID)
+	}
+	if exit.ExecID != procs[child].ExecID || exit.Cgroup != "/system.slice/b.service" {
+		t.Errorf("exit: exec_id %v cgroup %q", exit.ExecID, exit.Cgroup)
 	}
 }

@@ -22,7 +22,7 @@ import (
 func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
 	w := r.ids
 	if class == vocab.TypeExec {
-		w.reread(sc.PID, sc.PPID)
+		w.reread(sc.PID, sc.PPID, sc.Comm)
 		reread = true
 	}
 	me, ok := w.lookup(sc.PID, sc.PPID)

@@ -46,7 +46,7 @@ func replayExcluded(t *testing.T, path string, types vocab.TypeSet, drop []uint1
 	r.execFailures = true // the recording's failed exec is part of the golden file
 	// The recording's processes are gone: comm lookups through /proc must not leak in.
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.ids.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var out []tracer.Event
 	emit := func(e *tracer.Event) {
 		c := *e
@@ -239,7 +239,7 @@ func TestSweepEndsWholeEvents(t *testing.T) {
 	all, _ := vocab.ParseTypes("all")
 	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(uint32) (string, bool) { return "", false }
-	r.ids.readProc = func(uint32) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
+	r.ids.readProc = func(uint32, procParts) (tracer.ProcIdentity, bool) { return tracer.ProcIdentity{}, false }
 	var got []string
 	emit := func(e *tracer.Event) { got = append(got, e.Type.String()) }
 	feed := func(serial int, rest string) {
@@ -275,7 +275,7 @@ func TestNoiseCountedInScope(t *testing.T) {
 	} {
 		r := newReassembler(sigs, vocab.UnsetID)
 		r.procComm = func(uint32) (string, bool) { return "", false }
-		r.ids.readProc = func(pid uint32) (tracer.ProcIdentity, bool) {
+		r.ids.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) {
 			cg, ok := cgroups[pid]
 			return tracer.ProcIdentity{PPID: 1, Cgroup: cg}, ok
 		}
