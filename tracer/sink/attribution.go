@@ -11,6 +11,16 @@ import (
 // (schema 2), for AppendJSON and AppendText. Each is written only when the
 // backend knew it: a field a backend cannot know is left out, never guessed.
 
+// appendExecID appends id's printed form (tracer.ExecID.String) without
+// allocating: exec ids are most of the digits an event's line holds.
+func appendExecID(b []byte, id tracer.ExecID) []byte {
+	b = append(b, tracer.BootID()...)
+	b = append(b, ':')
+	b = appendUint(b, id.Start)
+	b = append(b, ':')
+	return appendUint(b, uint64(id.PID))
+}
+
 // appendExecIDJSON appends field key (with its opening quote) and id,
 // unless id is unknown.
 func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
@@ -18,7 +28,7 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 		return b
 	}
 	b = append(b, key...)
-	b = tracer.AppendExecID(b, id)
+	b = appendExecID(b, id)
 	return append(b, '"')
 }
 
@@ -55,7 +65,7 @@ func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"comm":`...)
 		b = appendString(b, a.Comm)
 		b = append(b, `,"exec_id":"`...)
-		b = tracer.AppendExecID(b, a.ExecID)
+		b = appendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}
 	return append(b, ']')
@@ -119,7 +129,7 @@ func appendExitJSON(b []byte, e *tracer.Event) []byte {
 		b = appendString(b, k.Comm)
 		if !k.ExecID.IsZero() {
 			b = append(b, `,"exec_id":"`...)
-			b = tracer.AppendExecID(b, k.ExecID)
+			b = appendExecID(b, k.ExecID)
 			b = append(b, '"')
 		}
 		b = append(b, `,"code":"`...)
