@@ -33,16 +33,10 @@ type ProcIdentity struct {
 // IsZero reports whether the identity is unknown.
 func (id ExecID) IsZero() bool { return id.PID == 0 && id.Start == 0 }
 
-// String is the printed form, as in the JSON events.
-func (id ExecID) String() string { return string(AppendExecID(nil, id)) }
-
-// AppendExecID appends id's printed form without allocating.
-func AppendExecID(b []byte, id ExecID) []byte {
-	b = append(b, host.BootID()...)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, id.Start, 10)
-	b = append(b, ':')
-	return strconv.AppendUint(b, uint64(id.PID), 10)
+// String is the printed form, as in the JSON events: boot id, start time
+// and pid (the encoders of tracer/sink append it without allocating).
+func (id ExecID) String() string {
+	return host.BootID() + ":" + strconv.FormatUint(id.Start, 10) + ":" + strconv.FormatUint(uint64(id.PID), 10)
 }
 
 // ParseExecID reads a printed ExecID back (for tests and tools).

@@ -5,12 +5,23 @@ import (
 	"strconv"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // The fields that say who a process is, where it runs and who killed it
 // (schema 2), for AppendJSON and AppendText. Each is written only when the
 // backend knew it: a field a backend cannot know is left out, never guessed.
+
+// appendExecID appends id's printed form (tracer.ExecID.String) without
+// allocating: exec ids are most of the digits an event's line holds.
+func appendExecID(b []byte, id tracer.ExecID) []byte {
+	b = append(b, host.BootID()...)
+	b = append(b, ':')
+	b = appendUint(b, id.Start)
+	b = append(b, ':')
+	return appendUint(b, uint64(id.PID))
+}
 
 // appendExecIDJSON appends field key (with its opening quote) and id,
 // unless id is unknown.
@@ -19,7 +30,7 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 		return b
 	}
 	b = append(b, key...)
-	b = tracer.AppendExecID(b, id)
+	b = appendExecID(b, id)
 	return append(b, '"')
 }
 
@@ -56,7 +67,7 @@ func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"comm":`...)
 		b = appendString(b, a.Comm)
 		b = append(b, `,"exec_id":"`...)
-		b = tracer.AppendExecID(b, a.ExecID)
+		b = appendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}
 	return append(b, ']')
@@ -120,7 +131,7 @@ func appendExitJSON(b []byte, e *tracer.Event) []byte {
 		b = appendString(b, k.Comm)
 		if !k.ExecID.IsZero() {
 			b = append(b, `,"exec_id":"`...)
-			b = tracer.AppendExecID(b, k.ExecID)
+			b = appendExecID(b, k.ExecID)
 			b = append(b, '"')
 		}
 		b = append(b, `,"code":"`...)

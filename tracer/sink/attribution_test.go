@@ -123,3 +123,12 @@ func TestAncestorsJSON(t *testing.T) {
 		t.Errorf("%v allocations per event", n)
 	}
 }
+
+// The encoders print an exec id as tracer.ExecID.String does.
+func TestAppendExecIDIsString(t *testing.T) {
+	for _, id := range []tracer.ExecID{{}, {PID: 1, Start: 2}, {PID: 4194304, Start: 1 << 40}, {PID: 99, Start: 100}} {
+		if got := string(appendExecID([]byte("x"), id)); got != "x"+id.String() {
+			t.Errorf("appendExecID(%+v) = %s, want x%s", id, got, id.String())
+		}
+	}
+}

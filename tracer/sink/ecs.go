@@ -100,7 +100,7 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 	b = AppendJSONString(b, name)
 	if !e.ExecID.IsZero() {
 		b = append(b, `,"entity_id":"`...)
-		b = tracer.AppendExecID(b, e.ExecID)
+		b = appendExecID(b, e.ExecID)
 		b = append(b, '"')
 	}
 	if e.Type == vocab.TypeExec {
@@ -150,7 +150,7 @@ func appendECSParent(b []byte, e *tracer.Event) []byte {
 	if !e.ParentExecID.IsZero() {
 		b = append(b, sep...)
 		b = append(b, `"entity_id":"`...)
-		b = tracer.AppendExecID(b, e.ParentExecID)
+		b = appendExecID(b, e.ParentExecID)
 		b = append(b, '"')
 		if len(e.Ancestors) > 0 && e.Ancestors[0].ExecID == e.ParentExecID {
 			b = append(b, `,"name":`...)
@@ -192,7 +192,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		}
 		if !e.TargetExecID.IsZero() {
 			b = append(b, `,"entity_id":"`...)
-			b = tracer.AppendExecID(b, e.TargetExecID)
+			b = appendExecID(b, e.TargetExecID)
 			b = append(b, '"')
 		}
 		b = append(b, '}')
@@ -213,7 +213,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"name":`...)
 			b = AppendJSONString(b, a.Comm)
 			b = append(b, `,"entity_id":"`...)
-			b = tracer.AppendExecID(b, a.ExecID)
+			b = appendExecID(b, a.ExecID)
 			b = append(b, `"}`...)
 		}
 		b = append(b, ']')
@@ -256,7 +256,7 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 	b = AppendJSONString(b, k.Comm)
 	if !k.ExecID.IsZero() {
 		b = append(b, `,"entity_id":"`...)
-		b = tracer.AppendExecID(b, k.ExecID)
+		b = appendExecID(b, k.ExecID)
 		b = append(b, '"')
 	}
 	b = append(b, `,"code":`...)

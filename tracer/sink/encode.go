@@ -39,8 +39,8 @@ func NewSink(format string, w io.Writer, opts OutputOptions) (tracer.Sink, error
 // Encoder appends one event's line to b, without the newline.
 type Encoder func(b []byte, e *tracer.Event) []byte
 
-// formats are the line formats other packages registered (tracer/sink:
-// the schemas pipelines speak), by --format name.
+// formats are the line formats registered besides text and json (the
+// schemas pipelines speak: ecs.go, ocsf.go), by --format name.
 var formats = map[string]Encoder{}
 
 // RegisterFormat makes enc the --format name. It is called from init

@@ -199,7 +199,7 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 	b = strconv.AppendUint(b, uint64(e.PID), 10)
 	if !e.ExecID.IsZero() {
 		b = append(b, `,"uid":"`...)
-		b = tracer.AppendExecID(b, e.ExecID)
+		b = appendExecID(b, e.ExecID)
 		b = append(b, '"')
 	}
 	b = append(b, `,"name":`...)
@@ -267,7 +267,7 @@ func appendOCSFProcRef(b []byte, pid int64, name string, id tracer.ExecID) []byt
 	b = strconv.AppendInt(b, pid, 10)
 	if !id.IsZero() {
 		b = append(b, `,"uid":"`...)
-		b = tracer.AppendExecID(b, id)
+		b = appendExecID(b, id)
 		b = append(b, '"')
 	}
 	if name != "" {
