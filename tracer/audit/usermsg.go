@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -39,46 +40,29 @@ func WriteUserMessage(text string) error {
 	if len(text) > userMessageMax {
 		return fmt.Errorf("audit user message of %d bytes is longer than %d", len(text), userMessageMax)
 	}
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_AUDIT)
+	c, err := auditstate.NewConn(0)
 	if err != nil {
-		return fmt.Errorf("opening audit netlink socket: %w", err)
+		return err
 	}
-	defer syscall.Close(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
-		return fmt.Errorf("binding audit netlink socket: %w", err)
-	}
+	defer c.Close()
 	// The ack comes at once; the bound only guards against a kernel that
 	// never answers.
-	tv := syscall.NsecToTimeval((5 * time.Second).Nanoseconds())
-	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+	if err := c.SetRecvTimeout(5 * time.Second); err != nil {
 		return fmt.Errorf("setting audit socket timeout: %w", err)
 	}
 
 	// The payload ends in a NUL, as libaudit sends it; the kernel strips it.
-	const seq = 1
-	payload := append([]byte(text), 0)
-	msg := make([]byte, syscall.NLMSG_HDRLEN+len(payload))
-	binary.NativeEndian.PutUint32(msg[0:4], uint32(len(msg)))
-	binary.NativeEndian.PutUint16(msg[4:6], UserMessageType)
-	binary.NativeEndian.PutUint16(msg[6:8], syscall.NLM_F_REQUEST|syscall.NLM_F_ACK)
-	binary.NativeEndian.PutUint32(msg[8:12], seq)
-	copy(msg[syscall.NLMSG_HDRLEN:], payload)
-	if err := syscall.Sendto(fd, msg, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+	seq, err := c.Send(syscall.NetlinkMessage{
+		Header: syscall.NlMsghdr{Type: UserMessageType, Flags: syscall.NLM_F_REQUEST | syscall.NLM_F_ACK},
+		Data:   append([]byte(text), 0),
+	})
+	if err != nil {
 		return fmt.Errorf("sending audit user message: %w", err)
 	}
-
-	buf := make([]byte, 1<<13)
 	for {
-		n, _, err := syscall.Recvfrom(fd, buf, 0)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		msgs, err := c.Receive(false, syscall.ParseNetlinkMessage)
 		if err != nil {
 			return fmt.Errorf("reading the kernel's answer to the audit user message: %w", err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return fmt.Errorf("parsing the kernel's answer to the audit user message: %w", err)
 		}
 		for _, m := range msgs {
 			if m.Header.Type != syscall.NLMSG_ERROR || m.Header.Seq != seq {
