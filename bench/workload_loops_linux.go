@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
 // RunLoop runs the Go half of a built-in workload (`tracer bench workload
@@ -183,7 +183,7 @@ func writeTids(path string) error {
 		fmt.Fprintln(&b, t)
 	}
 	// A hidden flag, but a path given on the command line all the same.
-	f, err := tracer.CreateOutput(path)
+	f, err := sink.CreateOutput(path)
 	if err != nil {
 		return fmt.Errorf("writing thread ids: %w", err)
 	}

@@ -303,7 +303,7 @@ func jsonKind(t reflect.Type) string {
 }
 
 // Encode writes f as indented JSON, the form Read reads. The file is the
-// caller's to create (tracer.CreateOutput: mode 0600, never through a
+// caller's to create (sink.CreateOutput: mode 0600, never through a
 // symlink), which keeps this package a leaf.
 func Encode(w io.Writer, f *File) error {
 	b, err := json.MarshalIndent(f, "", "  ")

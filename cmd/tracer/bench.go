@@ -22,6 +22,7 @@ import (
 	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -144,7 +145,7 @@ func splitList(s string) []string {
 func runBench(parent context.Context, o *benchOptions, command []string) error {
 	// Refuse an --output that cannot be written before the runs, not after.
 	if o.out != "" {
-		if err := tracer.CheckOutput(o.out); err != nil {
+		if err := sink.CheckOutput(o.out); err != nil {
 			return vocab.Usagef("cannot write --out: %v", err)
 		}
 	}
@@ -237,10 +238,10 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	return runErr
 }
 
-// writeResult writes a result file to path, made by tracer.CreateOutput
+// writeResult writes a result file to path, made by sink.CreateOutput
 // (mode 0600, never through a symlink).
 func writeResult(path string, f *result.File) error {
-	out, err := tracer.CreateOutput(path)
+	out, err := sink.CreateOutput(path)
 	if err != nil {
 		return fmt.Errorf("writing result file: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/bench"
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
 // newAuditFloorCmd is the hidden `tracer __audit-floor` command: bench's
@@ -35,7 +35,7 @@ func newAuditFloorCmd() *cobra.Command {
 				parent = context.Background()
 			}
 			if statsFile != "" {
-				if err := tracer.CheckOutput(statsFile); err != nil {
+				if err := sink.CheckOutput(statsFile); err != nil {
 					return err
 				}
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -38,7 +38,7 @@ func newRootCmd() *cobra.Command {
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 		if path, _ := cmd.Flags().GetString("cpuprofile"); path != "" {
-			f, err := tracer.CreateOutput(path)
+			f, err := sink.CreateOutput(path)
 			if err != nil {
 				return vocab.Usagef("cannot write --cpuprofile: %v", err)
 			}

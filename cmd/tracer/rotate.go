@@ -83,7 +83,7 @@ func isFileOutput(s string) bool {
 }
 
 // openWatchOutput opens watch's --output FILE as a sink.RotatingFile
-// (mode 0600, never through a symbolic link: tracer.CreateOutput), and
+// (mode 0600, never through a symbolic link: sink.CreateOutput), and
 // returns its Reopen for SIGHUP; or stdout, and no reopen.
 func openWatchOutput(path string, rot sink.Rotation) (io.Writer, func() error, error) {
 	if path == "" || path == "-" {

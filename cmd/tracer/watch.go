@@ -112,7 +112,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		return err
 	}
 	if o.statsFile != "" {
-		if err := tracer.CheckOutput(o.statsFile); err != nil {
+		if err := sink.CheckOutput(o.statsFile); err != nil {
 			return err
 		}
 	}
@@ -230,7 +230,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 // writeStatsFile writes the exit figures (watch's tracer.StatsFile, the
 // audit floor's bench.AuditFloorStats) as one JSON object.
 func writeStatsFile(path string, sf any) error {
-	f, err := tracer.CreateOutput(path)
+	f, err := sink.CreateOutput(path)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -46,7 +45,7 @@ const rotateRetry = time.Second
 // queue writes whole events, each one line), and splits them only at a
 // line's end. Reopen, for SIGHUP, may be called from any goroutine.
 //
-// Every file is opened as tracer.CreateOutput opens one: created 0600,
+// Every file is opened as CreateOutput opens one: created 0600,
 // never through a symbolic link; rotated files are renamed by name in
 // the directory opened once, so a link another user left at FILE.1 is
 // replaced, never followed.
@@ -55,7 +54,7 @@ type RotatingFile struct {
 	rot  Rotation
 
 	mu      sync.Mutex
-	dir     *tracer.OutputDir
+	dir     *OutputDir
 	name    string
 	f       *os.File
 	size    int64 // what f holds: the next write's offset
@@ -73,12 +72,12 @@ type RotatingFile struct {
 // existing file: a restarted tracer (a service's Restart=, a package
 // upgrade) continues its log, as auditd and rsyslog do, where emptying
 // it would lose every event since the last rotation. Errors are
-// tracer.CreateOutput's.
+// CreateOutput's.
 func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	if rot.MaxSize < 0 || (rot.MaxSize > 0 && rot.Keep < 1) {
 		return nil, vocab.Usagef("rotating %s: need a positive size and at least one rotated file to keep", path)
 	}
-	dir, name, err := tracer.OpenOutputDir(path)
+	dir, name, err := OpenOutputDir(path)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +298,7 @@ func (r *RotatingFile) Reopen() error {
 		return nil
 	}
 	// The directory is looked up again too: logrotate may have made it anew.
-	dir, name, err := tracer.OpenOutputDir(r.path)
+	dir, name, err := OpenOutputDir(r.path)
 	if err != nil {
 		return fmt.Errorf("reopening %s: %w", r.path, err)
 	}

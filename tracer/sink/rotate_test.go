@@ -656,7 +656,7 @@ func BenchmarkWrite(b *testing.B) {
 			var w io.WriteCloser
 			var err error
 			if name == "file" {
-				w, err = tracer.CreateOutput(path)
+				w, err = CreateOutput(path)
 			} else {
 				w, err = OpenRotatingFile(path, Rotation{MaxSize: 10e6, Keep: 3})
 			}
