@@ -1,8 +1,14 @@
 package report
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tracer-dev/tracer/bench/result"
@@ -41,5 +47,39 @@ func TestReportModeTableFromFile(t *testing.T) {
 	}
 	if m.rank("a") > m.rank("b") || m.rank("b") > m.rank("c") || m.counterpart("c") != "a" {
 		t.Errorf("ranks a %d b %d c %d, counterpart of c %q", m.rank("a"), m.rank("b"), m.rank("c"), m.counterpart("c"))
+	}
+}
+
+// TestReportNamesNoModeList checks that the report keeps no list of modes
+// of its own: outside modes.go (the table for files of earlier tracers),
+// its sources name only the baseline and the modes that are this tool's
+// backends or the node's auditd, which the recommendation weighs.
+func TestReportNamesNoModeList(t *testing.T) {
+	allowed := map[string]bool{"none": true, "audit": true, "ebpf": true, "auditd": true}
+	known := map[string]bool{}
+	for _, m := range legacyModes {
+		known[m.Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "modes.go" {
+			continue
+		}
+		fs := token.NewFileSet()
+		af, err := parser.ParseFile(fs, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING {
+				if v, err := strconv.Unquote(l.Value); err == nil && known[v] && !allowed[v] {
+					t.Errorf("%s names mode %q: take what a mode is from the result file (run.modes)", fs.Position(l.Pos()), v)
+				}
+			}
+			return true
+		})
 	}
 }
