@@ -242,13 +242,13 @@ type auditFloorMode struct {
 }
 
 func init() {
-	registerMode(modeSpec{name: "audit-floor", rank: 20, inDefault: true, inQuick: true, audit: true,
+	registerMode(modeSpec{name: "audit-floor", rank: 20, inDefault: true, inQuick: true, audit: true, color: "#f2c189",
 		watches: "`tracer __audit-floor`: the same audit rules, the same lean-records exclude rules (where no other program reads the records, as the audit mode does), " +
 			"and a reader of the multicast group, as the audit backend (neither takes the audit PID), that discards every record: " +
 			"what the kernel spends on the records the audit mode asks for, which no audit consumer can go below; the audit mode's floor",
 		countedFrom: "the records it discarded, and the record types left out (a note)", needs: needs{root: true},
 		make: func(env modeEnv) (Mode, error) { return &auditFloorMode{self: env.self}, nil }})
-	registerMode(modeSpec{name: "audit-floor-classic", rank: 21, inDefault: true, inQuick: true, audit: true,
+	registerMode(modeSpec{name: "audit-floor-classic", rank: 21, inDefault: true, inQuick: true, audit: true, color: "#f7d9b0",
 		watches: "`tracer __audit-floor --classic`: the same, with every record (no exclude rules), as auditd and laurel read them: " +
 			"their floor, so that each mode is compared with the records it makes the kernel build",
 		countedFrom: "the records it discarded (a note)", needs: needs{root: true},

@@ -29,7 +29,7 @@ type ebpfFloorMode struct {
 }
 
 func init() {
-	registerMode(modeSpec{name: "ebpf-floor", rank: 40, inDefault: true, inQuick: true,
+	registerMode(modeSpec{name: "ebpf-floor", rank: 40, inDefault: true, inQuick: true, color: "#9fc2e4",
 		watches:     "empty BPF programs (`bpf/floor.bpf.c`) on the hooks the eBPF backend uses: the cost of attaching there at all",
 		countedFrom: "--", needs: needs{root: true},
 		make: func(modeEnv) (Mode, error) { return &ebpfFloorMode{}, nil }})

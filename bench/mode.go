@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -132,6 +133,13 @@ type modeSpec struct {
 	peer bool
 	// floor names its lower bound (see FloorOf), a registered mode.
 	floor string
+	// counterpart names the registered mode of this tool that the mode is
+	// read beside and compared with: a peer's (result.Mode.Counterpart), or
+	// the mode a variant varies.
+	counterpart string
+	// color is the "#rrggbb" of its bars in the report; "" for the
+	// report's default.
+	color string
 	// audit: it loads audit rules or runs an audit daemon, so bench saves
 	// and restores the kernel's audit settings around it.
 	audit bool
@@ -241,6 +249,21 @@ func IsPeer(mode string) bool { return modeSpecs[mode].peer }
 // tool's audit backend, auditd and laurel, the eBPF floor (empty programs
 // on the same hooks) for the ebpf backend's default probes.
 func FloorOf(mode string) string { return modeSpecs[mode].floor }
+
+// resultModes says in the result file what each of modes is, so that the
+// report orders, pairs and colours them from the file alone.
+func resultModes(modes []string) []result.Mode {
+	var out []result.Mode
+	for _, m := range modes {
+		s, ok := modeSpecs[m]
+		if !ok {
+			continue
+		}
+		out = append(out, result.Mode{Name: s.name, Rank: s.rank, Peer: s.peer, Floor: s.floor,
+			Counterpart: s.counterpart, Color: s.color})
+	}
+	return out
+}
 
 // isFloor reports whether mode is another mode's floor.
 func isFloor(mode string) bool {

@@ -84,14 +84,14 @@ var (
 )
 
 func init() {
-	for i, m := range []struct{ name, flush, watches string }{
-		{"auditd", "", "the node's auditd with the rules `tracer rules` prints, flush mode as the node's `auditd.conf` says (Debian 12: `INCREMENTAL_ASYNC`, freq 50)"},
-		{"auditd-incremental", "INCREMENTAL", "the same as `auditd` with `flush = INCREMENTAL`"},
-		{"auditd-sync", "SYNC", "the same as `auditd` with `flush = SYNC`"},
-		{"auditd-data", "DATA", "the same as `auditd` with `flush = DATA`"},
+	for i, m := range []struct{ name, flush, color, watches string }{
+		{"auditd", "", "#c0392b", "the node's auditd with the rules `tracer rules` prints, flush mode as the node's `auditd.conf` says (Debian 12: `INCREMENTAL_ASYNC`, freq 50)"},
+		{"auditd-incremental", "INCREMENTAL", "", "the same as `auditd` with `flush = INCREMENTAL`"},
+		{"auditd-sync", "SYNC", "#8e2418", "the same as `auditd` with `flush = SYNC`"},
+		{"auditd-data", "DATA", "#d4634f", "the same as `auditd` with `flush = DATA`"},
 	} {
 		registerMode(modeSpec{name: m.name, rank: 60 + i, inDefault: i == 0, inQuick: i == 0, peer: true,
-			floor: "audit-floor-classic", audit: true, nodeAuditd: true,
+			floor: "audit-floor-classic", audit: true, nodeAuditd: true, counterpart: "audit", color: m.color,
 			watches: m.watches, countedFrom: "SYSCALL records with key `tracer` in auditd's log",
 			needs: needs{root: true, tools: []tool{toolAuditd, toolAuditctl}},
 			make: func(env modeEnv) (Mode, error) {
@@ -99,7 +99,7 @@ func init() {
 			}})
 	}
 	registerMode(modeSpec{name: "laurel", rank: 65, inDefault: true, inQuick: true, peer: true,
-		floor: "audit-floor-classic", audit: true, privateAuditd: true,
+		floor: "audit-floor-classic", audit: true, privateAuditd: true, counterpart: "audit", color: "#a0522d",
 		watches: "auditd as the node configures it, with [laurel](https://github.com/threathunters-io/laurel) as its one audit plugin " +
 			"(its plugin directory a private one, the node's `/etc/laurel/config.toml`, its log moved to the run's directory); the same rules as `auditd`",
 		countedFrom: "SYSCALL records with key `tracer` in laurel's JSON log",

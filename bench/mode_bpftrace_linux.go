@@ -88,6 +88,7 @@ type bpftraceMode struct {
 
 func init() {
 	registerMode(modeSpec{name: "bpftrace", rank: 70, inDefault: true, inQuick: true, peer: true,
+		counterpart: "ebpf", color: "#3c9d5d",
 		watches: "a bpftrace program counting the same events into maps (@exec_calls, @fork_calls, @signals) on syscall tracepoints, " +
 			"filtered on the workload's cgroup as such programs filter on a pod's",
 		countedFrom: "the program's count maps",

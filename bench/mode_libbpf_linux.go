@@ -29,11 +29,11 @@ func init() {
 		modeSpec
 		tools []string
 	}{
-		{modeSpec{name: "libbpf-tools", rank: 80,
+		{modeSpec{name: "libbpf-tools", rank: 80, counterpart: "ebpf", color: "#6bbf59",
 			watches:     "`execsnoop`, `exitsnoop` and `sigsnoop` of the libbpf-tools at once, each with its defaults, as an operator runs them to watch execs, process ends and signals",
 			countedFrom: "their output: execs, exits (each the fork that made the process), signals other than SIGCHLD"},
 			[]string{"execsnoop", "exitsnoop", "sigsnoop"}},
-		{modeSpec{name: "execsnoop", rank: 85, execOnly: true,
+		{modeSpec{name: "execsnoop", rank: 85, execOnly: true, counterpart: "ebpf-exec", color: "#2e7d32",
 			watches:     "`execsnoop` alone, for exec-only comparisons (with `ebpf-exec`)",
 			countedFrom: "its output"},
 			[]string{"execsnoop"}},

@@ -8,7 +8,7 @@ import "context"
 const baseline = "none"
 
 func init() {
-	registerMode(modeSpec{name: baseline, rank: 0, inDefault: true, inQuick: true,
+	registerMode(modeSpec{name: baseline, rank: 0, inDefault: true, inQuick: true, color: "#7a8ca3",
 		watches: "nothing: the baseline", countedFrom: "--",
 		make: func(modeEnv) (Mode, error) { return noneMode{}, nil }})
 }

@@ -97,6 +97,17 @@ func TestModeRegistry(t *testing.T) {
 		if isFloor(name) && !strings.HasPrefix(s.file, "floor_") || !isFloor(name) && strings.HasPrefix(s.file, "floor_") {
 			t.Errorf("%s registers in %s: floors, and floors alone, register in floor_*.go", name, s.file)
 		}
+		// The report reads a peer beside its counterpart and compares their
+		// costs: one of this tool's modes, registered.
+		if c, ok := modeSpecs[s.counterpart]; s.counterpart != "" && (!ok || c.peer || isFloor(s.counterpart) || c.counterpart != "") {
+			t.Errorf("%s: its counterpart %q is not a registered mode of this tool (not a peer, a floor or a variant)", name, s.counterpart)
+		}
+		if s.peer && s.counterpart == "" {
+			t.Errorf("%s: a peer names its counterpart, the mode of this tool it is compared with", name)
+		}
+		if s.color != "" && !regexp.MustCompile(`^#[0-9a-f]{6}$`).MatchString(s.color) {
+			t.Errorf("%s: colour %q is not #rrggbb", name, s.color)
+		}
 		if s.privateAuditd && !s.audit {
 			t.Errorf("%s runs an audit daemon but does not say it uses audit", name)
 		}

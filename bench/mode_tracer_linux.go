@@ -41,18 +41,18 @@ func init() {
 		modeSpec
 		backend, probes, events string
 	}{
-		{modeSpec{name: "audit", rank: 10, inDefault: true, inQuick: true, floor: "audit-floor", audit: true,
+		{modeSpec{name: "audit", rank: 10, inDefault: true, inQuick: true, floor: "audit-floor", audit: true, color: "#e08a2c",
 			watches: "`tracer watch --backend audit --format json --output LOG --events exec,fork,signal`, node-wide, as a child process"},
 			"audit", "", "exec,fork,signal"},
-		{modeSpec{name: "ebpf", rank: 30, inDefault: true, inQuick: true, floor: "ebpf-floor",
+		{modeSpec{name: "ebpf", rank: 30, inDefault: true, inQuick: true, floor: "ebpf-floor", color: "#2f6fb0",
 			watches: "the same with `--backend ebpf`"},
 			"ebpf", "", "exec,fork,signal"},
 		// Not with --quick: its syscall tracepoints take a second or more
 		// to attach and detach on every run.
-		{modeSpec{name: "ebpf-syscalls", rank: 50, inDefault: true,
+		{modeSpec{name: "ebpf-syscalls", rank: 50, inDefault: true, counterpart: "ebpf", color: "#5aa0d8",
 			watches: "the same with `--backend ebpf --probes syscalls` (syscall tracepoints that mirror the audit rules)"},
 			"ebpf", "syscalls", "exec,fork,signal"},
-		{modeSpec{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true,
+		{modeSpec{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true, color: "#1d4f80",
 			watches: "`tracer watch --backend ebpf --events exec`: exec events alone, the match of `execsnoop`"},
 			"ebpf", "", "exec"},
 	} {

@@ -212,7 +212,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 
-	b = &Bench{Info: result.RunInfo{Started: time.Now().UTC(), Quick: o.Quick}}
+	b = &Bench{Info: result.RunInfo{Started: time.Now().UTC(), Quick: o.Quick, Modes: resultModes(modes)}}
 	b.Info.MachineID, b.Info.BootID = machineIdentity()
 	made := b // the named result is nil on the error paths below
 	defer func() {

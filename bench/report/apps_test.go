@@ -99,7 +99,7 @@ func TestReportAppOrder(t *testing.T) {
 	for i := len(names) - 1; i >= 0; i-- {
 		rows = append(rows, result.Row{Workload: names[i], Mode: "none"})
 	}
-	sortResults(rows)
+	sortResults(rows, newModeTable(nil))
 	for i, r := range rows {
 		if r.Workload != names[i] {
 			t.Fatalf("row %d is %s, want %s", i, r.Workload, names[i])

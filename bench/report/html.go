@@ -26,13 +26,16 @@ var reportHTML = func() *htmltemplate.Template {
 	funcs["floorcell"] = func(r result.Row) string { return strings.ReplaceAll(floorCell(r), "-", "\u2013") }
 	funcs["svgchart"] = svgChart
 	funcs["pereventchart"] = perEventSVG
-	funcs["modeColorCSS"] = func(m string) htmltemplate.CSS { return htmltemplate.CSS(modeColor(m)) }
-	funcs["chartModes"] = func(cs []Chart) []string {
-		var out []string
+	// Colours are "#rrggbb" (newModeTable keeps no other form).
+	funcs["colorCSS"] = func(c string) htmltemplate.CSS { return htmltemplate.CSS(c) }
+	funcs["chartModes"] = func(cs []Chart) []Bar {
+		var out []Bar
+		seen := map[string]bool{}
 		for _, c := range cs {
 			for _, b := range c.Bars {
-				if !reportContains(out, b.Mode) {
-					out = append(out, b.Mode)
+				if !seen[b.Mode] {
+					seen[b.Mode] = true
+					out = append(out, Bar{Mode: b.Mode, Color: b.Color})
 				}
 			}
 		}
@@ -57,32 +60,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("rendering html report: %w", err)
 	}
 	return nil
-}
-
-// modeColors are the bar colours per mode: audit family warm, eBPF family cool.
-var modeColors = map[string]string{
-	"none":                "#7a8ca3",
-	"audit":               "#e08a2c",
-	"audit-floor":         "#f2c189",
-	"audit-floor-classic": "#f7d9b0",
-	"ebpf-floor":          "#9fc2e4",
-	"auditd":              "#c0392b",
-	"auditd-sync":         "#8e2418",
-	"auditd-data":         "#d4634f",
-	"ebpf":                "#2f6fb0",
-	"ebpf-syscalls":       "#5aa0d8",
-	"bpftrace":            "#3c9d5d",
-	"laurel":              "#a0522d",
-	"ebpf-exec":           "#1d4f80",
-	"libbpf-tools":        "#6bbf59",
-	"execsnoop":           "#2e7d32",
-}
-
-func modeColor(m string) string {
-	if c, ok := modeColors[m]; ok {
-		return c
-	}
-	return "#8e7cc3"
 }
 
 // svgChart draws one node's charts: a panel per workload, a horizontal bar
@@ -137,7 +114,7 @@ func svgChart(charts []Chart) htmltemplate.HTML {
 				tip += ", within noise"
 			}
 			fmt.Fprintf(&b, `<rect class="%s" data-mode="%s" data-ratio="%.2f" x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
-				class, esc(bar.Mode), bar.Ratio, labelW, by, w, barH, modeColor(bar.Mode), esc(tip))
+				class, esc(bar.Mode), bar.Ratio, labelW, by, w, barH, bar.Color, esc(tip))
 			end := labelW + w
 			if bar.Hi > 0 {
 				lo, hi := x(bar.Lo), math.Min(x(bar.Hi), labelW+barW)

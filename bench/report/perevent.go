@@ -24,6 +24,7 @@ type PerEventTable struct {
 // PerEventRow is one mode across the rates.
 type PerEventRow struct {
 	Mode  string
+	Color string   // the mode's, as its result file says ("#rrggbb")
 	Cells []string // "12.3 (11.0-14.1)", "not held (812/s)", "-"
 	// Values are the figures the chart draws, 0 where there is none.
 	Values []float64
@@ -49,15 +50,6 @@ func (c PeerComparison) Text() string {
 		return fmt.Sprintf("%.2fx: %s costs less per event", c.Ratio, c.Tracer)
 	}
 	return fmt.Sprintf("%.2fx: about the same", c.Ratio)
-}
-
-// peerCounterpart is the mode of this tool that watches what a peer
-// watches: execsnoop the execs (ebpf-exec), the libbpf-tools and bpftrace
-// execs, forks and signals on eBPF (ebpf), auditd and laurel the same audit
-// rules (audit).
-var peerCounterpart = map[string]string{
-	"execsnoop": "ebpf-exec", "libbpf-tools": "ebpf", "bpftrace": "ebpf",
-	"auditd": "audit", "auditd-incremental": "audit", "auditd-sync": "audit", "auditd-data": "audit", "laurel": "audit",
 }
 
 // perEventCell is a row's CPU per event, or why there is none.
@@ -91,7 +83,7 @@ func rateText(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) + "
 
 // perEventTables builds a table per rate workload from rows in report
 // order (workload, rate, mode).
-func perEventTables(rows []result.Row) []PerEventTable {
+func perEventTables(rows []result.Row, modes *modeTable) []PerEventTable {
 	var out []PerEventTable
 	for _, r := range rows {
 		if r.RatePerS <= 0 || r.Mode == "none" {
@@ -119,7 +111,7 @@ func perEventTables(rows []result.Row) []PerEventTable {
 			}
 		}
 		if row < 0 {
-			t.Rows = append(t.Rows, PerEventRow{Mode: mode, Cells: make([]string, len(t.Rates)), Values: make([]float64, len(t.Rates))})
+			t.Rows = append(t.Rows, PerEventRow{Mode: mode, Color: modes.color(r.Mode), Cells: make([]string, len(t.Rates)), Values: make([]float64, len(t.Rates))})
 			row = len(t.Rows) - 1
 			for i := range t.Rows[row].Cells {
 				t.Rows[row].Cells[i] = "-"
@@ -133,7 +125,7 @@ func perEventTables(rows []result.Row) []PerEventTable {
 	for i := range out {
 		t := &out[i]
 		sort.SliceStable(t.Rows, func(a, b int) bool {
-			return reportRank(reportModeOrder, modeOf(t.Rows[a].Mode)) < reportRank(reportModeOrder, modeOf(t.Rows[b].Mode))
+			return modes.rank(modeOf(t.Rows[a].Mode)) < modes.rank(modeOf(t.Rows[b].Mode))
 		})
 	}
 	return out
@@ -153,11 +145,11 @@ func indexOf(xs []string, x string) int {
 // peerComparisons pairs each peer row that has a CPU per event with its
 // counterpart of this tool on the same workload (and rate): on the same
 // storage where both wrote a log, else the counterpart's first.
-func peerComparisons(rows []result.Row) []PeerComparison {
+func peerComparisons(rows []result.Row, modes *modeTable) []PeerComparison {
 	var out []PeerComparison
 	for _, p := range rows {
-		own, ok := peerCounterpart[p.Mode]
-		if !ok || p.WatcherCPUPerEventUS == nil || *p.WatcherCPUPerEventUS <= 0 {
+		own := modes.counterpart(p.Mode)
+		if own == "" || p.WatcherCPUPerEventUS == nil || *p.WatcherCPUPerEventUS <= 0 {
 			continue
 		}
 		var match *result.Row
@@ -182,11 +174,13 @@ func peerComparisons(rows []result.Row) []PeerComparison {
 
 // WritePerEventTable prints, after bench's table, the watcher's CPU per
 // event of the rate workloads by rate, and where this tool stands against
-// each peer; nothing when no row has the figure.
-func WritePerEventTable(out io.Writer, results []result.Row) error {
+// each peer; nothing when no row has the figure. modes is what the bench
+// says of its modes (result.RunInfo.Modes).
+func WritePerEventTable(out io.Writer, results []result.Row, modes []result.Mode) error {
+	t := newModeTable(modes)
 	rows := append([]result.Row(nil), results...)
-	sortResults(rows)
-	tables, peers := perEventTables(rows), peerComparisons(rows)
+	sortResults(rows, t)
+	tables, peers := perEventTables(rows, t), peerComparisons(rows, t)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	for _, t := range tables {
 		fmt.Fprintf(tw, "\n%s: watcher CPU per event, us (95%% interval)\n", t.Workload)
@@ -240,7 +234,7 @@ func perEventSVG(t PerEventTable) htmltemplate.HTML {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, x(i), h-bottom+16, htmltemplate.HTMLEscapeString(r))
 	}
 	for k, r := range t.Rows {
-		c := modeColor(modeOf(r.Mode))
+		c := r.Color
 		var pts []string
 		for i, v := range r.Values {
 			if v > 0 {

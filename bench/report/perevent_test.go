@@ -34,8 +34,9 @@ func TestPerEvent(t *testing.T) {
 		perEventRow("cis-shell", "audit", "ssd", 0, 200, true),
 	}
 	rows[8].RateHeld, rows[9].RateHeld = nil, nil
-	sortResults(rows)
-	tables := perEventTables(rows)
+	modes := newModeTable(nil)
+	sortResults(rows, modes)
+	tables := perEventTables(rows, modes)
 	if len(tables) != 1 || tables[0].Workload != "exec-rate" || strings.Join(tables[0].Rates, ",") != "100/s,300/s,1000/s" {
 		t.Fatalf("tables %+v", tables)
 	}
@@ -57,7 +58,7 @@ func TestPerEvent(t *testing.T) {
 	if _, ok := got["none"]; ok {
 		t.Error("none has no CPU per event")
 	}
-	peers := peerComparisons(rows)
+	peers := peerComparisons(rows, modes)
 	var lines []string
 	for _, p := range peers {
 		lines = append(lines, p.Workload+" "+p.Peer+" "+p.Tracer+" "+p.Text())
@@ -72,7 +73,7 @@ func TestPerEvent(t *testing.T) {
 		t.Errorf("peers:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(wantPeers, "\n"))
 	}
 	var b bytes.Buffer
-	if err := WritePerEventTable(&b, rows); err != nil {
+	if err := WritePerEventTable(&b, rows, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"exec-rate: watcher CPU per event", "not held (600/s)", "against the peers", "0.50x"} {

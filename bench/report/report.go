@@ -78,6 +78,8 @@ type Chart struct {
 type Bar struct {
 	Label string
 	Mode  string
+	// Color is the mode's, as its result file says ("#rrggbb").
+	Color string
 	Ratio float64
 	Lost  int64
 	// Lo and Hi are the 95% interval (0 when there is none); Noise: it holds 1.00x.
@@ -217,12 +219,6 @@ type NoEBPF struct {
 	Reasons          []string
 }
 
-// reportModeOrder puts the modes in the order readers compare them, each
-// backend next to its floor.
-var reportModeOrder = map[string]int{"none": 0, "audit": 1, "audit-floor": 2, "audit-floor-classic": 2, "auditd": 3, "auditd-incremental": 4, "auditd-sync": 5,
-	"auditd-data": 6, "laurel": 7, "ebpf": 8, "ebpf-floor": 9, "ebpf-syscalls": 10, "bpftrace": 11, "libbpf-tools": 12,
-	"ebpf-exec": 13, "execsnoop": 14}
-
 var reportWorkloadOrder = map[string]int{"cis-shell": 0, "signal-storm": 1, "syscall-tax": 2, "exec-storm": 3,
 	// The application workloads, in the order bench runs them.
 	"redis": 4, "nginx": 5, "sysbench-cpu": 6, "sysbench-threads": 7, "stress-fork": 8, "stress-vfork": 9,
@@ -246,6 +242,11 @@ func New(names []string, files []*result.File) (*Report, error) {
 		return nil, fmt.Errorf("report: %d names for %d files", len(names), len(files))
 	}
 	r := &Report{}
+	var lists [][]result.Mode
+	for _, f := range files {
+		lists = append(lists, fileModes(f))
+	}
+	modes := newModeTable(lists...)
 	seen := map[string]bool{}
 	for i, f := range files {
 		path, err := filepath.Abs(names[i])
@@ -256,19 +257,19 @@ func New(names []string, files []*result.File) (*Report, error) {
 			continue
 		}
 		seen[path] = true
-		r.Nodes = append(r.Nodes, newReportNode(filepath.Base(names[i]), f))
+		r.Nodes = append(r.Nodes, newReportNode(filepath.Base(names[i]), f, modes))
 	}
 	distinguish(r.Nodes)
 	if len(r.Nodes) == 1 {
 		r.Title = "tracer overhead report: " + r.Nodes[0].Name
 	} else {
 		r.Title = fmt.Sprintf("tracer overhead report: %d nodes", len(r.Nodes))
-		r.Fleet = newReportFleet(r.Nodes)
+		r.Fleet = newReportFleet(r.Nodes, modes)
 	}
 	return r, nil
 }
 
-func newReportNode(source string, f *result.File) *Node {
+func newReportNode(source string, f *result.File, modes *modeTable) *Node {
 	n := &Node{Source: source, File: f, Name: f.Node.Hostname}
 	if n.Name == "" {
 		n.Name = strings.TrimSuffix(source, filepath.Ext(source))
@@ -285,14 +286,14 @@ func newReportNode(source string, f *result.File) *Node {
 			n.Rows = append(n.Rows, res)
 		}
 	}
-	sortResults(n.Rows)
-	sortResults(n.Skipped)
+	sortResults(n.Rows, modes)
+	sortResults(n.Skipped, modes)
 	n.Storage = reportStorage(n.Rows)
-	n.Charts = reportCharts(n.Rows, n.Label)
+	n.Charts = reportCharts(n.Rows, n.Label, modes)
 	n.Rec = recommend(n)
 	n.Apps = appSections(n.Rows)
-	n.PerEvent = perEventTables(n.Rows)
-	n.Peers = peerComparisons(n.Rows)
+	n.PerEvent = perEventTables(n.Rows, modes)
+	n.Peers = peerComparisons(n.Rows, modes)
 	for _, r := range n.Rows {
 		if r.MaxEventsPerS != nil {
 			n.Ceilings = append(n.Ceilings, r)
@@ -360,7 +361,7 @@ func distinguish(nodes []*Node) {
 	}
 }
 
-func sortResults(rs []result.Row) {
+func sortResults(rs []result.Row, modes *modeTable) {
 	sort.SliceStable(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
 		if wa, wb := reportRank(reportWorkloadOrder, a.Workload), reportRank(reportWorkloadOrder, b.Workload); wa != wb {
@@ -372,7 +373,7 @@ func sortResults(rs []result.Row) {
 		if a.RatePerS != b.RatePerS {
 			return a.RatePerS < b.RatePerS
 		}
-		if ma, mb := reportRank(reportModeOrder, a.Mode), reportRank(reportModeOrder, b.Mode); ma != mb {
+		if ma, mb := modes.rank(a.Mode), modes.rank(b.Mode); ma != mb {
 			return ma < mb
 		}
 		if a.Mode != b.Mode {
@@ -394,7 +395,7 @@ func (n *Node) Label(r result.Row) string {
 	return r.ModeLabel()
 }
 
-func reportCharts(rows []result.Row, label func(result.Row) string) []Chart {
+func reportCharts(rows []result.Row, label func(result.Row) string, modes *modeTable) []Chart {
 	var out []Chart
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Workload != r.WorkloadLabel() {
@@ -405,7 +406,7 @@ func reportCharts(rows []result.Row, label func(result.Row) string) []Chart {
 		if r.Mode == "none" && ratio == 0 {
 			ratio = 1
 		}
-		b := Bar{Label: label(r), Mode: r.Mode, Ratio: ratio, Lost: r.EventsLost, Noise: r.Noise}
+		b := Bar{Label: label(r), Mode: r.Mode, Color: modes.color(r.Mode), Ratio: ratio, Lost: r.EventsLost, Noise: r.Noise}
 		if len(r.RatioCI95) == 2 && r.Mode != "none" {
 			b.Lo, b.Hi = r.RatioCI95[0], r.RatioCI95[1]
 		}
@@ -710,7 +711,7 @@ func costSummary(cs []Cost) string {
 	return strings.Join(parts, "; ")
 }
 
-func newReportFleet(nodes []*Node) *Fleet {
+func newReportFleet(nodes []*Node, modes *modeTable) *Fleet {
 	fl := &Fleet{}
 	backends := map[string]int{}
 	gi := map[string]int{}
@@ -796,7 +797,7 @@ func newReportFleet(nodes []*Node) *Fleet {
 			}
 		}
 	}
-	sortResults(keys)
+	sortResults(keys, modes)
 	for _, k := range keys {
 		a := accs[k.Workload+"\x00"+k.ModeLabel()] // k has no label: its mode and storage
 		s := Spread{Workload: k.Workload, Mode: a.label, N: len(a.ratios), LostNodes: a.lost}

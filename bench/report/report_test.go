@@ -274,16 +274,17 @@ func TestReportHTMLInChromium(t *testing.T) {
 	// The bars of each mode are drawn in the mode's colour: the screenshot
 	// must hold at least 75% of the bars' area in it (440 px is the full
 	// scale, bars are 16 px high, whiskers cross them), and not much more.
-	area := map[string]float64{}
+	area, color := map[string]float64{}, map[string]string{}
 	for _, c := range r.Nodes[0].Charts {
 		for _, b := range c.Bars {
 			area[b.Mode] += BarWidth(c, b.Ratio, 440) * 16
+			color[b.Mode] = b.Color
 		}
 	}
 	for mode, want := range area {
-		n := float64(countColor(img, modeColor(mode)))
+		n := float64(countColor(img, color[mode]))
 		if n < 0.75*want || n > 1.3*want+300 {
-			t.Errorf("screenshot: %.0f pixels of the %s bar colour %s, the bars cover %.0f (chart not drawn?)", n, mode, modeColor(mode), want)
+			t.Errorf("screenshot: %.0f pixels of the %s bar colour %s, the bars cover %.0f (chart not drawn?)", n, mode, color[mode], want)
 		}
 	}
 	if os.Getenv("TRACER_KEEP_SCREENSHOT") != "" {
@@ -338,7 +339,7 @@ func TestReportChartLogScale(t *testing.T) {
 		{Workload: "cis-shell", Mode: "none", RatioElapsed: 1},
 		{Workload: "cis-shell", Mode: "ebpf", RatioElapsed: 1.02, RatioCI95: []float64{0.95, 1.09}, Noise: true},
 	}
-	charts := reportCharts(rows, func(r result.Row) string { return r.Mode })
+	charts := reportCharts(rows, func(r result.Row) string { return r.Mode }, newModeTable(nil))
 	storm, cis := charts[0], charts[1]
 	if !storm.Log || cis.Log {
 		t.Fatalf("log scale: signal-storm %v, cis-shell %v; want only signal-storm", storm.Log, cis.Log)

@@ -53,6 +53,32 @@ type RunInfo struct {
 	// Cgroup is bench's --cgroup: the tracer modes watched only that cgroup
 	// and what is below it, where the workloads ran.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Modes says what each mode the bench ran is, so that a reader orders,
+	// pairs and colours modes it does not know by name. Absent in files of
+	// earlier tracers.
+	Modes []Mode `json:"modes,omitempty"`
+}
+
+// Mode is what the bench that wrote a file said of one of its modes.
+type Mode struct {
+	Name string `json:"name"`
+	// Rank is the mode's place in the order the bench runs its modes:
+	// this tool's modes, their floors, then the peers.
+	Rank int `json:"rank"`
+	// Peer: the mode measures another tool (auditd, laurel, bpftrace, the
+	// libbpf-tools), not this one.
+	Peer bool `json:"peer,omitempty"`
+	// Floor names the mode that is this one's lower bound.
+	Floor string `json:"floor,omitempty"`
+	// Counterpart names the mode of this tool that this one is read beside
+	// and compared with: for a peer, the mode that watches what it watches
+	// (execsnoop: ebpf-exec; the libbpf-tools and bpftrace: ebpf; auditd
+	// and laurel: audit); for a variant of a mode (ebpf-syscalls), that
+	// mode.
+	Counterpart string `json:"counterpart,omitempty"`
+	// Color is the "#rrggbb" colour of the mode's bars and lines in the
+	// report; absent, the report's default.
+	Color string `json:"color,omitempty"`
 }
 
 // Row is one (workload, mode) result. Times are medians over rounds; ratio

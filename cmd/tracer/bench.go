@@ -203,7 +203,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	if err := report.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
-	if err := report.WritePerEventTable(os.Stdout, results); err != nil {
+	if err := report.WritePerEventTable(os.Stdout, results, b.Info.Modes); err != nil {
 		return err
 	}
 	if steps := b.Runner.SweepSteps; len(steps) > 0 {

@@ -1,7 +1,8 @@
 // Package host is the one reader of the host: /proc (a process's stat,
 // cgroup, comm and executable, the boot id), cgroups (the v2 hierarchy, a
-// cgroup's id, what a cgroup path says of its unit and container) and the
-// mount table. It imports nothing of the project, so that every layer can
+// cgroup's id, what a cgroup path says of its unit and container), the
+// mount table and the disks under a path (/sys/block: whole disks, whether
+// they spin, whether they are virtual). It imports nothing of the project, so that every layer can
 // read the host the same way: the backends on the event path, auditrules
 // for 32-bit processes, tracer/tracefs for tracefs, tracer/node for the
 // facts that doctor prints and bench records.

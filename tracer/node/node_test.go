@@ -264,11 +264,11 @@ func TestReaderRHEL86(t *testing.T) {
 	}
 
 	// The one reader of disks says the same, disk by disk.
-	if got, want := (Reader{Root: root}).WholeDisks("253:3"), []WholeDisk{{Name: "sdb", Rotational: Bool(true)}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("whole disks of 253:3: %+v, want %+v", got, want)
+	if got := (Reader{Root: root}).DiskOfDevice("253:3"); !reflect.DeepEqual(got.Disks, []string{"sdb"}) || got.Kind() != "hdd" {
+		t.Errorf("disk 253:3: %+v, want sdb, hdd", got)
 	}
-	if got := (Reader{Root: root}).WholeDisks("8:99"); got != nil {
-		t.Errorf("whole disks of an unknown device: %+v", got)
+	if got := (Reader{Root: root}).DiskOfDevice("8:99"); got.Disks != nil || got.Kind() != "unknown" {
+		t.Errorf("disk of an unknown device: %+v", got)
 	}
 
 	// Without /var/log/audit the disk under / is judged: dm-0 on an SSD.

@@ -10,13 +10,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/procfs/blockdevice"
 
 	"github.com/tracer-dev/tracer/tracer/host"
 )
@@ -25,9 +22,9 @@ import (
 // Reader reads it too), a recorded tree (built by buildRHEL86Root) in
 // tests. It reads only; the probes that need the kernel (netlink, bpf)
 // live in Collect. Its exported methods are the one reader of each fact
-// for the rest of the project; the mount table and the ELF class of a
-// process are read by package host, which packages that node imports use
-// too.
+// for the rest of the project; the mount table, the disks and the ELF
+// class of a process are read by package host, which packages that node
+// imports use too, and recorded here as the node's facts.
 type Reader struct {
 	Root string
 }
@@ -230,63 +227,19 @@ func (r Reader) logDisk(mounts []host.Mount) Disk {
 }
 
 // DiskAt describes the block device that holds path (relative to Root):
-// its mount, its whole disks and whether one of them spins. It is the one
-// reader of disks: doctor judges the audit log's disk with it and bench the
-// disk under its logs.
+// host.DiskAt, the one reader of disks, as the node's facts record it.
 func (r Reader) DiskAt(path string) Disk {
 	mounts, _ := r.Mounts()
 	return r.diskAt(mounts, path)
 }
 
 func (r Reader) diskAt(mounts []host.Mount, path string) Disk {
-	d := Disk{Path: path}
-	m, ok := host.MountFor(mounts, path)
-	if !ok {
-		return d
-	}
-	d.Mount, d.FSType, d.Source = m.MountPoint, m.FSType, m.Source
-	dev := m.Device
-	// btrfs and overlay report an anonymous device (major 0): use the source.
-	if strings.HasPrefix(dev, "0:") && strings.HasPrefix(m.Source, "/dev/") {
-		if s, err := r.readString("/sys/class/block/" + filepath.Base(m.Source) + "/dev"); err == nil {
-			dev = strings.TrimSpace(s)
-		}
-	}
-	d.Device = dev
-	if strings.HasPrefix(dev, "0:") {
-		return d
-	}
-	r.fillDisks(&d)
-	return d
+	return Disk(host.DiskAt(r.root(), mounts, path))
 }
 
-// DiskOfDevice describes block device dev ("major:minor"): Device, Disks,
-// Rotational and Virtual, as DiskAt does.
+// DiskOfDevice describes block device dev ("major:minor"), as DiskAt does.
 func (r Reader) DiskOfDevice(dev string) Disk {
-	d := Disk{Device: dev}
-	r.fillDisks(&d)
-	return d
-}
-
-// fillDisks sets d's whole disks from d.Device, whether one reports
-// rotational, and whether all are virtual (Disk.Kind weighs the two).
-func (r Reader) fillDisks(d *Disk) {
-	whole := r.WholeDisks(d.Device)
-	virtual := len(whole) > 0
-	for _, w := range whole {
-		d.Disks = append(d.Disks, w.Name)
-		virtual = virtual && w.Virtual
-		if w.Rotational == nil {
-			continue
-		}
-		if d.Rotational == nil {
-			d.Rotational = Bool(false)
-		}
-		if *w.Rotational {
-			d.Rotational = Bool(true)
-		}
-	}
-	d.Virtual = virtual
+	return Disk(host.DiskOfDevice(r.root(), dev))
 }
 
 // Mounts reads this process's mount table (the one reader of it:
@@ -313,82 +266,6 @@ func (r Reader) CgroupV1Mount(controller string) string {
 	}
 	m, _ := host.CgroupV1Mount(mounts, controller)
 	return m
-}
-
-// WholeDisk is a disk that a block device lives on.
-type WholeDisk struct {
-	Name string // sda, vda, nvme0n1
-	// Rotational is the kernel's queue/rotational flag: the disk spins.
-	// Nil when it cannot be read.
-	Rotational *bool
-	// Virtual marks a disk the hypervisor or the kernel makes up (virtio,
-	// Xen, loop, zram, nbd, an md or device-mapper device without slaves):
-	// its rotational flag says nothing about the medium below.
-	Virtual bool
-}
-
-// WholeDisks resolves the block device dev ("major:minor") to the whole
-// disks it lives on, sorted by name: a partition's disk, the slaves of a
-// device-mapper or md device, recursively. It returns nil for a device
-// /sys does not know.
-func (r Reader) WholeDisks(dev string) []WholeDisk {
-	names := r.wholeDisks("/sys/dev/block/"+dev, 0)
-	sort.Strings(names)
-	bfs, bfsErr := blockdevice.NewFS(r.path("/proc"), r.path("/sys"))
-	var out []WholeDisk
-	for _, name := range names {
-		w := WholeDisk{Name: name, Virtual: r.virtualDisk(name)}
-		if bfsErr == nil {
-			if v, err := bfs.SysBlockDeviceRotational(name); err == nil {
-				w.Rotational = Bool(v == 1)
-			}
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// wholeDisks resolves a block device (a /sys path relative to Root) to the
-// names of the whole disks it lives on.
-func (r Reader) wholeDisks(sysPath string, depth int) []string {
-	if depth > 8 {
-		return nil
-	}
-	real, err := filepath.EvalSymlinks(r.path(sysPath))
-	if err != nil {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(real, "partition")); err == nil {
-		real = filepath.Dir(real)
-	}
-	slaves, _ := os.ReadDir(filepath.Join(real, "slaves"))
-	if len(slaves) == 0 {
-		return []string{filepath.Base(real)}
-	}
-	var out []string
-	for _, s := range slaves {
-		rel, err := filepath.Rel(r.root(), filepath.Join(real, "slaves", s.Name()))
-		if err != nil {
-			continue
-		}
-		for _, d := range r.wholeDisks("/"+rel, depth+1) {
-			if !slices.Contains(out, d) {
-				out = append(out, d)
-			}
-		}
-	}
-	return out
-}
-
-// virtualDisk tells made-up disks by their name, or by a virtio driver.
-func (r Reader) virtualDisk(name string) bool {
-	for _, p := range []string{"vd", "xvd", "loop", "zram", "ram", "nbd", "dm-", "md"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	drv, err := filepath.EvalSymlinks(r.path("/sys/block/" + name + "/device/driver"))
-	return err == nil && strings.Contains(filepath.Base(drv), "virtio")
 }
 
 // ParseOSRelease parses /etc/os-release (os-release(5)).

@@ -1,7 +1,7 @@
 // Package nodetest lays out recorded node trees (/proc, /sys, /boot) for
-// the tests of the packages that read host facts through package node:
-// doctor's tests and bench's read the same tree and must say the same of
-// it. The trees are built in a temporary directory rather than kept in
+// the tests of the packages that read host facts (tracer/host) or read
+// them through package node: doctor's tests and bench's read the same
+// tree and must say the same of it. The trees are built in a temporary directory rather than kept in
 // testdata because sysfs names hold colons, which Go module zips refuse.
 package nodetest
 
