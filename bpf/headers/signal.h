@@ -292,7 +292,12 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___ident *
 	if (!pass_pid(tgid))
 		return 0;
 	bpf_probe_read_kernel(comm.c, COMM_LEN, t->comm);
-	if (!pass_comm(comm.c) || !pass_cgroup(t))
+	if (!pass_comm(comm.c))
+		return 0;
+	if ((cfg_uid_on || cfg_auid_set) &&
+	    !pass_ids(t->real_cred->uid.val, bpf_core_field_exists(t->loginuid) ? t->loginuid.val : 0xffffffff))
+		return 0;
+	if (!pass_cgroup(t))
 		return 0;
 	__u64 now = now_ns();
 	if (cfg_rate_limit && !rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))

@@ -408,7 +408,7 @@ func summaryRe() (re *regexp.Regexp, template string) {
 		lost = append(lost, regexp.QuoteMeta(s.String())+` (?:>=)?\d+`)
 		lostT = append(lostT, s.String()+" N")
 	}
-	for r := tracer.FilterReason(0); r < tracer.NumFilterReasons; r++ {
+	for r := tracer.FilterReason(0); r < tracer.NumNoiseReasons; r++ {
 		filtered = append(filtered, regexp.QuoteMeta(r.String())+` \d+`)
 		filteredT = append(filteredT, r.String()+" N")
 	}
