@@ -132,6 +132,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
 	}
 	for r := tracer.FilterReason(0); r < tracer.NumFilterReasons; r++ {
+		if r >= tracer.NumNoiseReasons && c.backend == "audit" {
+			continue // audit's rules leave these out uncounted
+		}
 		ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue,
 			float64(st.Filtered[r]), c.backend, r.String())
 	}
