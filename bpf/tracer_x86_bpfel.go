@@ -264,7 +264,6 @@ const (
 	TracerVarCfgBatch                 = "cfg_batch"
 	TracerVarCfgCgroupId              = "cfg_cgroup_id"
 	TracerVarCfgCgroupLevel           = "cfg_cgroup_level"
-	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
 	TracerVarCfgCommOn                = "cfg_comm_on"
@@ -433,7 +432,6 @@ type TracerVariableSpecs struct {
 	CfgBatch            *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
@@ -540,7 +538,6 @@ type TracerVariables struct {
 	CfgBatch            *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.Variable `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.Variable `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.Variable `ebpf:"cfg_comm_on"`

@@ -180,9 +180,8 @@ struct signal_key {
 /* Set by user space before loading (frozen .rodata). */
 const volatile __u8 cfg_count_only = 0;
 const volatile __u8 cfg_types = 0xff;	    /* event classes, 1 << enum event_type */
-const volatile __u8 cfg_perfbuf = 0;
-const volatile __u8 cfg_batch = 0;	    /* batch signal records per CPU (see on_signal) */
-const volatile __u8 cfg_coarse = 0;	    /* bpf_ktime_get_coarse_ns exists */	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_perfbuf = 0;	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_batch = 0;	    /* batch signal records per CPU (batch.h) */
 const volatile __u8 cfg_sig_all = 1;	    /* no signal filter */
 const volatile __u64 cfg_sig_lo = 0;	    /* signals 0..63 */
 const volatile __u64 cfg_sig_hi = 0;	    /* signal 64 */

@@ -129,7 +129,6 @@ const (
 	BatchVarCfgBatch            = "cfg_batch"
 	BatchVarCfgCgroupId         = "cfg_cgroup_id"
 	BatchVarCfgCgroupLevel      = "cfg_cgroup_level"
-	BatchVarCfgCoarse           = "cfg_coarse"
 	BatchVarCfgCommHi           = "cfg_comm_hi"
 	BatchVarCfgCommLo           = "cfg_comm_lo"
 	BatchVarCfgCommOn           = "cfg_comm_on"
@@ -223,7 +222,6 @@ type BatchVariableSpecs struct {
 	CfgBatch            *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
@@ -302,7 +300,6 @@ type BatchVariables struct {
 	CfgBatch            *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.Variable `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.Variable `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.Variable `ebpf:"cfg_comm_on"`
