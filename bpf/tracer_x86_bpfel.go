@@ -176,6 +176,7 @@ type TracerTickTime struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	TracerMapBatches                  = "batches"
+	TracerMapComms                    = "comms"
 	TracerMapEvScratch                = "ev_scratch"
 	TracerMapEvents                   = "events"
 	TracerMapExecComm                 = "exec_comm"
@@ -196,6 +197,7 @@ const (
 	TracerMapTotals                   = "totals"
 	TracerMapTrackOn                  = "track_on"
 	TracerMapTracked                  = "tracked"
+	TracerMapUids                     = "uids"
 	TracerProgFentryExecve            = "fentry_execve"
 	TracerProgFentryExecve32          = "fentry_execve_32"
 	TracerProgFentryExecveat          = "fentry_execveat"
@@ -258,14 +260,16 @@ const (
 	TracerProgTrackExitRaw            = "track_exit_raw"
 	TracerProgTrackForkBtf            = "track_fork_btf"
 	TracerProgTrackForkRaw            = "track_fork_raw"
+	TracerVarCfgAuidSet               = "cfg_auid_set"
 	TracerVarCfgBatch                 = "cfg_batch"
 	TracerVarCfgCgroupId              = "cfg_cgroup_id"
 	TracerVarCfgCgroupLevel           = "cfg_cgroup_level"
-	TracerVarCfgCoarse                = "cfg_coarse"
 	TracerVarCfgCommHi                = "cfg_comm_hi"
 	TracerVarCfgCommLo                = "cfg_comm_lo"
 	TracerVarCfgCommOn                = "cfg_comm_on"
 	TracerVarCfgCountOnly             = "cfg_count_only"
+	TracerVarCfgExe                   = "cfg_exe"
+	TracerVarCfgExeLen                = "cfg_exe_len"
 	TracerVarCfgExecFailures          = "cfg_exec_failures"
 	TracerVarCfgKeepExistence         = "cfg_keep_existence"
 	TracerVarCfgKeepPreempt           = "cfg_keep_preempt"
@@ -277,6 +281,7 @@ const (
 	TracerVarCfgSigLo                 = "cfg_sig_lo"
 	TracerVarCfgSigSched              = "cfg_sig_sched"
 	TracerVarCfgTypes                 = "cfg_types"
+	TracerVarCfgUidOn                 = "cfg_uid_on"
 	TracerVarCfgWakeBytes             = "cfg_wake_bytes"
 	TracerVarCfgWakeIntervalNs        = "cfg_wake_interval_ns"
 	TracerVarLastFillCheck            = "last_fill_check"
@@ -395,6 +400,7 @@ type TracerProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerMapSpecs struct {
 	Batches      *ebpf.MapSpec `ebpf:"batches"`
+	Comms        *ebpf.MapSpec `ebpf:"comms"`
 	EvScratch    *ebpf.MapSpec `ebpf:"ev_scratch"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	ExecComm     *ebpf.MapSpec `ebpf:"exec_comm"`
@@ -415,20 +421,23 @@ type TracerMapSpecs struct {
 	Totals       *ebpf.MapSpec `ebpf:"totals"`
 	TrackOn      *ebpf.MapSpec `ebpf:"track_on"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
+	Uids         *ebpf.MapSpec `ebpf:"uids"`
 }
 
 // TracerVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
+	CfgAuidSet          *ebpf.VariableSpec `ebpf:"cfg_auid_set"`
 	CfgBatch            *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
 	CfgCountOnly        *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgExe              *ebpf.VariableSpec `ebpf:"cfg_exe"`
+	CfgExeLen           *ebpf.VariableSpec `ebpf:"cfg_exe_len"`
 	CfgExecFailures     *ebpf.VariableSpec `ebpf:"cfg_exec_failures"`
 	CfgKeepExistence    *ebpf.VariableSpec `ebpf:"cfg_keep_existence"`
 	CfgKeepPreempt      *ebpf.VariableSpec `ebpf:"cfg_keep_preempt"`
@@ -440,6 +449,7 @@ type TracerVariableSpecs struct {
 	CfgSigLo            *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgUidOn            *ebpf.VariableSpec `ebpf:"cfg_uid_on"`
 	CfgWakeBytes        *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
 	CfgWakeIntervalNs   *ebpf.VariableSpec `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
@@ -468,6 +478,7 @@ func (o *TracerObjects) Close() error {
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerMaps struct {
 	Batches      *ebpf.Map `ebpf:"batches"`
+	Comms        *ebpf.Map `ebpf:"comms"`
 	EvScratch    *ebpf.Map `ebpf:"ev_scratch"`
 	Events       *ebpf.Map `ebpf:"events"`
 	ExecComm     *ebpf.Map `ebpf:"exec_comm"`
@@ -488,11 +499,13 @@ type TracerMaps struct {
 	Totals       *ebpf.Map `ebpf:"totals"`
 	TrackOn      *ebpf.Map `ebpf:"track_on"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
+	Uids         *ebpf.Map `ebpf:"uids"`
 }
 
 func (m *TracerMaps) Close() error {
 	return _TracerClose(
 		m.Batches,
+		m.Comms,
 		m.EvScratch,
 		m.Events,
 		m.ExecComm,
@@ -513,6 +526,7 @@ func (m *TracerMaps) Close() error {
 		m.Totals,
 		m.TrackOn,
 		m.Tracked,
+		m.Uids,
 	)
 }
 
@@ -520,14 +534,16 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
+	CfgAuidSet          *ebpf.Variable `ebpf:"cfg_auid_set"`
 	CfgBatch            *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.Variable `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.Variable `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.Variable `ebpf:"cfg_comm_on"`
 	CfgCountOnly        *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgExe              *ebpf.Variable `ebpf:"cfg_exe"`
+	CfgExeLen           *ebpf.Variable `ebpf:"cfg_exe_len"`
 	CfgExecFailures     *ebpf.Variable `ebpf:"cfg_exec_failures"`
 	CfgKeepExistence    *ebpf.Variable `ebpf:"cfg_keep_existence"`
 	CfgKeepPreempt      *ebpf.Variable `ebpf:"cfg_keep_preempt"`
@@ -539,6 +555,7 @@ type TracerVariables struct {
 	CfgSigLo            *ebpf.Variable `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.Variable `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.Variable `ebpf:"cfg_types"`
+	CfgUidOn            *ebpf.Variable `ebpf:"cfg_uid_on"`
 	CfgWakeBytes        *ebpf.Variable `ebpf:"cfg_wake_bytes"`
 	CfgWakeIntervalNs   *ebpf.Variable `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`

@@ -104,8 +104,10 @@ type Config struct {
 	Backpressure Backpressure
 
 	// Audit specific.
-	Arch    string // auto, b64, b32, both
-	AuidSet bool   // add -F auid!=unset to every rule
+	Arch string // auto, b64, b32, both
+	// AuidSet keeps only processes with a login uid: audit adds -F
+	// auid!=unset to every rule; eBPF filters in the kernel.
+	AuidSet bool
 	// ScopeAUID, when not UnsetID, limits the rules to processes with that
 	// login uid (how `trace` scopes audit to one command's tree).
 	ScopeAUID uint32
@@ -200,8 +202,9 @@ type Stats struct {
 	// kernel refused SO_RCVBUFFORCE and bursts overflow sooner.
 	AuditSocketBuffer, AuditSocketBufferAsked int
 
-	// Filtered counts the events left out as runtime noise, by reason
-	// (IsNoise): never loss.
+	// Filtered counts the events left out as runtime noise (IsNoise), and
+	// those the eBPF backend's kernel filters left out, by reason: never
+	// loss.
 	Filtered [vocab.NumFilterReasons]uint64
 
 	// Throttled counts the events --rate-limit left out, by type: never
@@ -245,12 +248,31 @@ func (s Stats) TotalFiltered() uint64 {
 	return n
 }
 
-// FilterSummary says the filtered events per reason, as watch prints them:
-// "runtime-preemption 6764, existence-check 57".
+// TotalNoise is the sum over the runtime-noise reasons.
+func (s Stats) TotalNoise() uint64 {
+	var n uint64
+	for _, v := range s.Filtered[:vocab.NumNoiseReasons] {
+		n += v
+	}
+	return n
+}
+
+// FilterSummary says the events filtered as runtime noise per reason, as
+// watch prints them: "runtime-preemption 6764, existence-check 57".
 func (s Stats) FilterSummary() string {
+	return s.filterSummary(0, vocab.NumNoiseReasons)
+}
+
+// SelectionSummary says the events the kernel's selection filters left
+// out per reason: "uid 1200, comm 0, exe 0, auid-unset 0".
+func (s Stats) SelectionSummary() string {
+	return s.filterSummary(vocab.NumNoiseReasons, vocab.NumFilterReasons)
+}
+
+func (s Stats) filterSummary(from, to vocab.FilterReason) string {
 	var b []byte
-	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
-		if r > 0 {
+	for r := from; r < to; r++ {
+		if r > from {
 			b = append(b, ", "...)
 		}
 		b = append(b, r.String()...)

@@ -88,18 +88,54 @@ static __always_inline __u32 exec_filename(struct exec_event *e, const char *fil
 }
 
 /*
+ * --exe: whether the filename at the start of e->data (size bytes, NUL
+ * included) may be the program --exe names: its last element is cfg_exe.
+ * User space then matches the whole path (tracer.MatchExe); a name that
+ * ends in '/' or '.' is left to it, as its cleaned path may still match.
+ */
+static __always_inline bool pass_exe(const struct exec_event *e, __u32 size)
+{
+	__u32 l = cfg_exe_len;
+	if (!l)
+		return true;
+	if (size < 2 || size > FILENAME_MAX)
+		return filter_count(FILTER_EXE);
+	__u32 n = size - 1; /* the name's length */
+	char last = e->data[(n - 1) & (FILENAME_MAX - 1)];
+	if (last == '/' || last == '.')
+		return true;
+	if (n < l || l >= FILENAME_MAX || (n > l && e->data[(n - l - 1) & (FILENAME_MAX - 1)] != '/'))
+		return filter_count(FILTER_EXE);
+	__u32 off = n - l;
+	for (__u32 i = 0; i < FILENAME_MAX - 1; i++) {
+		if (i >= l)
+			return true;
+		if (e->data[(off + i) & (FILENAME_MAX - 1)] != cfg_exe[i])
+			return filter_count(FILTER_EXE);
+	}
+	return true;
+}
+
+/*
  * After a successful exec, from the new image's argument area: argv
  * strings from mm->arg_start, the filename as passed (AT_EXECFN) after the
  * environment at mm->env_end, argc at the bottom of the stack. The exec
  * has just written all of it, so it is resident: reading the caller's
  * memory instead may fault (a forked child's untouched pages).
  */
-static __always_inline __u32 exec_image(struct exec_event *e, const char *kfilename)
+static __always_inline __u32 exec_image_filename(struct exec_event *e, const char *kfilename)
+{
+	if (kfilename)
+		return exec_filename(e, kfilename, true);
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	return exec_filename(e, (const char *)BPF_CORE_READ(task, mm, env_end), false);
+}
+
+/* The argv after the filename exec_image_filename stored (pos bytes). */
+static __always_inline __u32 exec_image(struct exec_event *e, __u32 pos)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct mm_struct *mm = BPF_CORE_READ(task, mm);
-	__u32 pos = kfilename ? exec_filename(e, kfilename, true)
-			      : exec_filename(e, (const char *)BPF_CORE_READ(mm, env_end), false);
 	unsigned long start = BPF_CORE_READ(mm, arg_start), end = BPF_CORE_READ(mm, arg_end);
 	__u32 len = 0;
 	if (end > start) {
@@ -119,10 +155,10 @@ static __always_inline __u32 exec_image(struct exec_event *e, const char *kfilen
 	return pos + len;
 }
 
-/* After a failed exec, from the caller's memory, which is still there. */
-static __always_inline __u32 exec_args(struct exec_event *e, const char *filename, const void *argv, bool compat)
+/* After a failed exec, from the caller's memory, which is still there:
+ * the argv after the filename exec_filename stored (pos bytes). */
+static __always_inline __u32 exec_args(struct exec_event *e, __u32 pos, const void *argv, bool compat)
 {
-	__u32 pos = exec_filename(e, filename, false);
 	__u32 start = pos;
 	__u8 argc = 0;
 #pragma unroll
@@ -193,6 +229,9 @@ static __always_inline int exec_exit(void *ctx, long ret)
 		exec_count(st->h.comm, filename, false);
 		goto out;
 	}
+	__u32 pos = ret == 0 ? exec_image_filename(e, NULL) : exec_filename(e, (const char *)st->filename, false);
+	if (!pass_exe(e, pos))
+		goto out;
 	__u64 now = now_ns();
 	/* In the window of the event's time, its call's. */
 	if (cfg_rate_limit && !rate_pass(ctx, NULL, st->h.pid, st->h.comm, EV_EXEC, st->h.ktime))
@@ -200,8 +239,7 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	__builtin_memcpy(&e->h, &st->h, sizeof(e->h));
 	e->ppid = st->ppid;
 	e->ret = ret;
-	__u32 size = ret == 0 ? exec_image(e, NULL)
-			      : exec_args(e, (const char *)st->filename, (const void *)st->argv, st->h.flags & EVF_COMPAT);
+	__u32 size = ret == 0 ? exec_image(e, pos) : exec_args(e, pos, (const void *)st->argv, st->h.flags & EVF_COMPAT);
 	if (size > DATA_MAX)
 		size = DATA_MAX;
 	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);
@@ -248,7 +286,8 @@ static __always_inline int exec_sched(__u64 *ctx)
 		__builtin_memcpy(comm.c, old->comm, COMM_LEN);
 	else
 		bpf_get_current_comm(comm.c, COMM_LEN);
-	if (!pass_pid(tgid) || !pass_comm(comm.c) || !pass_cgroup((void *)key))
+	struct task_struct___ident *cur = current_btf();
+	if (!pass_pid(tgid) || !pass_comm(comm.c) || !pass_current_ids(cur) || !pass_cgroup((void *)key))
 		goto out;
 	const char *filename = BPF_CORE_READ(bprm, filename);
 	if (cfg_count_only) {
@@ -256,9 +295,11 @@ static __always_inline int exec_sched(__u64 *ctx)
 		goto out;
 	}
 
+	__u32 pos = exec_image_filename(e, filename);
+	if (!pass_exe(e, pos))
+		goto out;
 	const struct pt_regs *regs;
 	bool compat;
-	struct task_struct___ident *cur = current_btf();
 	__u8 sc = current_syscall(cur, &regs, &compat);
 	__u64 now = now_ns();
 	if (cfg_rate_limit && !rate_pass(ctx, cur, tgid, comm.c, EV_EXEC, now))
@@ -269,7 +310,7 @@ static __always_inline int exec_sched(__u64 *ctx)
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	e->ret = 0;
 
-	__u32 size = exec_image(e, filename);
+	__u32 size = exec_image(e, pos);
 	if (size > DATA_MAX)
 		size = DATA_MAX;
 	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);

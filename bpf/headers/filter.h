@@ -40,12 +40,68 @@ static __always_inline bool pass_pid(__u32 tgid)
 	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
 
+/* --uid and --comm with several comms, filled by user space before the
+ * programs are attached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} uids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comms SEC(".maps");
+
+/* Counts an event left out for reason idx; returns false, for the pass_* tests. */
+static __always_inline bool filter_count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&filtered, &idx);
+	if (v)
+		*v += 1;
+	return false;
+}
+
+/* comm is 16 bytes, NUL padded, 8-byte aligned (union comm). */
 static __always_inline bool pass_comm(const char *comm)
 {
 	if (!cfg_comm_on)
 		return true;
-	const __u64 *w = (const __u64 *)comm;
-	return w[0] == cfg_comm_lo && w[1] == cfg_comm_hi;
+	if (cfg_comm_on == 1) {
+		const __u64 *w = (const __u64 *)comm;
+		if (w[0] == cfg_comm_lo && w[1] == cfg_comm_hi)
+			return true;
+	} else if (bpf_map_lookup_elem(&comms, comm)) {
+		return true;
+	}
+	return filter_count(FILTER_COMM);
+}
+
+/* --uid and --auid-set, on the real uid and login uid a record's header
+ * holds. Callers test cfg_uid_on || cfg_auid_set first, so that without
+ * them the verifier drops the loads of the arguments. */
+static __always_inline bool pass_ids(__u32 uid, __u32 auid)
+{
+	if (cfg_uid_on && !bpf_map_lookup_elem(&uids, &uid))
+		return filter_count(FILTER_UID);
+	if (cfg_auid_set && auid == 0xffffffff)
+		return filter_count(FILTER_AUID);
+	return true;
+}
+
+/* pass_ids for the current task (task, or NULL: through the helpers), as
+ * fill_hdr reads its ids. */
+static __always_inline bool pass_current_ids(struct task_struct___ident *task)
+{
+	if (!cfg_uid_on && !cfg_auid_set)
+		return true;
+	__u32 uid = 0;
+	if (cfg_uid_on)
+		uid = task ? task->cred->uid.val : (__u32)bpf_get_current_uid_gid();
+	return pass_ids(uid, cfg_auid_set ? current_auid(task) : 0);
 }
 
 /*
@@ -57,17 +113,13 @@ static __always_inline bool pass_comm(const char *comm)
  */
 static __always_inline bool noise(__s32 sig, __u8 sc, __u32 ttgid, __u32 sender)
 {
-	__u32 idx;
 	if (sig == 0 && !cfg_keep_existence)
-		idx = FILTER_EXISTENCE;
+		filter_count(FILTER_EXISTENCE);
 	else if (sig == SIGURG && !cfg_keep_preempt && ttgid == sender &&
 		 (sc == SC_TGKILL || sc == SC_TKILL || sc == SC_RT_TGSIGQUEUEINFO))
-		idx = FILTER_PREEMPT;
+		filter_count(FILTER_PREEMPT);
 	else
 		return false;
-	__u64 *v = bpf_map_lookup_elem(&filtered, &idx);
-	if (v)
-		*v += 1;
 	return true;
 }
 
@@ -98,7 +150,8 @@ static __always_inline bool pass_cgroup(struct task_struct___ident *task)
 	return anc && BPF_CORE_READ(anc, kn, id) == cfg_cgroup_id;
 }
 
-/* The process-tree, comm and cgroup filters, in order of cost; fills tgid and comm. */
+/* The process-tree, comm, uid, login uid and cgroup filters, in order of
+ * cost; fills tgid and comm. */
 static __always_inline bool pass_current(struct task_struct___ident *task, __u32 *tgid, union comm *comm)
 {
 	if (task) {
@@ -106,14 +159,15 @@ static __always_inline bool pass_current(struct task_struct___ident *task, __u32
 		if (*tgid == cfg_self_tgid || !pass_pid(*tgid))
 			return false;
 		task_comm(task, comm);
-		return pass_comm(comm->c) && pass_cgroup(task);
+		return pass_comm(comm->c) && pass_current_ids(task) && pass_cgroup(task);
 	}
 	*tgid = bpf_get_current_pid_tgid() >> 32;
 	if (*tgid == cfg_self_tgid || !pass_pid(*tgid))
 		return false;
 	bpf_get_current_comm(comm->c, COMM_LEN);
 	/* The task is fetched only when the cgroup filter is on. */
-	return pass_comm(comm->c) && (!cfg_cgroup_id || pass_cgroup((void *)bpf_get_current_task()));
+	return pass_comm(comm->c) && pass_current_ids(NULL) &&
+	       (!cfg_cgroup_id || pass_cgroup((void *)bpf_get_current_task()));
 }
 
 

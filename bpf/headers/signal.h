@@ -38,6 +38,19 @@ static __always_inline void signal_count(const char *comm, __s32 target, __s32 s
 	total_inc(EV_SIGNAL);
 }
 
+/* Fills a signal record, in the batch or in the ring. */
+static __always_inline void fill_signal(struct event *ev, __u8 sc, __u32 tgid, const char *comm, __u64 now,
+					struct task_struct___ident *task, bool compat, __s32 target, __s32 sig, long ret,
+					const struct sig_info *si)
+{
+	fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm, now, task);
+	ev->h.flags = compat ? EVF_COMPAT : 0;
+	ev->a = target;
+	ev->b = sig;
+	ev->ret = ret;
+	fill_tail(ev, si);
+}
+
 static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 ttgid, __s32 sig, long ret, bool compat,
 					struct task_struct___ident *task, const struct sig_info *si,
 					const struct repeat_key *key)
@@ -63,12 +76,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 
 			barrier();
 			struct event *ev = batch_slot(b, now);
 			if (ev) {
-				fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, task);
-				ev->h.flags = compat ? EVF_COMPAT : 0;
-				ev->a = target;
-				ev->b = sig;
-				ev->ret = ret;
-				fill_tail(ev, si);
+				fill_signal(ev, sc, tgid, comm.c, now, task, compat, target, sig, ret, si);
 				batch_commit(b, key, now);
 			}
 			b->tick = now;
@@ -84,12 +92,7 @@ static __always_inline int on_signal_si(void *ctx, __u8 sc, __s32 target, __u32 
 		lost_inc(LOST_OUTPUT);
 		return 0;
 	}
-	fill_hdr(&ev->h, EV_SIGNAL, sc, tgid, comm.c, now, task);
-	ev->h.flags = compat ? EVF_COMPAT : 0;
-	ev->a = target;
-	ev->b = sig;
-	ev->ret = ret;
-	fill_tail(ev, si);
+	fill_signal(ev, sc, tgid, comm.c, now, task, compat, target, sig, ret, si);
 	ev_submit(ctx, ev, now);
 	return 0;
 }
@@ -292,7 +295,12 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___ident *
 	if (!pass_pid(tgid))
 		return 0;
 	bpf_probe_read_kernel(comm.c, COMM_LEN, t->comm);
-	if (!pass_comm(comm.c) || !pass_cgroup(t))
+	if (!pass_comm(comm.c))
+		return 0;
+	if ((cfg_uid_on || cfg_auid_set) &&
+	    !pass_ids(t->real_cred->uid.val, bpf_core_field_exists(t->loginuid) ? t->loginuid.val : 0xffffffff))
+		return 0;
+	if (!pass_cgroup(t))
 		return 0;
 	__u64 now = now_ns();
 	if (cfg_rate_limit && !rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))

@@ -53,12 +53,17 @@ enum lost_index {
 	LOST_MAX = 2,
 };
 
-/* Why an event was filtered as runtime noise, indexes of the filtered map
- * (tracer.FilterReason, in the same order). */
+/* Why an event was filtered in the kernel, indexes of the filtered map
+ * (tracer.FilterReason, in the same order): runtime noise, then what a
+ * selection (--uid, --comm, --exe, --auid-set) left out. */
 enum filter_index {
 	FILTER_PREEMPT = 0,   /* SIGURG a runtime sends to a thread of its own process (Go's preemption) */
 	FILTER_EXISTENCE = 1, /* signal 0: an existence check, no signal is sent */
-	FILTER_MAX = 2,
+	FILTER_UID = 2,	      /* a real uid --uid does not name */
+	FILTER_COMM = 3,      /* a comm --comm does not name */
+	FILTER_EXE = 4,	      /* an exec of a program --exe does not name */
+	FILTER_AUID = 5,      /* no login uid, with --auid-set */
+	FILTER_MAX = 6,
 };
 
 #define SIGURG 23
@@ -175,15 +180,18 @@ struct signal_key {
 /* Set by user space before loading (frozen .rodata). */
 const volatile __u8 cfg_count_only = 0;
 const volatile __u8 cfg_types = 0xff;	    /* event classes, 1 << enum event_type */
-const volatile __u8 cfg_perfbuf = 0;
-const volatile __u8 cfg_batch = 0;	    /* batch signal records per CPU (see on_signal) */
-const volatile __u8 cfg_coarse = 0;	    /* bpf_ktime_get_coarse_ns exists */	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_perfbuf = 0;	    /* events is a perf event array, not a ring buffer */
+const volatile __u8 cfg_batch = 0;	    /* batch signal records per CPU (batch.h) */
 const volatile __u8 cfg_sig_all = 1;	    /* no signal filter */
 const volatile __u64 cfg_sig_lo = 0;	    /* signals 0..63 */
 const volatile __u64 cfg_sig_hi = 0;	    /* signal 64 */
-const volatile __u8 cfg_comm_on = 0;	    /* comm filter */
-const volatile __u64 cfg_comm_lo = 0;	    /* the comm, as two words, NUL padded */
+const volatile __u8 cfg_comm_on = 0;	    /* --comm: 1 one comm (cfg_comm_lo/hi), 2 several (the comms map) */
+const volatile __u64 cfg_comm_lo = 0;	    /* the one comm, as two words, NUL padded */
 const volatile __u64 cfg_comm_hi = 0;
+const volatile __u8 cfg_uid_on = 0;	    /* --uid: the uids map */
+const volatile __u8 cfg_auid_set = 0;	    /* --auid-set: only processes with a login uid */
+const volatile __u32 cfg_exe_len = 0;	    /* --exe: the length of cfg_exe (0: no filter) */
+const volatile char cfg_exe[FILENAME_MAX] = {}; /* --exe's last path element */
 const volatile __u64 cfg_wake_bytes = 1 << 20; /* wake the reader once this much is queued */
 const volatile __u64 cfg_wake_interval_ns = 5000000; /* wake it at most this often (0: only past cfg_wake_bytes) */
 const volatile __u8 cfg_sig_sched = 1;	    /* signal_generate reports the signal syscalls' signals too (sched set) */

@@ -125,14 +125,16 @@ const (
 	BatchMapTick                = "tick"
 	BatchMapTotals              = "totals"
 	BatchProgRunOp              = "run_op"
+	BatchVarCfgAuidSet          = "cfg_auid_set"
 	BatchVarCfgBatch            = "cfg_batch"
 	BatchVarCfgCgroupId         = "cfg_cgroup_id"
 	BatchVarCfgCgroupLevel      = "cfg_cgroup_level"
-	BatchVarCfgCoarse           = "cfg_coarse"
 	BatchVarCfgCommHi           = "cfg_comm_hi"
 	BatchVarCfgCommLo           = "cfg_comm_lo"
 	BatchVarCfgCommOn           = "cfg_comm_on"
 	BatchVarCfgCountOnly        = "cfg_count_only"
+	BatchVarCfgExe              = "cfg_exe"
+	BatchVarCfgExeLen           = "cfg_exe_len"
 	BatchVarCfgExecFailures     = "cfg_exec_failures"
 	BatchVarCfgKeepExistence    = "cfg_keep_existence"
 	BatchVarCfgKeepPreempt      = "cfg_keep_preempt"
@@ -144,6 +146,7 @@ const (
 	BatchVarCfgSigLo            = "cfg_sig_lo"
 	BatchVarCfgSigSched         = "cfg_sig_sched"
 	BatchVarCfgTypes            = "cfg_types"
+	BatchVarCfgUidOn            = "cfg_uid_on"
 	BatchVarCfgWakeBytes        = "cfg_wake_bytes"
 	BatchVarCfgWakeIntervalNs   = "cfg_wake_interval_ns"
 	BatchVarLastFillCheck       = "last_fill_check"
@@ -215,14 +218,16 @@ type BatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type BatchVariableSpecs struct {
+	CfgAuidSet          *ebpf.VariableSpec `ebpf:"cfg_auid_set"`
 	CfgBatch            *ebpf.VariableSpec `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.VariableSpec `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.VariableSpec `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.VariableSpec `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.VariableSpec `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.VariableSpec `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.VariableSpec `ebpf:"cfg_comm_on"`
 	CfgCountOnly        *ebpf.VariableSpec `ebpf:"cfg_count_only"`
+	CfgExe              *ebpf.VariableSpec `ebpf:"cfg_exe"`
+	CfgExeLen           *ebpf.VariableSpec `ebpf:"cfg_exe_len"`
 	CfgExecFailures     *ebpf.VariableSpec `ebpf:"cfg_exec_failures"`
 	CfgKeepExistence    *ebpf.VariableSpec `ebpf:"cfg_keep_existence"`
 	CfgKeepPreempt      *ebpf.VariableSpec `ebpf:"cfg_keep_preempt"`
@@ -234,6 +239,7 @@ type BatchVariableSpecs struct {
 	CfgSigLo            *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.VariableSpec `ebpf:"cfg_types"`
+	CfgUidOn            *ebpf.VariableSpec `ebpf:"cfg_uid_on"`
 	CfgWakeBytes        *ebpf.VariableSpec `ebpf:"cfg_wake_bytes"`
 	CfgWakeIntervalNs   *ebpf.VariableSpec `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
@@ -290,14 +296,16 @@ func (m *BatchMaps) Close() error {
 //
 // It can be passed to LoadBatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type BatchVariables struct {
+	CfgAuidSet          *ebpf.Variable `ebpf:"cfg_auid_set"`
 	CfgBatch            *ebpf.Variable `ebpf:"cfg_batch"`
 	CfgCgroupId         *ebpf.Variable `ebpf:"cfg_cgroup_id"`
 	CfgCgroupLevel      *ebpf.Variable `ebpf:"cfg_cgroup_level"`
-	CfgCoarse           *ebpf.Variable `ebpf:"cfg_coarse"`
 	CfgCommHi           *ebpf.Variable `ebpf:"cfg_comm_hi"`
 	CfgCommLo           *ebpf.Variable `ebpf:"cfg_comm_lo"`
 	CfgCommOn           *ebpf.Variable `ebpf:"cfg_comm_on"`
 	CfgCountOnly        *ebpf.Variable `ebpf:"cfg_count_only"`
+	CfgExe              *ebpf.Variable `ebpf:"cfg_exe"`
+	CfgExeLen           *ebpf.Variable `ebpf:"cfg_exe_len"`
 	CfgExecFailures     *ebpf.Variable `ebpf:"cfg_exec_failures"`
 	CfgKeepExistence    *ebpf.Variable `ebpf:"cfg_keep_existence"`
 	CfgKeepPreempt      *ebpf.Variable `ebpf:"cfg_keep_preempt"`
@@ -309,6 +317,7 @@ type BatchVariables struct {
 	CfgSigLo            *ebpf.Variable `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.Variable `ebpf:"cfg_sig_sched"`
 	CfgTypes            *ebpf.Variable `ebpf:"cfg_types"`
+	CfgUidOn            *ebpf.Variable `ebpf:"cfg_uid_on"`
 	CfgWakeBytes        *ebpf.Variable `ebpf:"cfg_wake_bytes"`
 	CfgWakeIntervalNs   *ebpf.Variable `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`

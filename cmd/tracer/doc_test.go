@@ -410,7 +410,7 @@ func summaryRe() (re *regexp.Regexp, template string) {
 		lost = append(lost, regexp.QuoteMeta(s.String())+` (?:>=)?\d+`)
 		lostT = append(lostT, s.String()+" N")
 	}
-	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
+	for r := vocab.FilterReason(0); r < vocab.NumNoiseReasons; r++ {
 		filtered = append(filtered, regexp.QuoteMeta(r.String())+` \d+`)
 		filteredT = append(filteredT, r.String()+" N")
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,26 +66,10 @@ func BenchmarkRuntimeNoiseFilter(b *testing.B) {
 			out := filepath.Join(b.TempDir(), "events.json")
 			args := append([]string{"watch", "--backend", m.backend, "--events", "signal", "--cgroup", "/" + rel,
 				"--format", "json", "-o", out}, m.flags...)
-			w := startBenchWatcher(b, args...)
-			k0, c0 := procTicks(b, kauditd), procTicks(b, w.Process.Pid)
-			cmd := exec.Command(wl, "tgkill", strconv.Itoa(noiseStormURG), "23", "kill", strconv.Itoa(noiseStormUSR1), "10", "exit", "0")
-			cg, err := os.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
-			if o, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("workload: %v %s", err, o)
-			}
-			cg.Close()
-			quiet(b, out)
-			c1, k1 := procTicks(b, w.Process.Pid), procTicks(b, kauditd)
-			_ = w.Process.Signal(syscall.SIGTERM)
-			if err := w.Wait(); err != nil {
-				b.Fatalf("%s: tracer watch: %v", m.name, err)
-			}
-			m.cpu = append(m.cpu, 1e6*(c1-c0)/sent)
-			m.kcpu = append(m.kcpu, 1e6*(k1-k0)/sent)
+			cpu, kcpu := watchRound(b, m.name, dir, out, args, kauditd,
+				wl, "tgkill", strconv.Itoa(noiseStormURG), "23", "kill", strconv.Itoa(noiseStormUSR1), "10", "exit", "0")
+			m.cpu = append(m.cpu, 1e6*cpu/sent)
+			m.kcpu = append(m.kcpu, 1e6*kcpu/sent)
 			m.shown = lines(b, out)
 		}
 	}

@@ -218,9 +218,13 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		}
 	}
 	st := res.Stats
-	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)%s\n",
+	selected := ""
+	if n := st.TotalFiltered() - st.TotalNoise(); n > 0 {
+		selected = fmt.Sprintf(", %d left out by filters in the kernel (%s)", n, st.SelectionSummary())
+	}
+	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)%s%s\n",
 		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary(),
-		st.TotalFiltered(), st.FilterSummary(), o.rate.summary(st, res.StatsFile.ThrottleEvents))
+		st.TotalNoise(), st.FilterSummary(), selected, o.rate.summary(st, res.StatsFile.ThrottleEvents))
 	if res.CloseErr != nil {
 		slog.Warn("removing rules or probes", "err", res.CloseErr)
 	}

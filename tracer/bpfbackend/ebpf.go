@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -286,6 +287,9 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		return loadError(err, set)
 	}
 	b.coll = coll
+	if err := b.fillSelection(cfg); err != nil {
+		return err
+	}
 	if !cfg.CountOnly {
 		b.cgroups = newCgroupNames()
 	}
@@ -378,13 +382,20 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 			sigHi |= 1 << (n - 64)
 		}
 	}
-	// One comm is filtered in the kernel; several in user space only
-	// (tracer.Filter), which every event passes anyway.
+	// One comm is two constants; several are the comms map
+	// (fillSelection).
+	sel := selectionOf(cfg)
 	var comm [commLen]byte
-	kernelComm := len(cfg.Comms) == 1
-	if kernelComm {
-		copy(comm[:], cfg.Comms[0])
+	commOn := uint8(0)
+	switch {
+	case len(sel.comms) == 1:
+		commOn = 1
+		copy(comm[:], sel.comms[0])
+	case len(sel.comms) > 1:
+		commOn = 2
 	}
+	var exe [FilenameMax + 1]byte
+	copy(exe[:], sel.exe)
 	consts := map[string]any{
 		"cfg_count_only": boolByte(cfg.CountOnly),
 		"cfg_types":      uint8(cfg.Types),
@@ -393,7 +404,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_sig_all":    boolByte(cfg.Signals.All()),
 		"cfg_sig_lo":     sigLo,
 		"cfg_sig_hi":     sigHi,
-		"cfg_comm_on":    boolByte(kernelComm),
+		"cfg_comm_on":    commOn,
 		"cfg_comm_lo":    binary.LittleEndian.Uint64(comm[:8]),
 		"cfg_comm_hi":    binary.LittleEndian.Uint64(comm[8:]),
 		"cfg_wake_bytes": uint64(cfg.RingBytes / 4),
@@ -408,6 +419,10 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		"cfg_keep_existence": boolByte(cfg.Signals.KeepsNoise(vocab.FilteredExistence)),
 		"cfg_exec_failures":  boolByte(cfg.ExecFailures),
 		"cfg_rate_limit":     rateLimit(cfg),
+		"cfg_uid_on":         boolByte(len(sel.uids) > 0),
+		"cfg_auid_set":       boolByte(cfg.AuidSet),
+		"cfg_exe_len":        uint32(len(sel.exe)),
+		"cfg_exe":            exe,
 	}
 	cg, err := cgroupFilter(cfg.Cgroup)
 	if err != nil {
@@ -448,6 +463,57 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	unused("killers", !cfg.CountOnly && cfg.Types.Has(vocab.TypeExit))
 	unused("oom_victims", !cfg.CountOnly && cfg.Types.Has(vocab.TypeExit))
 	unused("rates", rateLimit(cfg) != 0)
+	unused("uids", len(sel.uids) > 0)
+	unused("comms", len(sel.comms) > 1)
+	return nil
+}
+
+// maxSelection bounds the uids and comms the kernel filters (the size of
+// the uids and comms maps); past it they are filtered in user space only.
+const maxSelection = 1024
+
+// selection is what of --uid, --comm and --exe the kernel filters:
+// tracer.Filter applies them all again in user space.
+type selection struct {
+	uids  []uint32
+	comms []string
+	exe   string // the last element of --exe's path: the kernel's part of tracer.MatchExe
+}
+
+func selectionOf(cfg tracer.Config) selection {
+	var s selection
+	if len(cfg.UIDs) <= maxSelection {
+		s.uids = cfg.UIDs
+	}
+	if len(cfg.Comms) <= maxSelection {
+		s.comms = cfg.Comms
+	}
+	if cfg.Exe != "" {
+		if base := filepath.Base(filepath.Clean(cfg.Exe)); len(base) <= FilenameMax && base != "/" && base != "." && base != ".." {
+			s.exe = base
+		}
+	}
+	return s
+}
+
+// fillSelection fills the uids and comms maps the programs filter with,
+// before they are attached.
+func (b *Backend) fillSelection(cfg tracer.Config) error {
+	sel := selectionOf(cfg)
+	for _, uid := range sel.uids {
+		if err := b.coll.Maps["uids"].Update(uid, uint8(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("filling the uids map: %w", err)
+		}
+	}
+	if len(sel.comms) > 1 {
+		for _, c := range sel.comms {
+			var key [commLen]byte
+			copy(key[:], c)
+			if err := b.coll.Maps["comms"].Update(key, uint8(1), ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("filling the comms map: %w", err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -165,8 +165,10 @@ func (s SignalSet) List() []int {
 	return out
 }
 
-// FilterReason is why an event was left out as runtime noise rather than
-// reported: not a loss, and counted apart from it.
+// FilterReason is why an event was left out in the kernel rather than
+// reported: runtime noise, or a selection filter (--uid, --comm, --exe,
+// --auid-set) the eBPF backend applies there. Not a loss, and counted
+// apart from it.
 type FilterReason int
 
 const (
@@ -177,10 +179,21 @@ const (
 	// FilteredExistence: signal 0, an existence check (kill(pid, 0)): no
 	// signal is sent.
 	FilteredExistence
+	// FilteredUID: a real uid --uid does not name.
+	FilteredUID
+	// FilteredComm: a comm --comm does not name.
+	FilteredComm
+	// FilteredExe: an exec of a program --exe does not name.
+	FilteredExe
+	// FilteredAuidUnset: a process without a login uid, with --auid-set.
+	FilteredAuidUnset
 	NumFilterReasons
 )
 
-var filterNames = [NumFilterReasons]string{"runtime-preemption", "existence-check"}
+// NumNoiseReasons: the reasons below it are runtime noise.
+const NumNoiseReasons = FilteredExistence + 1
+
+var filterNames = [NumFilterReasons]string{"runtime-preemption", "existence-check", "uid", "comm", "exe", "auid-unset"}
 
 func (r FilterReason) String() string { return filterNames[r] }
 
