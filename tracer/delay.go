@@ -23,7 +23,11 @@ func (h *DelayHist) Observe(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	d := time.Since(t)
+	h.add(time.Since(t))
+}
+
+// add counts one delay d.
+func (h *DelayHist) add(d time.Duration) {
 	i := 0
 	if d > 0 {
 		i = int(d / time.Millisecond)
