@@ -20,9 +20,9 @@ type Filter struct {
 	// on it too, but another tracer's rules may bring records it did not ask for.
 	AuidSet bool
 	// tree holds the --pid root and every descendant seen forking from it.
-	tree *ProcTree
-	hold *treeHold  // events that may join the tree (treehold.go)
-	who  *whoFilter // --cgroup and --target (target.go)
+	tree  *ProcTree
+	hold  *treeHold    // events that may join the tree (treehold.go)
+	scope *scopeFilter // --cgroup and --target (target.go)
 }
 
 // NewFilter builds the user-space filter for cfg.
@@ -31,7 +31,7 @@ func NewFilter(cfg Config) *Filter {
 	if roots := cfg.TreeRoots(); len(roots) > 0 {
 		f.tree, f.hold = NewProcTree(roots...), newTreeHold()
 	}
-	f.who = newWhoFilter(cfg)
+	f.scope = newScopeFilter(cfg)
 	return f
 }
 
@@ -87,7 +87,7 @@ func (f *Filter) rest(e *Event) bool {
 	if f.AuidSet && e.AUID == vocab.UnsetID {
 		return false
 	}
-	if f.who != nil && !f.who.match(e) {
+	if f.scope != nil && !f.scope.match(e) {
 		return false
 	}
 	return true

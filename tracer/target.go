@@ -7,18 +7,18 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// whoFilter is the user-space side of --cgroup and --target.
-type whoFilter struct {
+// scopeFilter is the user-space side of --cgroup and --target.
+type scopeFilter struct {
 	cgroup     string // a cgroup v2 path: it and the cgroups below it
 	targetPID  uint32
 	targetComm string
 }
 
-func newWhoFilter(cfg Config) *whoFilter {
+func newScopeFilter(cfg Config) *scopeFilter {
 	if cfg.Cgroup == "" && cfg.Target == "" {
 		return nil
 	}
-	w := &whoFilter{cgroup: CleanCgroup(cfg.Cgroup)}
+	w := &scopeFilter{cgroup: CleanCgroup(cfg.Cgroup)}
 	if cfg.Target != "" {
 		w.targetPID, w.targetComm, _ = ParseTarget(cfg.Target)
 	}
@@ -62,7 +62,7 @@ func CgroupUnder(path, under string) bool {
 
 // match applies --cgroup and --target. A process whose cgroup the backend
 // could not read is not known to be in the cgroup, and is dropped.
-func (w *whoFilter) match(e *Event) bool {
+func (w *scopeFilter) match(e *Event) bool {
 	if !CgroupUnder(e.Cgroup, w.cgroup) {
 		return false
 	}

@@ -130,7 +130,7 @@ func BenchmarkOverhead(b *testing.B) {
 // kill(getpid(), SIGUSR1) ignored, with the sender's identity and cgroup
 // and the target's comm and exec id.
 func stormRecord(ktime uint64, pid uint32, cgid uint64) []byte {
-	b := whoRecord(vocab.TypeSignal, 7, int32(pid), 10, vocab.SIUser, pid, "storm", 0, 1, xfCode|xfResult|xfTarget, 0)
+	b := partiesRecord(vocab.TypeSignal, 7, int32(pid), 10, vocab.SIUser, pid, "storm", 0, 1, xfCode|xfResult|xfTarget, 0)
 	le := binary.LittleEndian
 	le.PutUint64(b[offKtime:], ktime)
 	le.PutUint32(b[offPID:], pid)

@@ -173,8 +173,8 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 			d.prev.Time = e.Time
 			return nil
 		}
-		if raw[offType] == uint8(vocab.TypeSignal) && sameButWho(raw, d.prevRaw) {
-			d.otherWho(raw, e)
+		if raw[offType] == uint8(vocab.TypeSignal) && sameButParties(raw, d.prevRaw) {
+			d.otherParties(raw, e)
 			return nil
 		}
 	}
@@ -191,10 +191,10 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 	return nil
 }
 
-// otherWho fills e from raw, a signal record that differs from the last
-// one in its time, sender and target alone (sameButWho): in a storm from
+// otherParties fills e from raw, a signal record that differs from the last
+// one in its time, sender and target alone (sameButParties): in a storm from
 // many processes, decoding each record whole cost twice as much.
-func (d *decoder) otherWho(raw []byte, e *tracer.Event) {
+func (d *decoder) otherParties(raw []byte, e *tracer.Event) {
 	le := binary.LittleEndian
 	d.again(e)
 	e.Time = d.clock.wall(le.Uint64(raw[offKtime:]))
@@ -208,28 +208,28 @@ func (d *decoder) otherWho(raw []byte, e *tracer.Event) {
 	copy(d.prevRaw, raw)
 }
 
-// sameButWho reports whether signal records a and b differ at most in
+// sameButParties reports whether signal records a and b differ at most in
 // their time, their sender (pid and start) and their target (pid and
 // start): fields that decodeRecord copies to the event as they are, and
 // reads for nothing else.
-func sameButWho(a, b []byte) bool {
+func sameButParties(a, b []byte) bool {
 	if len(a) < eventSize || len(b) != len(a) {
 		return false
 	}
 	le := binary.LittleEndian
 	pa, pb := (*[eventSize]byte)(a), (*[eventSize]byte)(b)
 	// Unrolled: a loop cost twice as much.
-	w := func(i int) uint64 { return (le.Uint64(pa[i*8:]) ^ le.Uint64(pb[i*8:])) & whoMask[i] }
+	w := func(i int) uint64 { return (le.Uint64(pa[i*8:]) ^ le.Uint64(pb[i*8:])) & partiesMask[i] }
 	d := w(0) | w(1) | w(2) | w(3) | w(4) | w(5) | w(6) | w(7) |
 		w(8) | w(9) | w(10) | w(11) | w(12) | w(13) | w(14) | w(15)
 	return d == 0 && bytes.Equal(a[eventSize:], b[eventSize:])
 }
 
-// whoMask has the bits of a record's words (little endian) that
-// sameButWho compares: all but those of the fields it lets differ.
-var whoMask = func() (m [16]uint64) {
+// partiesMask has the bits of a record's words (little endian) that
+// sameButParties compares: all but those of the fields it lets differ.
+var partiesMask = func() (m [16]uint64) {
 	if eventSize != 8*len(m) {
-		panic("bpfbackend: sameButWho reads 16 words")
+		panic("bpfbackend: sameButParties reads 16 words")
 	}
 	var b [eventSize]byte
 	for i := range b {

@@ -26,7 +26,7 @@ func fixedClock(d *decoder) *decoder {
 // as Run does: each record is the one before with a few bytes changed
 // (the time alone, the sender and target alone, any byte, or its length),
 // so the paths that reuse the last event (decode's same-but-time and
-// otherWho) are taken. Each record must decode as a fresh decoder
+// otherParties) are taken. Each record must decode as a fresh decoder
 // decodes it alone; a record's bytes are read within its length (the
 // ring's buffer goes on past it, and is overwritten after each record); a
 // record too short for its type is an error.

@@ -236,7 +236,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		events = tracepointProbes(cfg.Types)
 	}
 	if !cfg.CountOnly {
-		who := whoProbes(kernel, cfg.Types, set)
+		who := attributionProbes(kernel, cfg.Types, set)
 		for _, p := range who {
 			if p.name == "proc_exit" {
 				// It removes exited processes from the tree after

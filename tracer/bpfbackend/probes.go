@@ -320,13 +320,13 @@ func attach(coll *ebpf.Collection, p probe) (link.Link, error) {
 	}
 }
 
-// whoProbes are the programs that see what no syscall makes, for the
+// attributionProbes are the programs that see what no syscall makes, for the
 // syscalls and fentry sets (the sched set has them among its own): the
 // kernel's own signals and the senders of fatal ones (signal_generate),
 // deaths by a signal (sched_process_exit), and for every set the OOM
 // killer's choice (oom:mark_victim). Where the kernel lacks a BTF
 // tracepoint, that part is not seen.
-func whoProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []probe {
+func attributionProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []probe {
 	var out []probe
 	if set != ProbesSched {
 		if (types.Has(vocab.TypeSignal) || types.Has(vocab.TypeExit)) && hasTracepoint(kernel, "signal_generate") {

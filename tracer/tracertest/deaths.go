@@ -19,34 +19,34 @@ import (
 	"github.com/tracer-dev/tracer/tracer/host"
 )
 
-// BuildWho compiles who.c, the processes that die in known ways.
-func BuildWho(t testing.TB) string {
+// BuildDeaths compiles deaths.c, the processes that die in known ways.
+func BuildDeaths(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "who")
-	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "who.c"))
+	out := filepath.Join(t.TempDir(), "deaths")
+	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "deaths.c"))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("building who.c with cc: %v", err)
+		t.Fatalf("building deaths.c with cc: %v", err)
 	}
 	return out
 }
 
-// WhoProc is one process who made, as it reported itself.
-type WhoProc struct {
+// DeathProc is one process deaths made, as it reported itself.
+type DeathProc struct {
 	Role   string
 	ExecID tracer.ExecID
 	PPID   uint32
-	Status int // the wait status its parent reaped (-1: not reaped by who)
+	Status int // the wait status its parent reaped (-1: not reaped by deaths)
 }
 
-// WhoOutput is what who printed, by role (a role may repeat: reuse).
-type WhoOutput struct {
-	Procs []WhoProc
+// DeathsOutput is what deaths printed, by role (a role may repeat: reuse).
+type DeathsOutput struct {
+	Procs []DeathProc
 }
 
 // Proc returns the n-th process of role (0-based).
-func (o WhoOutput) Proc(role string, n int) (WhoProc, bool) {
+func (o DeathsOutput) Proc(role string, n int) (DeathProc, bool) {
 	for _, p := range o.Procs {
 		if p.Role == role {
 			if n == 0 {
@@ -55,12 +55,12 @@ func (o WhoOutput) Proc(role string, n int) (WhoProc, bool) {
 			n--
 		}
 	}
-	return WhoProc{}, false
+	return DeathProc{}, false
 }
 
-// ParseWho reads who's stdout.
-func ParseWho(out []byte) WhoOutput {
-	var o WhoOutput
+// ParseDeaths reads deaths's stdout.
+func ParseDeaths(out []byte) DeathsOutput {
+	var o DeathsOutput
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -78,7 +78,7 @@ func ParseWho(out []byte) WhoOutput {
 			pid, _ := strconv.ParseUint(f[1], 10, 32)
 			start, _ := strconv.ParseUint(f[2], 10, 64)
 			ppid, _ := strconv.ParseUint(f[3], 10, 32)
-			o.Procs = append(o.Procs, WhoProc{Role: f[0], ExecID: tracer.ExecID{PID: uint32(pid), Start: start}, PPID: uint32(ppid), Status: -1})
+			o.Procs = append(o.Procs, DeathProc{Role: f[0], ExecID: tracer.ExecID{PID: uint32(pid), Start: start}, PPID: uint32(ppid), Status: -1})
 		}
 	}
 	return o

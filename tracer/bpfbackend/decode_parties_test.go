@@ -13,9 +13,9 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// whoRecord is a signal or exit record with the tail the signal_generate
+// partiesRecord is a signal or exit record with the tail the signal_generate
 // and sched_process_exit programs write.
-func whoRecord(typ vocab.Type, sc uint8, a, sig int32, code int32, xpid uint32, xcomm string, status uint32, result, xflags, xsc uint8) []byte {
+func partiesRecord(typ vocab.Type, sc uint8, a, sig int32, code int32, xpid uint32, xcomm string, status uint32, result, xflags, xsc uint8) []byte {
 	b := smallRecord(typ, sc, a, sig, 0)
 	le := binary.LittleEndian
 	le.PutUint32(b[offCode:], uint32(code))
@@ -32,7 +32,7 @@ func TestDecodeWho(t *testing.T) {
 	var e tracer.Event
 
 	// A fault: the kernel's SIGSEGV to the process itself, delivered.
-	raw := whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	raw := partiesRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// The signal_generate view of a kill(2): code and result from the kernel.
-	raw = whoRecord(vocab.TypeSignal, 7, 4300, 15, vocab.SIUser, 4300, "sleep", 0, 1, xfCode|xfResult|xfTarget, 0)
+	raw = partiesRecord(vocab.TypeSignal, 7, 4300, 15, vocab.SIUser, 4300, "sleep", 0, 1, xfCode|xfResult|xfTarget, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// Killed by SIGTERM from a process's kill(2).
-	raw = whoRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7)
+	raw = partiesRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// A fault that dumped core.
-	raw = whoRecord(vocab.TypeExit, 0, 0, 11, 1, 0, "", 0x8b, 0, xfKilled|xfKiller|xfCode|xfKernel, 0)
+	raw = partiesRecord(vocab.TypeExit, 0, 0, 11, 1, 0, "", 0x8b, 0, xfKilled|xfKiller|xfCode|xfKernel, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// The OOM killer.
-	raw = whoRecord(vocab.TypeExit, 0, 0, 9, vocab.SIKernel, 0, "", 9, 0, xfKilled|xfKiller|xfCode|xfKernel|xfOOM, 0)
+	raw = partiesRecord(vocab.TypeExit, 0, 0, 9, vocab.SIKernel, 0, "", 9, 0, xfKilled|xfKiller|xfCode|xfKernel|xfOOM, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// Killed, the sender not seen (the tracer started after it was sent).
-	raw = whoRecord(vocab.TypeExit, 0, 0, 9, 0, 0, "", 9, 0, xfKilled, 0)
+	raw = partiesRecord(vocab.TypeExit, 0, 0, 9, 0, 0, "", 9, 0, xfKilled, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestDecodeWho(t *testing.T) {
 	}
 
 	// An exit call: the code, nothing else.
-	raw = whoRecord(vocab.TypeExit, 14, 3, 0, 0, 0, "", 0, 0, 0, 0)
+	raw = partiesRecord(vocab.TypeExit, 14, 3, 0, 0, 0, "", 0, 0, 0, 0)
 	if err := d.decode(raw, &e); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func endsWith(s, suffix string) bool {
 func TestDecodeWhoAllocations(t *testing.T) {
 	d := newDecoder()
 	var e tracer.Event
-	raw := whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
+	raw := partiesRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0)
 	_ = d.decode(raw, &e)
 	if n := testing.AllocsPerRun(1000, func() { _ = d.decode(raw, &e) }); n != 0 {
 		t.Errorf("%v allocations per decode", n)
@@ -127,9 +127,9 @@ func TestDecodeLikeTheLastRecord(t *testing.T) {
 	le := binary.LittleEndian
 	bases := [][]byte{
 		stormRecord(5_000_000_000, 4242, 0),
-		whoRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0),
-		whoRecord(vocab.TypeSignal, 9, -1, 15, vocab.SIUser, 0, "", 0, 1, xfCode|xfResult, 0),
-		whoRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7),
+		partiesRecord(vocab.TypeSignal, 0, 4242, 11, 1, 4242, "segv", 0, 0, xfCode|xfResult|xfKernel|xfTarget, 0),
+		partiesRecord(vocab.TypeSignal, 9, -1, 15, vocab.SIUser, 0, "", 0, 1, xfCode|xfResult, 0),
+		partiesRecord(vocab.TypeExit, 0, 0, 15, vocab.SIUser, 1, "systemd", 15, 0, xfKilled|xfKiller|xfCode, 7),
 		smallRecord(vocab.TypeFork, 5, 4300, 0, 0),
 	}
 	for bi, base := range bases {

@@ -18,24 +18,24 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// runWhoUnder runs who args under b (everything, unscoped) and returns the
-// events of processes who reported, and who's report.
-func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]tracer.Event, tracertest.WhoOutput) {
+// runDeathsUnder runs deaths args under b (everything, unscoped) and returns the
+// events of processes deaths reported, and deaths's report.
+func runDeathsUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]tracer.Event, tracertest.DeathsOutput) {
 	t.Helper()
-	var who tracertest.WhoOutput
-	var main tracertest.WhoProc
+	var deaths tracertest.DeathsOutput
+	var main tracertest.DeathProc
 	events := watchWhile(t, b, func() {
 		cmd := exec.Command(bin, args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir()
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("who: %v", err)
+			t.Fatalf("deaths: %v", err)
 		}
-		who = tracertest.ParseWho(out.Bytes())
-		main, _ = who.Proc("main", 0)
+		deaths = tracertest.ParseDeaths(out.Bytes())
+		main, _ = deaths.Proc("main", 0)
 	}, func(evs []tracer.Event) bool { return hasExit(evs, main.ExecID.PID) })
 	pids := map[uint32]bool{}
-	for _, p := range who.Procs {
+	for _, p := range deaths.Procs {
 		pids[p.ExecID.PID] = true
 	}
 	var mine []tracer.Event
@@ -44,7 +44,7 @@ func runWhoUnder(t *testing.T, b tracer.Backend, bin string, args ...string) ([]
 			mine = append(mine, e)
 		}
 	}
-	return mine, who
+	return mine, deaths
 }
 
 // watchWhile runs b (everything, unscoped) while run runs, then until
@@ -85,19 +85,19 @@ func hasExit(events []tracer.Event, pid uint32) bool {
 	return false
 }
 
-// The who workload under audit and eBPF: what audit sees of each death it
+// The deaths workload under audit and eBPF: what audit sees of each death it
 // sees the same as eBPF: the exit code of exits, the signal of a death by
 // a core-dumping signal (ANOM_ABEND), the kill(2) with its code and
 // origin; exec ids, where audit could read them, equal eBPF's and /proc's.
 func TestWhoBothBackends(t *testing.T) {
 	tracertest.LockAudit(t)
-	bin := tracertest.BuildWho(t)
+	bin := tracertest.BuildDeaths(t)
 	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-both-"+strconv.Itoa(os.Getpid()), 32<<20)
 	args := []string{"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse"}
 	got := map[string][]tracer.Event{}
-	whos := map[string]tracertest.WhoOutput{}
+	deathsOf := map[string]tracertest.DeathsOutput{}
 	for _, b := range []tracer.Backend{audit.New(), bpfbackend.New()} {
-		got[b.Name()], whos[b.Name()] = runWhoUnder(t, b, bin, args...)
+		got[b.Name()], deathsOf[b.Name()] = runDeathsUnder(t, b, bin, args...)
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestWhoBothBackends(t *testing.T) {
 	}
 	deaths := func(name string) map[string]death {
 		out := map[string]death{}
-		for _, p := range whos[name].Procs {
+		for _, p := range deathsOf[name].Procs {
 			for _, e := range got[name] {
 				if e.Type != vocab.TypeExit || e.PID != p.ExecID.PID || (!e.ExecID.IsZero() && e.ExecID != p.ExecID) {
 					continue
@@ -158,18 +158,18 @@ func TestWhoBothBackends(t *testing.T) {
 		if ad.killer != "" {
 			t.Errorf("%s: audit named a sender %q", role, ad.killer)
 		}
-		if who, _ := whos["audit"].Proc(role, 0); !ad.ids.IsZero() && ad.ids != who.ExecID {
-			t.Errorf("%s: audit exec_id %s, /proc says %s", role, ad.ids, who.ExecID)
+		if deaths, _ := deathsOf["audit"].Proc(role, 0); !ad.ids.IsZero() && ad.ids != deaths.ExecID {
+			t.Errorf("%s: audit exec_id %s, /proc says %s", role, ad.ids, deaths.ExecID)
 		}
 	}
-	// who itself lived through its events: audit read its identity.
-	if main, _ := whos["audit"].Proc("main", 0); a["main"].ids != main.ExecID {
-		t.Errorf("audit: who's exit exec_id %s, /proc says %s", a["main"].ids, main.ExecID)
+	// deaths itself lived through its events: audit read its identity.
+	if main, _ := deathsOf["audit"].Proc("main", 0); a["main"].ids != main.ExecID {
+		t.Errorf("audit: deaths's exit exec_id %s, /proc says %s", a["main"].ids, main.ExecID)
 	}
 	// The kill(2): the same code and origin on both.
 	for name, events := range got {
-		main, _ := whos[name].Proc("main", 0)
-		victim, _ := whos[name].Proc("kill9", 0)
+		main, _ := deathsOf[name].Proc("main", 0)
+		victim, _ := deathsOf[name].Proc("kill9", 0)
 		n := 0
 		for _, ev := range events {
 			if ev.Type == vocab.TypeSignal && ev.PID == main.ExecID.PID && ev.TargetPID == int32(victim.ExecID.PID) {
@@ -180,7 +180,7 @@ func TestWhoBothBackends(t *testing.T) {
 			}
 		}
 		if n != 1 {
-			t.Errorf("%s: %d kill events of who to its child", name, n)
+			t.Errorf("%s: %d kill events of deaths to its child", name, n)
 		}
 	}
 }

@@ -23,9 +23,9 @@ import (
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// runWho runs who with args under b, scoped in the kernel to its tree,
-// and returns every event delivered and what who printed.
-func runWho(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, tracertest.WhoOutput) {
+// runDeaths runs deaths with args under b, scoped in the kernel to its tree,
+// and returns every event delivered and what deaths printed.
+func runDeaths(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, tracertest.DeathsOutput) {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", append([]string{"-c", `read _ && exec "$0" "$@"`, bin}, args...)...)
 	var out bytes.Buffer
@@ -59,14 +59,14 @@ func runWho(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...str
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("who %v: %v", args, err)
+		t.Fatalf("deaths %v: %v", args, err)
 	}
 	time.Sleep(50 * time.Millisecond) // the reparented grandchild's exit
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return all, tracertest.ParseWho(out.Bytes())
+	return all, tracertest.ParseDeaths(out.Bytes())
 }
 
 // find returns the events of type typ whose process is id.
@@ -86,25 +86,25 @@ func find(events []tracer.Event, typ vocab.Type, id tracer.ExecID) []tracer.Even
 // default (sched) and the syscalls probe sets.
 func TestWhoKilledIt(t *testing.T) {
 	tracertest.NeedRoot(t)
-	bin := tracertest.BuildWho(t)
+	bin := tracertest.BuildDeaths(t)
 	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-"+strconv.Itoa(os.Getpid()), 32<<20)
 	for _, probes := range []string{ProbesSched, ProbesSyscalls} {
 		t.Run(probes, func(t *testing.T) {
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Probes = allTypes(), probes
-			events, who := runWho(t, New(), cfg, bin,
+			events, deaths := runDeaths(t, New(), cfg, bin,
 				"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse")
-			main, ok := who.Proc("main", 0)
+			main, ok := deaths.Proc("main", 0)
 			if !ok {
-				t.Fatalf("who printed no main line")
+				t.Fatalf("deaths printed no main line")
 			}
-			checkWho(t, events, who, main)
+			checkDeaths(t, events, deaths, main)
 			checkCauseMetrics(t, events)
 		})
 	}
 }
 
-func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, main tracertest.WhoProc) {
+func checkDeaths(t *testing.T, events []tracer.Event, deaths tracertest.DeathsOutput, main tracertest.DeathProc) {
 	t.Helper()
 	kernel := func(code int32) tracer.KilledBy {
 		return tracer.KilledBy{Origin: vocab.OriginKernel, Comm: "kernel", Code: code}
@@ -121,7 +121,7 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 	}{
 		{role: "segv", signal: 11, code: 1, core: true, killedBy: kernel(1)},
 		{role: "segvnocore", signal: 11, code: 1, killedBy: kernel(1)},
-		{role: "kill9", signal: 9, killedBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: main.ExecID.PID, Comm: "who",
+		{role: "kill9", signal: 9, killedBy: tracer.KilledBy{Origin: vocab.OriginUser, PID: main.ExecID.PID, Comm: "deaths",
 			ExecID: main.ExecID, Code: vocab.SIUser, Syscall: "kill"}},
 		{role: "pipe", signal: 13, code: vocab.SIUser, killedBy: kernel(vocab.SIUser)},
 		{role: "timer", signal: 14, code: vocab.SITimer, killedBy: kernel(vocab.SITimer)},
@@ -133,13 +133,13 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		{role: "orphan", exitCode: 0},
 	}
 	for _, c := range cases {
-		p, ok := who.Proc(c.role, c.n)
+		p, ok := deaths.Proc(c.role, c.n)
 		if !ok {
-			t.Errorf("%s: who did not report it", c.role)
+			t.Errorf("%s: deaths did not report it", c.role)
 			continue
 		}
 		if want := vocab.DecodeWaitStatus(uint32(p.Status)); (want.Signal != c.signal) || (c.signal == 0 && want.Code != c.exitCode) || want.CoreDumped != c.core {
-			t.Errorf("%s: who reaped status %#x, the test expects signal %d core %v exit %d", c.role, p.Status, c.signal, c.core, c.exitCode)
+			t.Errorf("%s: deaths reaped status %#x, the test expects signal %d core %v exit %d", c.role, p.Status, c.signal, c.core, c.exitCode)
 		}
 		exits := find(events, vocab.TypeExit, p.ExecID)
 		if len(exits) != 1 {
@@ -148,7 +148,7 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		}
 		e := exits[0]
 		if e.ParentExecID != main.ExecID || e.PPID != 0 {
-			t.Errorf("%s: parent_exec_id %s, want who's %s", c.role, e.ParentExecID, main.ExecID)
+			t.Errorf("%s: parent_exec_id %s, want deaths's %s", c.role, e.ParentExecID, main.ExecID)
 		}
 		if e.Signal != c.signal || e.CoreDumped != c.core || e.OOMKill != c.oom || e.ExitCode != c.exitCode || e.KilledBy != c.killedBy {
 			t.Errorf("%s: exit signal %d core %v oom %v code %d killed_by %+v\n  want signal %d core %v oom %v code %d killed_by %+v",
@@ -158,7 +158,7 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 			continue
 		}
 		// The signal that killed it: the kernel's (the event is the
-		// target's), or who's kill(2).
+		// target's), or deaths's kill(2).
 		sigs := find(events, vocab.TypeSignal, p.ExecID)
 		if c.role == "kill9" {
 			sigs = nil
@@ -183,15 +183,15 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 		}
 		// The syscall tracepoints see no result or target of a kill(2).
 		if wantOrigin == vocab.OriginKernel || s.Result != vocab.ResultUnknown {
-			if s.Result != vocab.ResultDelivered || s.TargetComm != "who" || s.TargetExecID != p.ExecID {
-				t.Errorf("%s: signal result %q target %q %s, want delivered who %s", c.role, s.Result, s.TargetComm, s.TargetExecID, p.ExecID)
+			if s.Result != vocab.ResultDelivered || s.TargetComm != "deaths" || s.TargetExecID != p.ExecID {
+				t.Errorf("%s: signal result %q target %q %s, want delivered deaths %s", c.role, s.Result, s.TargetComm, s.TargetExecID, p.ExecID)
 			}
 		}
 	}
 
 	// The orphan's child: reparented before it exits.
-	g, ok := who.Proc("grandchild", 0)
-	orphan, _ := who.Proc("orphan", 0)
+	g, ok := deaths.Proc("grandchild", 0)
+	orphan, _ := deaths.Proc("orphan", 0)
 	if ok {
 		exits := find(events, vocab.TypeExit, g.ExecID)
 		start, alive := host.ReadStartTicks(g.PPID)
@@ -212,16 +212,16 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 	}
 
 	// pid reuse: two processes, one pid, two exec ids.
-	r1, _ := who.Proc("reuse1", 0)
-	r2, _ := who.Proc("reuse2", 0)
+	r1, _ := deaths.Proc("reuse1", 0)
+	r2, _ := deaths.Proc("reuse2", 0)
 	if r1.ExecID.PID != r2.ExecID.PID || r1.ExecID == r2.ExecID {
 		t.Errorf("reuse: %s and %s", r1.ExecID, r2.ExecID)
 	}
 
-	// Every event of a process who reported carries its exec id, and its
-	// parent's for those whose parent is who.
+	// Every event of a process deaths reported carries its exec id, and its
+	// parent's for those whose parent is deaths.
 	ids := map[uint32][]tracer.ExecID{}
-	for _, p := range who.Procs {
+	for _, p := range deaths.Procs {
 		ids[p.ExecID.PID] = append(ids[p.ExecID.PID], p.ExecID)
 	}
 	for _, e := range events {
@@ -245,7 +245,7 @@ func checkWho(t *testing.T, events []tracer.Event, who tracertest.WhoOutput, mai
 func TestCgroupNamesAndScope(t *testing.T) {
 	tracertest.NeedRoot(t)
 	mount := tracertest.Cgroup2(t)
-	bin := tracertest.BuildWho(t)
+	bin := tracertest.BuildDeaths(t)
 	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	base := "/tracer-test-" + strconv.Itoa(os.Getpid()) + ".slice"
 	unit := base + "/run-u42.scope"
@@ -258,13 +258,13 @@ func TestCgroupNamesAndScope(t *testing.T) {
 		unit: {Path: unit, Unit: "run-u42.scope"},
 		ctr:  {Path: ctr, ContainerID: id, Unit: "cri-containerd-" + id + ".scope"},
 	}
-	// who joins its cgroup first, then forks a child that exits 3.
-	run := func(t *testing.T, cgroup string) tracertest.WhoOutput {
+	// deaths joins its cgroup first, then forks a child that exits 3.
+	run := func(t *testing.T, cgroup string) tracertest.DeathsOutput {
 		out, err := exec.Command(bin, "join", procs[cgroup], "exit3").Output()
 		if err != nil {
-			t.Fatalf("who in %s: %v", cgroup, err)
+			t.Fatalf("deaths in %s: %v", cgroup, err)
 		}
-		return tracertest.ParseWho(out)
+		return tracertest.ParseDeaths(out)
 	}
 	for _, probes := range []string{ProbesSched, ProbesSyscalls} {
 		for _, scope := range []string{"", unit, ctr} {
@@ -277,7 +277,7 @@ func TestCgroupNamesAndScope(t *testing.T) {
 	}
 }
 
-func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.CgroupInfo, run func(*testing.T, string) tracertest.WhoOutput) {
+func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.CgroupInfo, run func(*testing.T, string) tracertest.DeathsOutput) {
 	unit, ctr := "", ""
 	for cg, ci := range want {
 		if ci.ContainerID != "" {
@@ -297,18 +297,18 @@ func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, c.Emit) }()
-	ran := map[string]tracertest.WhoOutput{unit: run(t, unit), ctr: run(t, ctr)}
+	ran := map[string]tracertest.DeathsOutput{unit: run(t, unit), ctr: run(t, ctr)}
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for cg, who := range ran {
-		main, _ := who.Proc("main", 0)
-		child, _ := who.Proc("exit3", 0)
+	for cg, deaths := range ran {
+		main, _ := deaths.Proc("main", 0)
+		child, _ := deaths.Proc("exit3", 0)
 		var events []tracer.Event
 		for _, e := range c.Tree(main.ExecID.PID) {
-			// Before it joined, who was in the test's cgroup.
+			// Before it joined, deaths was in the test's cgroup.
 			if e.Type == vocab.TypeExec {
 				continue
 			}
@@ -324,7 +324,7 @@ func testCgroupScope(t *testing.T, probes, scope string, want map[string]tracer.
 			}
 			continue
 		}
-		// The fork of the child, its exit and who's own.
+		// The fork of the child, its exit and deaths's own.
 		if n != 3 || len(find(events, vocab.TypeExit, child.ExecID)) != 1 || len(find(events, vocab.TypeFork, main.ExecID)) != 1 {
 			t.Errorf("events of %s: %+v", cg, events)
 		}
@@ -359,7 +359,7 @@ func TestBadCgroupIsUsageError(t *testing.T) {
 	}
 }
 
-// tracer_signals_total and tracer_exits_total over the who workload.
+// tracer_signals_total and tracer_exits_total over the deaths workload.
 func checkCauseMetrics(t *testing.T, events []tracer.Event) {
 	t.Helper()
 	cs := metrics.NewCauseSink()

@@ -1,18 +1,18 @@
 //go:build ignore
 
-// who makes processes die in known ways, one scenario per argument, so
+// deaths makes processes die in known ways, one scenario per argument, so
 // that tests can check what the tracer says of each death:
 //
-//   who segv        a child dereferences NULL (SIGSEGV, SEGV_MAPERR) and dumps core in the cwd
-//   who segvnocore  the same with RLIMIT_CORE 0: no core
-//   who kill9       the parent kills a paused child with kill(2) SIGKILL
-//   who pipe        a child writes to a pipe nobody reads (SIGPIPE)
-//   who timer       a POSIX timer sends a paused child SIGALRM (SI_TIMER)
-//   who oom PROCS   a child joins the memory cgroup whose cgroup.procs is PROCS and allocates until the OOM killer ends it
-//   who exit3       a child exits 3
-//   who orphan      a child forks a grandchild and exits; the grandchild, reparented, exits 0
-//   who reuse       a child exits, then another is made with the same pid (clone3 with set_tid)
-//   who join PROCS  (first) this process joins the cgroup whose cgroup.procs is PROCS
+//   deaths segv        a child dereferences NULL (SIGSEGV, SEGV_MAPERR) and dumps core in the cwd
+//   deaths segvnocore  the same with RLIMIT_CORE 0: no core
+//   deaths kill9       the parent kills a paused child with kill(2) SIGKILL
+//   deaths pipe        a child writes to a pipe nobody reads (SIGPIPE)
+//   deaths timer       a POSIX timer sends a paused child SIGALRM (SI_TIMER)
+//   deaths oom PROCS   a child joins the memory cgroup whose cgroup.procs is PROCS and allocates until the OOM killer ends it
+//   deaths exit3       a child exits 3
+//   deaths orphan      a child forks a grandchild and exits; the grandchild, reparented, exits 0
+//   deaths reuse       a child exits, then another is made with the same pid (clone3 with set_tid)
+//   deaths join PROCS  (first) this process joins the cgroup whose cgroup.procs is PROCS
 //
 // Each process it makes writes "ROLE PID START PPID" to stdout first (START:
 // field 22 of /proc/self/stat, clock ticks since boot), and the parent
@@ -64,7 +64,7 @@ static void join(const char *procs) {
 	close(fd);
 }
 
-/* A child that says who it is, then runs fn. */
+/* A child that says deaths it is, then runs fn. */
 static pid_t child(const char *role, void (*fn)(const char *), const char *arg) {
 	pid_t p = fork();
 	if (p < 0) { perror("fork"); exit(3); }
@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
 			}
 			status("reuse2", (pid_t)q);
 		} else {
-			fprintf(stderr, "who: unknown scenario %s\n", s);
+			fprintf(stderr, "deaths: unknown scenario %s\n", s);
 			return 2;
 		}
 	}
