@@ -45,7 +45,7 @@ func (t Type) String() string {
 var AllTypes = []Type{TypeExec, TypeFork, TypeSignal, TypeExit}
 
 // ArgvMax is how many arguments of an exec's argv both backends keep
-// (ARGC_MAX in bpf/tracer.bpf.c is the same number): an event's size is
+// (ARGC_MAX in bpf/headers/types.h is the same number): an event's size is
 // bounded, and the rest is counted as cut (an event's ArgvTruncated).
 const ArgvMax = 20
 
