@@ -36,19 +36,19 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 
 // appendCgroupJSON appends cgroup, container_id and unit.
 func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = appendString(b, e.Cgroup)
+	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	b = appendOptString(b, `,"container_id":`, e.ContainerID)
+	return appendOptString(b, `,"unit":`, e.Unit)
+}
+
+// appendOptString appends key (comma, quoted name, colon) and s as a JSON
+// string, unless s is empty.
+func appendOptString(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
 	}
-	if e.ContainerID != "" {
-		b = append(b, `,"container_id":`...)
-		b = appendString(b, e.ContainerID)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = appendString(b, e.Unit)
-	}
-	return b
+	b = append(b, key...)
+	return appendString(b, s)
 }
 
 // appendAncestorsJSON appends ancestors.

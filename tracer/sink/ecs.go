@@ -328,13 +328,6 @@ func appendDeath(b []byte, e *tracer.Event) []byte {
 // appendCgroupUnit appends the cgroup and unit fields, named as in the JSON
 // lines, that neither schema has attributes for.
 func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = AppendJSONString(b, e.Cgroup)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = AppendJSONString(b, e.Unit)
-	}
-	return b
+	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	return appendOptString(b, `,"unit":`, e.Unit)
 }
