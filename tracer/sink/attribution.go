@@ -139,10 +139,7 @@ func appendExitJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `","origin":"`...)
 		b = append(b, k.Origin.String()...)
 		b = append(b, '"')
-		if k.Syscall != "" {
-			b = append(b, `,"syscall":`...)
-			b = appendString(b, k.Syscall)
-		}
+		b = appendOptString(b, `,"syscall":`, k.Syscall)
 		b = append(b, '}')
 	}
 	if e.OOMKill {

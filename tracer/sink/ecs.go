@@ -179,10 +179,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"syscall":`...)
 		b = AppendJSONString(b, e.Syscall)
 	case vocab.TypeSignal:
-		if e.Syscall != "" {
-			b = append(b, `,"syscall":`...)
-			b = AppendJSONString(b, e.Syscall)
-		}
+		b = appendOptString(b, `,"syscall":`, e.Syscall)
 		b = appendECSSignal(b, e)
 		b = append(b, `,"target":{"pid":`...)
 		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
@@ -264,10 +261,7 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 	b = append(b, `,"origin":"`...)
 	b = append(b, k.Origin.String()...)
 	b = append(b, '"')
-	if k.Syscall != "" {
-		b = append(b, `,"syscall":`...)
-		b = AppendJSONString(b, k.Syscall)
-	}
+	b = appendOptString(b, `,"syscall":`, k.Syscall)
 	return append(b, '}')
 }
 
