@@ -68,15 +68,11 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	if os.Geteuid() != 0 {
 		return st, vocab.Usagef("the audit floor needs root: run tracer bench with sudo")
 	}
-	ctl, err := auditstate.Open()
+	ctl, status, err := auditstate.OpenStatus()
 	if err != nil {
-		return st, fmt.Errorf("opening the audit netlink socket: %w", err)
+		return st, err
 	}
 	defer ctl.Close()
-	status, err := ctl.GetStatus()
-	if err != nil {
-		return st, fmt.Errorf("reading audit status: %w", err)
-	}
 	if auditstate.Locked(status) {
 		return st, vocab.Usagef("%w", auditstate.ErrLocked)
 	}
