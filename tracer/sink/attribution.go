@@ -92,6 +92,16 @@ func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, vocab.SigCodeName(e.Signal, e.Code)...)
 		b = append(b, '"')
 	}
+	b = appendOriginResult(b, e)
+	if e.TargetComm != "" {
+		b = append(b, `,"target_comm":`...)
+		b = appendString(b, e.TargetComm)
+	}
+	return b
+}
+
+// appendOriginResult appends a signal's origin and result, each when known.
+func appendOriginResult(b []byte, e *tracer.Event) []byte {
 	if e.Origin != vocab.OriginUnknown {
 		b = append(b, `,"origin":"`...)
 		b = append(b, e.Origin.String()...)
@@ -101,10 +111,6 @@ func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"result":"`...)
 		b = append(b, e.Result.String()...)
 		b = append(b, '"')
-	}
-	if e.TargetComm != "" {
-		b = append(b, `,"target_comm":`...)
-		b = appendString(b, e.TargetComm)
 	}
 	return b
 }

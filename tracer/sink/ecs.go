@@ -230,16 +230,7 @@ func appendECSSignal(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"code":`...)
 			b = AppendJSONString(b, vocab.SigCodeName(e.Signal, e.Code))
 		}
-		if e.Origin != vocab.OriginUnknown {
-			b = append(b, `,"origin":"`...)
-			b = append(b, e.Origin.String()...)
-			b = append(b, '"')
-		}
-		if e.Result != vocab.ResultUnknown {
-			b = append(b, `,"result":"`...)
-			b = append(b, e.Result.String()...)
-			b = append(b, '"')
-		}
+		b = appendOriginResult(b, e)
 	}
 	return append(b, '}')
 }
@@ -278,19 +269,8 @@ func appendThrottle(b []byte, e *tracer.Event) []byte {
 	}
 	b = append(b, `,"limit":`...)
 	b = strconv.AppendUint(b, uint64(t.Limit), 10)
-	b = append(b, `,"suppressed":`...)
-	b = strconv.AppendUint(b, t.Suppressed(), 10)
-	b = append(b, `,"suppressed_by_type":{`...)
-	for i, typ := range vocab.AllTypes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, typ.String()...)
-		b = append(b, `":`...)
-		b = strconv.AppendUint(b, t.Of(typ), 10)
-	}
-	return append(b, `}}`...)
+	b = appendSuppressed(b, t)
+	return append(b, '}')
 }
 
 // appendTime appends t as RFC 3339 with nanoseconds, in UTC, as the JSON
