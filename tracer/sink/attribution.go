@@ -53,6 +53,13 @@ func appendOptString(b []byte, key, s string) []byte {
 
 // appendAncestorsJSON appends ancestors.
 func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
+	return appendAncestors(b, e, `,"comm":`, `,"exec_id":"`)
+}
+
+// appendAncestors appends ancestors, each a pid, a comm and an exec id
+// under the keys (comma, quoted name, colon; the id's opening quote too)
+// of the schema.
+func appendAncestors(b []byte, e *tracer.Event, commKey, idKey string) []byte {
 	if len(e.Ancestors) == 0 {
 		return b
 	}
@@ -64,9 +71,9 @@ func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 		}
 		b = append(b, `{"pid":`...)
 		b = appendUint(b, uint64(a.PID))
-		b = append(b, `,"comm":`...)
+		b = append(b, commKey...)
 		b = appendString(b, a.Comm)
-		b = append(b, `,"exec_id":"`...)
+		b = append(b, idKey...)
 		b = appendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}

@@ -198,23 +198,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	case vocab.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
-	if len(e.Ancestors) > 0 {
-		b = append(b, `,"ancestors":[`...)
-		for i := range e.Ancestors {
-			a := &e.Ancestors[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"pid":`...)
-			b = strconv.AppendUint(b, uint64(a.PID), 10)
-			b = append(b, `,"name":`...)
-			b = AppendJSONString(b, a.Comm)
-			b = append(b, `,"entity_id":"`...)
-			b = appendExecID(b, a.ExecID)
-			b = append(b, `"}`...)
-		}
-		b = append(b, ']')
-	}
+	b = appendAncestors(b, e, `,"name":`, `,"entity_id":"`)
 	return append(b, '}')
 }
 
