@@ -68,15 +68,11 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	if os.Geteuid() != 0 {
 		return st, vocab.Usagef("the audit floor needs root: run tracer bench with sudo")
 	}
-	ctl, err := auditstate.Open()
+	ctl, status, err := auditstate.OpenStatus()
 	if err != nil {
-		return st, fmt.Errorf("opening the audit netlink socket: %w", err)
+		return st, err
 	}
 	defer ctl.Close()
-	status, err := ctl.GetStatus()
-	if err != nil {
-		return st, fmt.Errorf("reading audit status: %w", err)
-	}
 	if auditstate.Locked(status) {
 		return st, vocab.Usagef("%w", auditstate.ErrLocked)
 	}
@@ -235,10 +231,7 @@ type auditFloorMode struct {
 	self    string
 	classic bool // audit-floor-classic: every record, no exclude rules
 
-	w       *watcher
-	cpu     cpuMeter
-	kauditd cpuMeter
-	wait0   uint64
+	tracerChild
 }
 
 func init() {
@@ -284,12 +277,7 @@ func (m *auditFloorMode) Start(ctx context.Context, run *Run) error {
 	if err != nil {
 		return err
 	}
-	m.w = w
-	m.cpu = startCPU(w.pid())
-	m.kauditd = startCPU(findKthread("kauditd"))
-	if st, err := kernelAuditStatus(); err == nil {
-		m.wait0 = st.WaitActual
-	}
+	m.started(w, true)
 	return nil
 }
 
@@ -303,18 +291,9 @@ func (m *auditFloorMode) Stop(ctx context.Context, run *Run) (Observation, error
 	if m.w == nil {
 		return obs, fmt.Errorf("not started")
 	}
-	w := m.w
-	m.w = nil
-	total, err := w.stop(syscall.SIGTERM, 2*time.Minute)
-	if m.cpu.ok {
-		obs.TracerCPU = max(total-m.cpu.start, 0)
-	}
-	obs.KauditdCPU = m.kauditd.Since()
+	w, err := m.stopChild(&obs)
 	if err != nil {
 		return obs, err
-	}
-	if st, err := kernelAuditStatus(); err == nil {
-		obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
 	}
 	st, err := readAuditFloorStats(m.statsPath(run))
 	if err != nil {
@@ -354,15 +333,6 @@ func floorObservation(obs *Observation, name string, st AuditFloorStats) {
 	if obs.Lost > 0 {
 		obs.Note = joinNote(obs.Note, fmt.Sprintf("lost %d node-wide (kernel %d, socket %d)", obs.Lost, st.KernelLost, st.SocketLost))
 	}
-}
-
-func (m *auditFloorMode) Teardown() error {
-	if m.w != nil {
-		_, err := m.w.stop(syscall.SIGTERM, 2*time.Minute)
-		m.w = nil
-		return err
-	}
-	return nil
 }
 
 // FormatAuditFloorSummary is the floor's last line, for people (bench reads

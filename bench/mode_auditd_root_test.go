@@ -154,20 +154,28 @@ func runBench(t *testing.T, bin string, args ...string) *result.File {
 	return f
 }
 
+// withNodeAuditd takes the audit lock and starts an auditd that plays the
+// node's. It returns tracer's binary, the auditd's directory and the node's
+// state as found.
+func withNodeAuditd(t *testing.T) (bin, dir string, found nodeState) {
+	t.Helper()
+	tracertest.LockAudit(t)
+	// The test plays the node's auditd itself, or needs a node no daemon
+	// reads (the audit ceiling): the node's own, if one runs, is paused.
+	tracertest.PauseNodeAuditd(t)
+	bin = buildTracer(t)
+	dir = t.TempDir()
+	startNodeAuditd(t, dir)
+	return bin, dir, snapshot(t)
+}
+
 // The node's auditd already runs, as on a RHEL node or right after apt
 // installed it: bench measures it as it is, runs the audit modes beside it
 // and says so, and leaves auditd, its rules and the audit settings as it
 // found them. With --restart-auditd it stops auditd for the bench and
 // starts it again after, as it was.
 func TestBenchBesideAuditd(t *testing.T) {
-	tracertest.LockAudit(t)
-	// The test plays the node's auditd itself, or needs a node no daemon
-	// reads (the audit ceiling): the node's own, if one runs, is paused.
-	tracertest.PauseNodeAuditd(t)
-	bin := buildTracer(t)
-	dir := t.TempDir()
-	startNodeAuditd(t, dir)
-	found := snapshot(t)
+	bin, dir, found := withNodeAuditd(t)
 	pid, _ := auditHolder()
 
 	// laurel runs as the plugin of an auditd of bench's own, which the
@@ -229,14 +237,7 @@ func TestBenchBesideAuditd(t *testing.T) {
 // A bench killed with SIGKILL while it had the node's auditd stopped: tracer
 // cleanup starts auditd again, as it was, and puts the settings back.
 func TestBenchCleanupAfterKill(t *testing.T) {
-	tracertest.LockAudit(t)
-	// The test plays the node's auditd itself, or needs a node no daemon
-	// reads (the audit ceiling): the node's own, if one runs, is paused.
-	tracertest.PauseNodeAuditd(t)
-	bin := buildTracer(t)
-	dir := t.TempDir()
-	startNodeAuditd(t, dir)
-	found := snapshot(t)
+	bin, dir, found := withNodeAuditd(t)
 
 	cmd := exec.Command(bin, "bench", "--restart-auditd", "--modes", "none,audit,auditd", "--workload", "cis-shell",
 		"--count", "5000", "--rounds", "5")

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
@@ -28,12 +27,8 @@ type tracerMode struct {
 	events string
 	self   string
 
-	w       *watcher
-	label   string
-	cpu     cpuMeter
-	kauditd cpuMeter
-	// wait0 is the kernel's backlog wait total when the run began (audit mode).
-	wait0 uint64
+	label string
+	tracerChild
 }
 
 func init() {
@@ -102,14 +97,7 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	if err != nil {
 		return err
 	}
-	m.w = w
-	m.cpu = startCPU(w.pid())
-	if m.backend == "audit" {
-		m.kauditd = startCPU(findKthread("kauditd"))
-		if st, err := kernelAuditStatus(); err == nil {
-			m.wait0 = st.WaitActual
-		}
-	}
+	m.started(w, m.backend == "audit")
 	return nil
 }
 
@@ -123,20 +111,9 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	if m.backend == "audit" {
 		obs.Queued, obs.QueueLimit = auditQueued()
 	}
-	w := m.w
-	m.w = nil
-	total, err := w.stop(syscall.SIGTERM, 2*time.Minute)
-	if m.cpu.ok {
-		obs.TracerCPU = max(total-m.cpu.start, 0)
-	}
-	obs.KauditdCPU = m.kauditd.Since()
+	w, err := m.stopChild(&obs)
 	if err != nil {
 		return obs, err
-	}
-	if m.backend == "audit" {
-		if st, err := kernelAuditStatus(); err == nil {
-			obs.BacklogWait = backlogWait(m.wait0, st.WaitActual)
-		}
 	}
 	var sf tracer.StatsFile
 	if b, err := os.ReadFile(m.statsPath(run)); err != nil || json.Unmarshal(b, &sf) != nil {
@@ -167,15 +144,6 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	obs.Seen = c.Total()
 	obs.Note = joinNote(obs.Note, countNote(run.Workload, expectedOf(m.name, run.Workload), c))
 	return obs, nil
-}
-
-func (m *tracerMode) Teardown() error {
-	if m.w != nil {
-		_, err := m.w.stop(syscall.SIGTERM, 2*time.Minute)
-		m.w = nil
-		return err
-	}
-	return nil
 }
 
 // countNote says which classes differ from what the workload must make,

@@ -87,15 +87,11 @@ func readAuditSettings() (*auditSettings, error) {
 // restoreAuditSettings sets back what differs from want, the node's own
 // settings (readAuditSettings), and says what it did.
 func restoreAuditSettings(want *auditSettings) ([]string, error) {
-	c, err := auditstate.Open()
+	c, st, err := auditstate.OpenStatus()
 	if err != nil {
-		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
+		return nil, err
 	}
 	defer c.Close()
-	st, err := c.GetStatus()
-	if err != nil {
-		return nil, fmt.Errorf("reading audit status: %w", err)
-	}
 	if auditstate.Locked(st) {
 		return nil, nil // locked since: nothing can be changed until reboot
 	}

@@ -33,9 +33,24 @@ func procCPU(pid int) (float64, error) {
 
 // findKthread returns the pid of the kernel thread named comm, or 0.
 func findKthread(comm string) int {
+	found := 0
+	eachProcStat(func(pid int, st host.ProcStat) bool {
+		// Kernel threads are children of kthreadd (pid 2).
+		if st.Comm == comm && st.PPID == 2 {
+			found = pid
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// eachProcStat calls fn with the /proc/PID/stat of each process, until fn
+// returns false. It reports whether /proc could be listed.
+func eachProcStat(fn func(pid int, st host.ProcStat) bool) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return false
 	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -46,12 +61,11 @@ func findKthread(comm string) int {
 		if err != nil {
 			continue
 		}
-		// Kernel threads are children of kthreadd (pid 2).
-		if st, ok := host.ParseProcStat(b); ok && st.Comm == comm && st.PPID == 2 {
-			return pid
+		if st, ok := host.ParseProcStat(b); ok && !fn(pid, st) {
+			break
 		}
 	}
-	return 0
+	return true
 }
 
 // cpuMeter measures a process's CPU from a start point: Start snapshots
@@ -105,25 +119,14 @@ func jiffiesToSeconds(j float64) float64 {
 // descendantsCPU is the CPU time so far of each process below root (its
 // children, theirs, ...), by pid: the audit dispatcher's plugins.
 func descendantsCPU(root int) map[int]float64 {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	parent := map[int]int{}
 	cpu := map[int]float64{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if st, ok := host.ParseProcStat(b); ok {
-			parent[pid] = int(st.PPID)
-			cpu[pid] = float64(st.UTime+st.STime) / host.ClockTicks
-		}
+	if !eachProcStat(func(pid int, st host.ProcStat) bool {
+		parent[pid] = int(st.PPID)
+		cpu[pid] = float64(st.UTime+st.STime) / host.ClockTicks
+		return true
+	}) {
+		return nil
 	}
 	out := map[int]float64{}
 	for pid := range parent {

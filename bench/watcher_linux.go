@@ -187,3 +187,57 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// tracerChild is the tracer a mode runs as a child process (watch,
+// __audit-floor) and what is measured of it: its CPU and, when it reads
+// audit, kauditd's CPU and the kernel's backlog wait.
+type tracerChild struct {
+	w       *watcher
+	audit   bool
+	cpu     cpuMeter
+	kauditd cpuMeter
+	// wait0 is the kernel's backlog wait total when the run began (audit).
+	wait0 uint64
+}
+
+// started starts measuring w, which is watching.
+func (c *tracerChild) started(w *watcher, audit bool) {
+	c.w, c.audit = w, audit
+	c.cpu = startCPU(w.pid())
+	if audit {
+		c.kauditd = startCPU(findKthread("kauditd"))
+		if st, err := kernelAuditStatus(); err == nil {
+			c.wait0 = st.WaitActual
+		}
+	}
+}
+
+// stopChild stops the child (SIGTERM, two minutes) and puts what it cost
+// in obs. It returns the stopped watcher, for its output.
+func (c *tracerChild) stopChild(obs *Observation) (*watcher, error) {
+	w := c.w
+	c.w = nil
+	total, err := w.stop(syscall.SIGTERM, 2*time.Minute)
+	if c.cpu.ok {
+		obs.TracerCPU = max(total-c.cpu.start, 0)
+	}
+	obs.KauditdCPU = c.kauditd.Since()
+	if err != nil {
+		return w, err
+	}
+	if c.audit {
+		if st, err := kernelAuditStatus(); err == nil {
+			obs.BacklogWait = backlogWait(c.wait0, st.WaitActual)
+		}
+	}
+	return w, nil
+}
+
+func (c *tracerChild) Teardown() error {
+	if c.w != nil {
+		_, err := c.w.stop(syscall.SIGTERM, 2*time.Minute)
+		c.w = nil
+		return err
+	}
+	return nil
+}

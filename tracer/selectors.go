@@ -25,7 +25,7 @@ func (c Config) TreeRoots() []uint32 {
 // CommMax bytes, since a longer one could never match.
 func ParseComms(s string) ([]string, error) {
 	var out []string
-	for _, f := range splitList(s) {
+	for _, f := range SplitList(s) {
 		if err := CheckComm("--comm", f); err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func CheckComm(flag, comm string) error {
 // With live set, each must name a running process.
 func ParseIDs(flag, s string, live bool) ([]uint32, error) {
 	var out []uint32
-	for _, f := range splitList(s) {
+	for _, f := range SplitList(s) {
 		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil || (live && n == 0) {
 			return nil, vocab.Usagef("bad %s %q: give numbers separated by commas", flag, f)
@@ -62,8 +62,9 @@ func ParseIDs(flag, s string, live bool) ([]uint32, error) {
 	return out, nil
 }
 
-// splitList splits a comma list, dropping empty items and spaces.
-func splitList(s string) []string {
+// SplitList splits a comma list (a flag that takes several values),
+// dropping empty items and spaces.
+func SplitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f != "" {

@@ -122,7 +122,7 @@ func joinRates(rs []float64) string {
 // parseRates reads --rate: events a second, comma-separated.
 func parseRates(s string) ([]float64, error) {
 	var out []float64
-	for _, f := range splitList(s) {
+	for _, f := range tracer.SplitList(s) {
 		r, err := strconv.ParseFloat(f, 64)
 		if err != nil {
 			return nil, vocab.Usagef("--rate %q is not a number of events a second: give e.g. --rate 300 or --rate 100,300,1000", f)
@@ -130,16 +130,6 @@ func parseRates(s string) ([]float64, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func runBench(parent context.Context, o *benchOptions, command []string) error {
@@ -171,10 +161,10 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 
 	prog := newBenchProgress()
 	b, err := bench.Prepare(ctx, bench.Options{
-		Workloads: splitList(o.workloads), Command: command, Metric: o.metric, HigherIsBetter: o.higherBetter,
+		Workloads: tracer.SplitList(o.workloads), Command: command, Metric: o.metric, HigherIsBetter: o.higherBetter,
 		Count: o.count, Target: o.target, Rates: rates,
-		Modes: splitList(o.modes), Rounds: o.rounds, Quick: o.quick,
-		Storage: splitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
+		Modes: tracer.SplitList(o.modes), Rounds: o.rounds, Quick: o.quick,
+		Storage: tracer.SplitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
 		Cgroup: o.cgroup,
 		Self:   self, Progress: prog.update,
 		Log: func(s string) { fmt.Fprintf(os.Stderr, "tracer: %s\n", s) },

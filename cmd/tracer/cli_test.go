@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,34 @@ func kernelRules(t *testing.T) []string { return tracertest.AuditRules(t) }
 
 func kernelStatus(t *testing.T) *libaudit.AuditStatus { return tracertest.AuditStatus(t) }
 
+// watchingLine reads a tracer's stderr r to its end; the channel it
+// returns gets true at the first line that says "watching", false if none
+// did. each, when not nil, gets every line; done, when not nil, is closed
+// at the end.
+func watchingLine(r io.Reader, each func(string), done chan struct{}) <-chan bool {
+	ready := make(chan bool, 1)
+	go func() {
+		if done != nil {
+			defer close(done)
+		}
+		sc := bufio.NewScanner(r)
+		sent := false
+		for sc.Scan() {
+			if each != nil {
+				each(sc.Text())
+			}
+			if !sent && strings.Contains(sc.Text(), "watching") {
+				ready <- true
+				sent = true
+			}
+		}
+		if !sent {
+			ready <- false
+		}
+	}()
+	return ready
+}
+
 // startWatch starts `tracer watch` and waits for its "watching" line.
 func startWatch(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
@@ -130,20 +159,7 @@ func startWatch(t *testing.T, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if !sent && strings.Contains(sc.Text(), "watching") {
-				ready <- true
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- false
-		}
-	}()
+	ready := watchingLine(stderr, nil, nil)
 	select {
 	case ok := <-ready:
 		if !ok {

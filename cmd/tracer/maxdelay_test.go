@@ -165,14 +165,7 @@ func TestEBPFMaxDelayStormDelivered(t *testing.T) {
 	out, stats := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "stats.json")
 	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--format", "json",
 		"--output", out, "--stats-file", stats, "--max-delay", "100ms")
-	cmd := exec.Command(storm, strconv.Itoa(kills))
-	start := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		w.stop(t)
-		t.Fatalf("storm: %v %s", err, b)
-	}
-	took := time.Since(start)
-	w.stop(t)
+	cmd, took := runStorm(t, w, storm, kills)
 	seen, lost, stages := w.summary(t)
 	lines, _ := countSignalLines(t, out, cmd.Process.Pid, 10)
 	p99 := readDelayP99(t, stats)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,20 +127,7 @@ func startBenchWatcher(tb testing.TB, args ...string) *exec.Cmd {
 			_ = cmd.Wait()
 		}
 	})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if !sent && strings.Contains(sc.Text(), "watching") {
-				ready <- true
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- false
-		}
-	}()
+	ready := watchingLine(stderr, nil, nil)
 	select {
 	case ok := <-ready:
 		if !ok {

@@ -76,24 +76,11 @@ func startWatcher(t *testing.T, out *os.File, args ...string) *watcher {
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan bool, 1)
-	go func() {
-		defer close(w.done)
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			w.mu.Lock()
-			w.lines = append(w.lines, sc.Text())
-			w.mu.Unlock()
-			if !sent && strings.Contains(sc.Text(), "watching") {
-				ready <- true
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- false
-		}
-	}()
+	ready := watchingLine(stderr, func(line string) {
+		w.mu.Lock()
+		w.lines = append(w.lines, line)
+		w.mu.Unlock()
+	}, w.done)
 	select {
 	case ok := <-ready:
 		if !ok {

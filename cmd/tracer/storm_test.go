@@ -58,14 +58,7 @@ func TestEBPFSingleProcessStormDelivered(t *testing.T) {
 	storm := buildStorm(t, true)
 	out := filepath.Join(t.TempDir(), "events.jsonl")
 	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--format", "json", "--output", out)
-	cmd := exec.Command(storm, strconv.Itoa(kills))
-	start := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		w.stop(t)
-		t.Fatalf("storm: %v %s", err, b)
-	}
-	took := time.Since(start)
-	w.stop(t)
+	cmd, took := runStorm(t, w, storm, kills)
 	seen, lost, stages := w.summary(t)
 	lines, total := countSignalLines(t, out, cmd.Process.Pid, 10)
 	t.Logf("%d kills in %v (%.0f/s); watch saw %d events, lost %d (%s); %d lines of the storm, %d in all",
@@ -105,4 +98,19 @@ func TestWatchSchedulingPolicy(t *testing.T) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	}
+}
+
+// runStorm runs storm's kills while w watches, then stops w. It returns
+// the storm's process and how long the kills took.
+func runStorm(t *testing.T, w *watcher, storm string, kills int) (*exec.Cmd, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(storm, strconv.Itoa(kills))
+	start := time.Now()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		w.stop(t)
+		t.Fatalf("storm: %v %s", err, b)
+	}
+	took := time.Since(start)
+	w.stop(t)
+	return cmd, took
 }

@@ -17,6 +17,21 @@ func Open() (*libaudit.AuditClient, error) {
 	return &libaudit.AuditClient{Netlink: c}, nil
 }
 
+// OpenStatus is Open, and the kernel's audit status read on that client.
+// Close the client when done.
+func OpenStatus() (*libaudit.AuditClient, *libaudit.AuditStatus, error) {
+	c, err := Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the audit netlink socket: %w", err)
+	}
+	st, err := c.GetStatus()
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("reading audit status: %w", err)
+	}
+	return c, st, nil
+}
+
 // Status reads the kernel's audit status (auditctl -s) on a client of its
 // own.
 func Status() (*libaudit.AuditStatus, error) {

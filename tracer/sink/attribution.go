@@ -36,23 +36,30 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 
 // appendCgroupJSON appends cgroup, container_id and unit.
 func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = appendString(b, e.Cgroup)
+	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	b = appendOptString(b, `,"container_id":`, e.ContainerID)
+	return appendOptString(b, `,"unit":`, e.Unit)
+}
+
+// appendOptString appends key (comma, quoted name, colon) and s as a JSON
+// string, unless s is empty.
+func appendOptString(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
 	}
-	if e.ContainerID != "" {
-		b = append(b, `,"container_id":`...)
-		b = appendString(b, e.ContainerID)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = appendString(b, e.Unit)
-	}
-	return b
+	b = append(b, key...)
+	return appendString(b, s)
 }
 
 // appendAncestorsJSON appends ancestors.
 func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
+	return appendAncestors(b, e, `,"comm":`, `,"exec_id":"`)
+}
+
+// appendAncestors appends ancestors, each a pid, a comm and an exec id
+// under the keys (comma, quoted name, colon; the id's opening quote too)
+// of the schema.
+func appendAncestors(b []byte, e *tracer.Event, commKey, idKey string) []byte {
 	if len(e.Ancestors) == 0 {
 		return b
 	}
@@ -64,9 +71,9 @@ func appendAncestorsJSON(b []byte, e *tracer.Event) []byte {
 		}
 		b = append(b, `{"pid":`...)
 		b = appendUint(b, uint64(a.PID))
-		b = append(b, `,"comm":`...)
+		b = append(b, commKey...)
 		b = appendString(b, a.Comm)
-		b = append(b, `,"exec_id":"`...)
+		b = append(b, idKey...)
 		b = appendExecID(b, a.ExecID)
 		b = append(b, `"}`...)
 	}
@@ -92,6 +99,16 @@ func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, vocab.SigCodeName(e.Signal, e.Code)...)
 		b = append(b, '"')
 	}
+	b = appendOriginResult(b, e)
+	if e.TargetComm != "" {
+		b = append(b, `,"target_comm":`...)
+		b = appendString(b, e.TargetComm)
+	}
+	return b
+}
+
+// appendOriginResult appends a signal's origin and result, each when known.
+func appendOriginResult(b []byte, e *tracer.Event) []byte {
 	if e.Origin != vocab.OriginUnknown {
 		b = append(b, `,"origin":"`...)
 		b = append(b, e.Origin.String()...)
@@ -101,10 +118,6 @@ func appendSignalJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"result":"`...)
 		b = append(b, e.Result.String()...)
 		b = append(b, '"')
-	}
-	if e.TargetComm != "" {
-		b = append(b, `,"target_comm":`...)
-		b = appendString(b, e.TargetComm)
 	}
 	return b
 }
@@ -139,10 +152,7 @@ func appendExitJSON(b []byte, e *tracer.Event) []byte {
 		b = append(b, `","origin":"`...)
 		b = append(b, k.Origin.String()...)
 		b = append(b, '"')
-		if k.Syscall != "" {
-			b = append(b, `,"syscall":`...)
-			b = appendString(b, k.Syscall)
-		}
+		b = appendOptString(b, `,"syscall":`, k.Syscall)
 		b = append(b, '}')
 	}
 	if e.OOMKill {

@@ -179,10 +179,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"syscall":`...)
 		b = AppendJSONString(b, e.Syscall)
 	case vocab.TypeSignal:
-		if e.Syscall != "" {
-			b = append(b, `,"syscall":`...)
-			b = AppendJSONString(b, e.Syscall)
-		}
+		b = appendOptString(b, `,"syscall":`, e.Syscall)
 		b = appendECSSignal(b, e)
 		b = append(b, `,"target":{"pid":`...)
 		b = strconv.AppendInt(b, int64(e.TargetPID), 10)
@@ -201,23 +198,7 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	case vocab.TypeThrottle:
 		b = appendThrottle(b, e)
 	}
-	if len(e.Ancestors) > 0 {
-		b = append(b, `,"ancestors":[`...)
-		for i := range e.Ancestors {
-			a := &e.Ancestors[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"pid":`...)
-			b = strconv.AppendUint(b, uint64(a.PID), 10)
-			b = append(b, `,"name":`...)
-			b = AppendJSONString(b, a.Comm)
-			b = append(b, `,"entity_id":"`...)
-			b = appendExecID(b, a.ExecID)
-			b = append(b, `"}`...)
-		}
-		b = append(b, ']')
-	}
+	b = appendAncestors(b, e, `,"name":`, `,"entity_id":"`)
 	return append(b, '}')
 }
 
@@ -233,16 +214,7 @@ func appendECSSignal(b []byte, e *tracer.Event) []byte {
 			b = append(b, `,"code":`...)
 			b = AppendJSONString(b, vocab.SigCodeName(e.Signal, e.Code))
 		}
-		if e.Origin != vocab.OriginUnknown {
-			b = append(b, `,"origin":"`...)
-			b = append(b, e.Origin.String()...)
-			b = append(b, '"')
-		}
-		if e.Result != vocab.ResultUnknown {
-			b = append(b, `,"result":"`...)
-			b = append(b, e.Result.String()...)
-			b = append(b, '"')
-		}
+		b = appendOriginResult(b, e)
 	}
 	return append(b, '}')
 }
@@ -264,10 +236,7 @@ func appendECSKiller(b []byte, e *tracer.Event, k *tracer.KilledBy) []byte {
 	b = append(b, `,"origin":"`...)
 	b = append(b, k.Origin.String()...)
 	b = append(b, '"')
-	if k.Syscall != "" {
-		b = append(b, `,"syscall":`...)
-		b = AppendJSONString(b, k.Syscall)
-	}
+	b = appendOptString(b, `,"syscall":`, k.Syscall)
 	return append(b, '}')
 }
 
@@ -284,19 +253,8 @@ func appendThrottle(b []byte, e *tracer.Event) []byte {
 	}
 	b = append(b, `,"limit":`...)
 	b = strconv.AppendUint(b, uint64(t.Limit), 10)
-	b = append(b, `,"suppressed":`...)
-	b = strconv.AppendUint(b, t.Suppressed(), 10)
-	b = append(b, `,"suppressed_by_type":{`...)
-	for i, typ := range vocab.AllTypes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, typ.String()...)
-		b = append(b, `":`...)
-		b = strconv.AppendUint(b, t.Of(typ), 10)
-	}
-	return append(b, `}}`...)
+	b = appendSuppressed(b, t)
+	return append(b, '}')
 }
 
 // appendTime appends t as RFC 3339 with nanoseconds, in UTC, as the JSON
@@ -328,13 +286,6 @@ func appendDeath(b []byte, e *tracer.Event) []byte {
 // appendCgroupUnit appends the cgroup and unit fields, named as in the JSON
 // lines, that neither schema has attributes for.
 func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
-	if e.Cgroup != "" {
-		b = append(b, `,"cgroup":`...)
-		b = AppendJSONString(b, e.Cgroup)
-	}
-	if e.Unit != "" {
-		b = append(b, `,"unit":`...)
-		b = AppendJSONString(b, e.Unit)
-	}
-	return b
+	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	return appendOptString(b, `,"unit":`, e.Unit)
 }

@@ -573,6 +573,14 @@ func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	b = appendUint(b, uint64(e.PPID))
 	b = append(b, `,"filename":`...)
 	b = appendString(b, e.Filename)
+	b = appendArgvJSON(b, e)
+	b = append(b, `,"ret":`...)
+	return appendInt(b, e.Ret)
+}
+
+// appendArgvJSON appends argv, an array of strings, and argv_truncated
+// when it is.
+func appendArgvJSON(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"argv":[`...)
 	for i, a := range e.Argv {
 		if i > 0 {
@@ -584,8 +592,7 @@ func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	if e.ArgvTruncated {
 		b = append(b, `,"argv_truncated":true`...)
 	}
-	b = append(b, `,"ret":`...)
-	return appendInt(b, e.Ret)
+	return b
 }
 
 func appendForkJSON(b []byte, e *tracer.Event) []byte {

@@ -107,23 +107,14 @@ func appendEscaped(b []byte, s string, quote byte, backslash bool) []byte {
 	return b
 }
 
+// controlLetters holds the letter of the control characters that have a
+// one-letter escape (\n), zero for the others.
+var controlLetters = [...]byte{'\a': 'a', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't', '\v': 'v'}
+
 // appendControl escapes an ASCII control character or DEL.
 func appendControl(b []byte, c byte) []byte {
-	switch c {
-	case '\a':
-		return append(b, '\\', 'a')
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	case '\v':
-		return append(b, '\\', 'v')
+	if int(c) < len(controlLetters) && controlLetters[c] != 0 {
+		return append(b, '\\', controlLetters[c])
 	}
 	return append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
 )
@@ -99,36 +98,22 @@ type journalTransport struct {
 }
 
 func (t *journalTransport) send(msgs [][]byte) (int, error) {
-	sent := 0
-	var lastErr error
-	for _, m := range msgs {
-		c, err := t.l.get()
-		if err != nil {
-			return sent, err
-		}
+	return t.l.sendEach(msgs, func(c net.Conn, m []byte) (lost, err error) {
 		uc := c.(*net.UnixConn)
-		_ = uc.SetWriteDeadline(time.Now().Add(sendTimeout))
 		if t.maxDatagram > 0 && len(m) > t.maxDatagram {
 			err = syscall.EMSGSIZE
 		} else {
 			_, err = uc.Write(m)
 		}
 		if errors.Is(err, syscall.EMSGSIZE) || errors.Is(err, syscall.ENOBUFS) {
-			err = sendMemfd(uc, m)
-			if err != nil {
+			if err := sendMemfd(uc, m); err != nil {
 				// This entry alone is lost; the socket is fine.
-				lastErr = fmt.Errorf("sending a journal entry of %d bytes in a memfd: %w", len(m), err)
-				continue
+				return fmt.Errorf("sending a journal entry of %d bytes in a memfd: %w", len(m), err), nil
 			}
+			return nil, nil
 		}
-		if err != nil {
-			t.l.fail(err)
-			return sent, t.l.lastErr
-		}
-		t.l.ok()
-		sent++
-	}
-	return sent, lastErr
+		return nil, err
+	})
 }
 
 func (t *journalTransport) reset()       { t.l.reset() }

@@ -287,25 +287,12 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 	switch e.Type {
 	case vocab.TypeExec:
 		// cmd_line is one string; the arguments as the process got them.
-		b = append(b, `,"argv":[`...)
-		for i, a := range e.Argv {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendJSONString(b, a)
-		}
-		b = append(b, ']')
-		if e.ArgvTruncated {
-			b = append(b, `,"argv_truncated":true`...)
-		}
+		b = appendArgvJSON(b, e)
 	case vocab.TypeFork:
 		b = append(b, `,"syscall":`...)
 		b = AppendJSONString(b, e.Syscall)
 	case vocab.TypeSignal:
-		if e.Syscall != "" {
-			b = append(b, `,"syscall":`...)
-			b = AppendJSONString(b, e.Syscall)
-		}
+		b = appendOptString(b, `,"syscall":`, e.Syscall)
 		b = appendECSSignal(b, e)
 	case vocab.TypeExit:
 		b = appendDeath(b, e)

@@ -329,6 +329,34 @@ func (l *link) reset() {
 	l.backoff, l.retryAt = 0, time.Time{}
 }
 
+// sendEach sends msgs one write each over the link, within sendTimeout
+// each. write sends m on c: an error it returns as lost loses m alone, any
+// other error takes the link down and ends the batch. It returns how many
+// were sent and the last error.
+func (l *link) sendEach(msgs [][]byte, write func(c net.Conn, m []byte) (lost, err error)) (int, error) {
+	sent := 0
+	var lastErr error
+	for _, m := range msgs {
+		c, err := l.get()
+		if err != nil {
+			return sent, err
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(sendTimeout))
+		lost, err := write(c, m)
+		if lost != nil {
+			lastErr = lost
+			continue
+		}
+		if err != nil {
+			l.fail(err)
+			return sent, l.lastErr
+		}
+		l.ok()
+		sent++
+	}
+	return sent, lastErr
+}
+
 func (l *link) close() error {
 	if l.conn == nil {
 		return nil

@@ -217,26 +217,13 @@ const dialTimeout = 2 * time.Second
 type dgramTransport struct{ l link }
 
 func (t *dgramTransport) send(msgs [][]byte) (int, error) {
-	sent := 0
-	var lastErr error
-	for _, m := range msgs {
-		c, err := t.l.get()
-		if err != nil {
-			return sent, err
+	return t.l.sendEach(msgs, func(c net.Conn, m []byte) (lost, err error) {
+		_, err = c.Write(m)
+		if errors.Is(err, syscall.EMSGSIZE) {
+			return fmt.Errorf("a syslog message of %d bytes: %w", len(m), err), nil // this one alone is lost
 		}
-		_ = c.SetWriteDeadline(time.Now().Add(sendTimeout))
-		if _, err := c.Write(m); err != nil {
-			if errors.Is(err, syscall.EMSGSIZE) {
-				lastErr = fmt.Errorf("a syslog message of %d bytes: %w", len(m), err)
-				continue // this one alone is lost
-			}
-			t.l.fail(err)
-			return sent, t.l.lastErr
-		}
-		t.l.ok()
-		sent++
-	}
-	return sent, lastErr
+		return nil, err
+	})
 }
 
 func (t *dgramTransport) reset()       { t.l.reset() }

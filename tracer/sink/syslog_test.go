@@ -157,11 +157,11 @@ func readFrame(t *testing.T, r *bufio.Reader) string {
 	return string(b)
 }
 
-// To a local socket the message is in syslog(3)'s form; --format text
-// puts the text line in it.
-func TestSyslogLocalForm(t *testing.T) {
-	r := listenUnixgram(t)
-	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "json", OutputOptions{})
+// sendLocalSyslog writes testEvents as JSON lines to the local syslog
+// socket at path and closes the sink; it returns the sink and the events.
+func sendLocalSyslog(t *testing.T, path string) (*Syslog, []tracer.Event) {
+	t.Helper()
+	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: path}, "json", OutputOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +170,14 @@ func TestSyslogLocalForm(t *testing.T) {
 		_ = s.Write(&ev[i])
 	}
 	_ = s.Close()
+	return s, ev
+}
+
+// To a local socket the message is in syslog(3)'s form; --format text
+// puts the text line in it.
+func TestSyslogLocalForm(t *testing.T) {
+	r := listenUnixgram(t)
+	s, ev := sendLocalSyslog(t, r.path)
 	for i := range ev {
 		b := r.read(t, time.Second)
 		m := local.FindStringSubmatch(string(b))
@@ -384,15 +392,7 @@ func BenchmarkSyslogEncode(b *testing.B) {
 // message.
 func TestJournaldReadsTheLocalForm(t *testing.T) {
 	jd := tracertest.StartJournald(t)
-	s, err := NewSyslog(SyslogConfig{Network: "unixgram", Addr: jd.DevLog}, "json", OutputOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := testEvents()
-	for i := range ev {
-		_ = s.Write(&ev[i])
-	}
-	_ = s.Close()
+	s, ev := sendLocalSyslog(t, jd.DevLog)
 	var got []map[string]string
 	for deadline := time.Now().Add(10 * time.Second); len(got) < len(ev) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)

@@ -24,6 +24,12 @@ func appendThrottleJSON(b []byte, e *tracer.Event) []byte {
 	b = appendRFC3339Nano(b, t.End)
 	b = append(b, `","limit":`...)
 	b = appendUint(b, uint64(t.Limit))
+	return appendSuppressed(b, t)
+}
+
+// appendSuppressed appends suppressed and suppressed_by_type, the events
+// the throttle left out, all and by type.
+func appendSuppressed(b []byte, t *tracer.Throttle) []byte {
 	b = append(b, `,"suppressed":`...)
 	b = appendUint(b, t.Suppressed())
 	b = append(b, `,"suppressed_by_type":{`...)
