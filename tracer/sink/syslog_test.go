@@ -177,7 +177,7 @@ func sendLocalSyslog(t *testing.T, path string) (*Syslog, []tracer.Event) {
 // puts the text line in it.
 func TestSyslogLocalForm(t *testing.T) {
 	r := listenUnixgram(t)
-	s, ev := sendLocalSyslog(t, r.path)
+	_, ev := sendLocalSyslog(t, r.path)
 	for i := range ev {
 		b := r.read(t, time.Second)
 		m := local.FindStringSubmatch(string(b))
@@ -189,7 +189,7 @@ func TestSyslogLocalForm(t *testing.T) {
 		}
 		checkJSONBody(t, m[4], &ev[i])
 	}
-	s, _ = NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "text", OutputOptions{})
+	s, _ := NewSyslog(SyslogConfig{Network: "unixgram", Addr: r.path}, "text", OutputOptions{})
 	_ = s.Write(&ev[2])
 	_ = s.Close()
 	if b := string(r.read(t, time.Second)); !strings.HasSuffix(b, "]: ebpf    fork   1234    bash             1000       clone3 -> 1235") {
