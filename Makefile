@@ -126,7 +126,7 @@ test-beside-auditd: ## the root tests that touch audit state again, with the nod
 FUZZ_TARGETS := \
 	./tracer:FuzzParseProcStat \
 	./tracer:FuzzParseProcCgroup \
-	./tracer:FuzzJSONSinkMatchesAppendJSON \
+	./tracer/sink:FuzzJSONSinkMatchesAppendJSON \
 	./tracer/audit:FuzzLogRecord \
 	./tracer/audit:FuzzParseRecord \
 	./tracer/audit:FuzzReassemble \
@@ -135,10 +135,10 @@ FUZZ_TARGETS := \
 	./bench:FuzzReadAuditLog \
 	./bench/report:FuzzReadResult \
 	./auditrules/cost:FuzzParseRules \
-	./tracer:FuzzEscape \
-	./tracer:FuzzAppendJSON \
-	./tracer:FuzzAppendIntMatchesStrconv \
-	./tracer:FuzzAppendStringMatchesByteAtATime
+	./tracer/sink:FuzzEscape \
+	./tracer/sink:FuzzAppendJSON \
+	./tracer/sink:FuzzAppendIntMatchesStrconv \
+	./tracer/sink:FuzzAppendStringMatchesByteAtATime
 FUZZTIME ?= 30s
 # Minimizing each new input the fuzzer finds interesting takes up to 60s
 # by default, which would eat a short run; a crasher is kept either way.
