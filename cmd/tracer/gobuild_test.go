@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // buildRun is one cold go build under one watcher.
@@ -65,22 +65,8 @@ func coldBuildModule(t *testing.T) string {
 // ones sent by tgkill (the runtime's preemption).
 func countSignals(t *testing.T, file string) (urg, tgkill int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Type, Syscall string
-			Signal        int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("%s: bad line %s: %v", file, sc.Text(), err)
-		}
-		if e.Type == "signal" && e.Signal == 23 {
+	for _, e := range readEvents(t, file) {
+		if e.Type == vocab.TypeSignal && e.Signal == 23 {
 			urg++
 			if e.Syscall == "tgkill" {
 				tgkill++
