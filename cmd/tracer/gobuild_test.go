@@ -31,12 +31,16 @@ type buildRun struct {
 	wall    float64 // the build's seconds
 }
 
-// procCPU is a process's user plus system time so far, from /proc/PID/stat.
-func procCPU(t *testing.T, pid int) float64 {
-	t.Helper()
+// procCPU is a process's user plus system CPU seconds so far, from
+// /proc/PID/stat (pid 0: none, 0).
+func procCPU(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	if pid == 0 {
+		return 0
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)

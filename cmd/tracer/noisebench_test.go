@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -143,22 +142,6 @@ func startBenchWatcher(tb testing.TB, args ...string) *exec.Cmd {
 		tb.Fatalf("tracer %v did not print its watching line", args)
 	}
 	return cmd
-}
-
-// procTicks is a process's user plus system CPU seconds so far.
-func procTicks(tb testing.TB, pid int) float64 {
-	tb.Helper()
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / host.ClockTicks
 }
 
 // kernelThread returns the pid of the kernel thread named comm, or 0.
