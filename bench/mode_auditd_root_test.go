@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -137,23 +136,6 @@ func snapshot(t *testing.T) nodeState {
 	return s
 }
 
-func runBench(t *testing.T, bin string, args ...string) *result.File {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "bench.json")
-	cmd := exec.Command(bin, append(append([]string{"bench"}, args...), "--out", out)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tracer bench %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	t.Logf("tracer bench %s:\n%s", strings.Join(args, " "), stdout.String())
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // withNodeAuditd takes the audit lock and starts an auditd that plays the
 // node's. It returns tracer's binary, the auditd's directory and the node's
 // state as found.
@@ -181,7 +163,7 @@ func TestBenchBesideAuditd(t *testing.T) {
 	// laurel runs as the plugin of an auditd of bench's own, which the
 	// node's running auditd leaves no room for: it is skipped here by design.
 	modes := slices.DeleteFunc(slices.Clone(DefaultModes), privateAuditd)
-	f := runBench(t, bin, "--workload", "signal-storm,exec-storm", "--count", "4000", "--rounds", "2",
+	f, _ := runBench(t, bin, "--workload", "signal-storm,exec-storm", "--count", "4000", "--rounds", "2",
 		"--modes", strings.Join(modes, ","))
 	labels := map[string]string{"audit": "audit (beside auditd)", "audit-floor": "audit-floor (beside auditd)",
 		"audit-floor-classic": "audit-floor-classic (beside auditd)", "auditd": "auditd (node's)"}
@@ -216,7 +198,7 @@ func TestBenchBesideAuditd(t *testing.T) {
 		t.Error("auditd never rotated its log: the test does not check reading across rotations")
 	}
 
-	f = runBench(t, bin, "--restart-auditd", "--workload", "exec-storm", "--count", "50", "--rounds", "2",
+	f, _ = runBench(t, bin, "--restart-auditd", "--workload", "exec-storm", "--count", "50", "--rounds", "2",
 		"--modes", "none,audit,audit-floor,auditd")
 	for _, r := range f.Results {
 		if r.Skipped != "" || r.Label != "" {

@@ -30,6 +30,29 @@ func buildTracer(t *testing.T) string {
 	return bin
 }
 
+// runBench runs `tracer bench args...` (bin) writing a result file (--out
+// comes first: args may end in "-- CMD"), and returns the file and what
+// bench printed on stdout (logged, with stderr if any).
+func runBench(t *testing.T, bin string, args ...string) (*result.File, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(bin, append([]string{"bench", "--out", out}, args...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tracer bench %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	t.Logf("tracer bench %s:\n%s", strings.Join(args, " "), stdout.String())
+	if stderr.Len() > 0 {
+		t.Logf("stderr:\n%s", stderr.String())
+	}
+	f, err := result.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, stdout.String()
+}
+
 func leftovers(t *testing.T) []string {
 	t.Helper()
 	var out []string
@@ -54,20 +77,8 @@ func TestQuickBench(t *testing.T) {
 	tracertest.LockAudit(t)
 	bin := buildTracer(t)
 	before := strings.Join(leftovers(t), " ")
-	out := filepath.Join(t.TempDir(), "quick.json")
 	modes := []string{"none", "audit", "audit-floor", "ebpf", "ebpf-floor"}
-	cmd := exec.Command(bin, "bench", "--quick", "--modes", strings.Join(modes, ","), "--out", out)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tracer bench --quick: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s", stdout.String())
-
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, stdout := runBench(t, bin, "--quick", "--modes", strings.Join(modes, ","))
 	if f.Schema != 2 || f.Node.Kernel == "" || f.Run == nil || f.Run.BootID == "" || f.Run.TargetS != QuickTarget.Seconds() {
 		t.Errorf("result file: schema %d, node %+v, run %+v", f.Schema, f.Node, f.Run)
 	}
@@ -151,7 +162,7 @@ func TestQuickBench(t *testing.T) {
 		t.Errorf("no result for %s", k)
 	}
 	for _, col := range []string{"95% INTERVAL", "VS FLOOR"} {
-		if !strings.Contains(stdout.String(), col) {
+		if !strings.Contains(stdout, col) {
 			t.Errorf("the table has no %s column", col)
 		}
 	}
@@ -168,15 +179,7 @@ func TestQuickBench(t *testing.T) {
 func TestBenchCommand(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := buildTracer(t)
-	out := filepath.Join(t.TempDir(), "cmd.json")
-	cmd := exec.Command(bin, "bench", "--modes", "ebpf", "--rounds", "2", "--out", out, "--", "/bin/true")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tracer bench -- /bin/true: %v\n%s", err, b)
-	}
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := runBench(t, bin, "--modes", "ebpf", "--rounds", "2", "--", "/bin/true")
 	if len(f.Results) != 2 {
 		t.Fatalf("%d results, want none and ebpf: %+v", len(f.Results), f.Results)
 	}
@@ -206,7 +209,6 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("tracer %s: %v, output %q: want exit status 2 and one line", strings.Join(args, " "), err, b)
 		}
 	}
-	_ = os.Remove(out)
 }
 
 // TestBenchHDD runs this tool's modes on the simulated HDD (this node's

@@ -5,12 +5,10 @@ package bench
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -52,15 +50,7 @@ func TestBenchCgroupScope(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "scope.json")
-	cmd := exec.Command(bin, "bench", "--cgroup", "/"+name, "--modes", "none,audit,ebpf",
-		"--rounds", "1", "--out", out, "--", "/bin/sh", script)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tracer bench --cgroup: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s\n%s", stdout.String(), stderr.String())
+	f, _ := runBench(t, bin, "--cgroup", "/"+name, "--modes", "none,audit,ebpf", "--rounds", "1", "--", "/bin/sh", script)
 
 	b, err := os.ReadFile(where)
 	if err != nil {
@@ -68,10 +58,6 @@ func TestBenchCgroupScope(t *testing.T) {
 	}
 	if got, ok := host.ParseProcCgroup(b); !ok || !strings.HasPrefix(got, "/"+name+"/tracer-bench-") {
 		t.Errorf("the workload ran in %q, want a cgroup below /%s", b, name)
-	}
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if f.Run == nil || f.Run.Cgroup != "/"+name {
 		t.Errorf("result file's run: %+v, want cgroup /%s", f.Run, name)

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -58,19 +57,7 @@ func TestAppWorkloads(t *testing.T) {
 	tracertest.LockAudit(t)
 	bin := buildTracer(t)
 	before := strings.Join(leftovers(t), " ")
-	out := filepath.Join(t.TempDir(), "apps.json")
-	cmd := exec.Command(bin, "bench", "--workload", "apps", "--modes", "none,ebpf", "--rounds", "1",
-		"--target", "300ms", "--out", out)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tracer bench --workload apps: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s", stdout.String())
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := runBench(t, bin, "--workload", "apps", "--modes", "none,ebpf", "--rounds", "1", "--target", "300ms")
 	want := map[string]bool{}
 	for _, w := range Apps() {
 		want[w+"/none"], want[w+"/ebpf"] = true, true
@@ -128,16 +115,7 @@ func TestStressForkEvents(t *testing.T) {
 	needApps(t, "stress-fork")
 	tracertest.LockAudit(t)
 	bin := buildTracer(t)
-	out := filepath.Join(t.TempDir(), "fork.json")
-	cmd := exec.Command(bin, "bench", "--workload", "stress-fork", "--modes", "none,ebpf", "--rounds", "1",
-		"--count", "3000", "--out", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tracer bench --workload stress-fork: %v\n%s", err, b)
-	}
-	f, err := result.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := runBench(t, bin, "--workload", "stress-fork", "--modes", "none,ebpf", "--rounds", "1", "--count", "3000")
 	found := false
 	for _, r := range f.Results {
 		if r.Mode != "ebpf" {

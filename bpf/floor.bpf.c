@@ -14,40 +14,19 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-SEC("tp_btf/sched_process_exec")
-int floor_exec(__u64 *ctx)
-{
-	return 0;
-}
+/* A program that does nothing, on the BTF tracepoint tp. */
+#define FLOOR(name, tp)              \
+	SEC("tp_btf/" #tp)           \
+	int floor_##name(__u64 *ctx) \
+	{                            \
+		return 0;            \
+	}
 
+FLOOR(exec, sched_process_exec)
 /* Linux 6.10+; older kernels get floor_task_rename, as the backend does. */
-SEC("tp_btf/sched_prepare_exec")
-int floor_prepare_exec(__u64 *ctx)
-{
-	return 0;
-}
-
-SEC("tp_btf/task_rename")
-int floor_task_rename(__u64 *ctx)
-{
-	return 0;
-}
-
-SEC("tp_btf/sched_process_fork")
-int floor_fork(__u64 *ctx)
-{
-	return 0;
-}
-
-SEC("tp_btf/signal_generate")
-int floor_signal(__u64 *ctx)
-{
-	return 0;
-}
-
+FLOOR(prepare_exec, sched_prepare_exec)
+FLOOR(task_rename, task_rename)
+FLOOR(fork, sched_process_fork)
+FLOOR(signal, signal_generate)
 /* The backend flushes its per-CPU signal batch when a task leaves a CPU. */
-SEC("tp_btf/sched_switch")
-int floor_switch(__u64 *ctx)
-{
-	return 0;
-}
+FLOOR(switch, sched_switch)

@@ -206,45 +206,25 @@ func load(t *testing.T) manifests {
 		}
 		switch tm.APIVersion + " " + tm.Kind {
 		case "v1 Namespace":
-			var o corev1.Namespace
-			strict(&o)
-			m.namespaces = append(m.namespaces, o)
+			decodeTo(strict, &m.namespaces)
 		case "v1 ServiceAccount":
-			var o corev1.ServiceAccount
-			strict(&o)
-			m.serviceAccounts = append(m.serviceAccounts, o)
+			decodeTo(strict, &m.serviceAccounts)
 		case "rbac.authorization.k8s.io/v1 ClusterRole":
-			var o rbacv1.ClusterRole
-			strict(&o)
-			m.clusterRoles = append(m.clusterRoles, o)
+			decodeTo(strict, &m.clusterRoles)
 		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
-			var o rbacv1.ClusterRoleBinding
-			strict(&o)
-			m.roleBindings = append(m.roleBindings, o)
+			decodeTo(strict, &m.roleBindings)
 		case "apps/v1 DaemonSet":
-			var o appsv1.DaemonSet
-			strict(&o)
-			m.daemonSets = append(m.daemonSets, o)
+			decodeTo(strict, &m.daemonSets)
 		case "v1 Service":
-			var o corev1.Service
-			strict(&o)
-			m.services = append(m.services, o)
+			decodeTo(strict, &m.services)
 		case "monitoring.coreos.com/v1 ServiceMonitor":
-			var o serviceMonitor
-			strict(&o)
-			m.monitors = append(m.monitors, o)
+			decodeTo(strict, &m.monitors)
 		case "v1 ConfigMap":
-			var o corev1.ConfigMap
-			strict(&o)
-			m.configMaps = append(m.configMaps, o)
+			decodeTo(strict, &m.configMaps)
 		case "cert-manager.io/v1 Issuer":
-			var o issuer
-			strict(&o)
-			m.issuers = append(m.issuers, o)
+			decodeTo(strict, &m.issuers)
 		case "cert-manager.io/v1 Certificate":
-			var o certificate
-			strict(&o)
-			m.certificates = append(m.certificates, o)
+			decodeTo(strict, &m.certificates)
 		case "kustomize.config.k8s.io/v1beta1 Kustomization":
 			var o kustomization
 			strict(&o)
@@ -256,6 +236,13 @@ func load(t *testing.T) manifests {
 		m.files = append(m.files, filepath.Base(f))
 	}
 	return m
+}
+
+// decodeTo decodes one object with strict and appends it to list.
+func decodeTo[T any](strict func(into any), list *[]T) {
+	var o T
+	strict(&o)
+	*list = append(*list, o)
 }
 
 func TestObjectsWellFormed(t *testing.T) {

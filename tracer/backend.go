@@ -216,46 +216,23 @@ type Stats struct {
 }
 
 // TotalThrottled is the sum over types.
-func (s Stats) TotalThrottled() uint64 {
-	var n uint64
-	for _, v := range s.Throttled {
-		n += v
-	}
-	return n
-}
+func (s Stats) TotalThrottled() uint64 { return sum(s.Throttled[:]) }
 
 // ThrottleSummary says the events --rate-limit left out per type, as watch
 // prints them: "exec 0, fork 0, signal 1998000, exit 0".
 func (s Stats) ThrottleSummary() string {
 	var b []byte
 	for i, t := range vocab.AllTypes {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, t.String()...)
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, s.Throttled[t], 10)
+		b = appendCount(b, i > 0, t.String(), false, s.Throttled[t])
 	}
 	return string(b)
 }
 
 // TotalFiltered is the sum over reasons.
-func (s Stats) TotalFiltered() uint64 {
-	var n uint64
-	for _, v := range s.Filtered {
-		n += v
-	}
-	return n
-}
+func (s Stats) TotalFiltered() uint64 { return sum(s.Filtered[:]) }
 
 // TotalNoise is the sum over the runtime-noise reasons.
-func (s Stats) TotalNoise() uint64 {
-	var n uint64
-	for _, v := range s.Filtered[:vocab.NumNoiseReasons] {
-		n += v
-	}
-	return n
-}
+func (s Stats) TotalNoise() uint64 { return sum(s.Filtered[:vocab.NumNoiseReasons]) }
 
 // FilterSummary says the events filtered as runtime noise per reason, as
 // watch prints them: "runtime-preemption 6764, existence-check 57".
@@ -272,14 +249,31 @@ func (s Stats) SelectionSummary() string {
 func (s Stats) filterSummary(from, to vocab.FilterReason) string {
 	var b []byte
 	for r := from; r < to; r++ {
-		if r > from {
-			b = append(b, ", "...)
-		}
-		b = append(b, r.String()...)
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, s.Filtered[r], 10)
+		b = appendCount(b, r > from, r.String(), false, s.Filtered[r])
 	}
 	return string(b)
+}
+
+func sum(counts []uint64) uint64 {
+	var n uint64
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+// appendCount appends one "name N" of a summary, after ", " unless it is
+// the first; atLeast writes a lower bound as ">=N".
+func appendCount(b []byte, sep bool, name string, atLeast bool, n uint64) []byte {
+	if sep {
+		b = append(b, ", "...)
+	}
+	b = append(b, name...)
+	b = append(b, ' ')
+	if atLeast {
+		b = append(b, ">="...)
+	}
+	return strconv.AppendUint(b, n, 10)
 }
 
 // ProgramStats is the kernel's accounting for one BPF program.
@@ -290,22 +284,10 @@ type ProgramStats struct {
 }
 
 // TotalEvents is the sum over types.
-func (s Stats) TotalEvents() uint64 {
-	var n uint64
-	for _, v := range s.Events {
-		n += v
-	}
-	return n
-}
+func (s Stats) TotalEvents() uint64 { return sum(s.Events[:]) }
 
 // TotalLost is the sum over stages.
-func (s Stats) TotalLost() uint64 {
-	var n uint64
-	for _, v := range s.Lost {
-		n += v
-	}
-	return n
-}
+func (s Stats) TotalLost() uint64 { return sum(s.Lost[:]) }
 
 // LossSummary says the loss per stage, as watch prints it on exit:
 // "kernel 0, ringbuf 0, reassembly 0, queue 12, output 0"; a figure that is
@@ -313,15 +295,7 @@ func (s Stats) TotalLost() uint64 {
 func (s Stats) LossSummary() string {
 	var b []byte
 	for st := LossStage(0); st < NumLossStages; st++ {
-		if st > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, st.String()...)
-		b = append(b, ' ')
-		if s.LowerBound[st] {
-			b = append(b, ">="...)
-		}
-		b = strconv.AppendUint(b, s.Lost[st], 10)
+		b = appendCount(b, st > 0, st.String(), s.LowerBound[st], s.Lost[st])
 	}
 	return string(b)
 }

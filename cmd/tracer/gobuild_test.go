@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // buildRun is one cold go build under one watcher.
@@ -31,12 +31,16 @@ type buildRun struct {
 	wall    float64 // the build's seconds
 }
 
-// procCPU is a process's user plus system time so far, from /proc/PID/stat.
-func procCPU(t *testing.T, pid int) float64 {
-	t.Helper()
+// procCPU is a process's user plus system CPU seconds so far, from
+// /proc/PID/stat (pid 0: none, 0).
+func procCPU(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	if pid == 0 {
+		return 0
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)
@@ -65,22 +69,8 @@ func coldBuildModule(t *testing.T) string {
 // ones sent by tgkill (the runtime's preemption).
 func countSignals(t *testing.T, file string) (urg, tgkill int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Type, Syscall string
-			Signal        int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("%s: bad line %s: %v", file, sc.Text(), err)
-		}
-		if e.Type == "signal" && e.Signal == 23 {
+	for _, e := range readEvents(t, file) {
+		if e.Type == vocab.TypeSignal && e.Signal == 23 {
 			urg++
 			if e.Syscall == "tgkill" {
 				tgkill++

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // noiseRun is one watch over the noise workload: the events of the
@@ -64,25 +64,11 @@ func runNoise(t *testing.T, backend string, flags ...string) noiseRun {
 	waitQuiet(t, out)
 	w.stop(t)
 	r := noiseRun{keys: map[string]int{}}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Type, Comm, Syscall, Filename, SignalName string
-			Signal, Ret                               int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("bad line %s: %v", sc.Text(), err)
-		}
+	for _, e := range readEvents(t, out) {
 		switch e.Type {
-		case "signal":
+		case vocab.TypeSignal:
 			r.keys[fmt.Sprintf("signal %s %s %d", e.Comm, e.Syscall, e.Signal)]++
-		case "exec":
+		case vocab.TypeExec:
 			r.keys[fmt.Sprintf("exec %s %s ret=%d", e.Comm, filepath.Base(e.Filename), e.Ret)]++
 		}
 	}

@@ -7,13 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -43,48 +41,23 @@ func BenchmarkRuntimeNoiseFilter(b *testing.B) {
 	dir := tracertest.MakeCgroup(b, mount, rel)
 	wl := tracertest.BuildWorkload(b)
 	kauditd := kernelThread(b, "kauditd")
-	type mode struct {
-		name, backend string
-		flags         []string
-		cpu, kcpu     []float64 // per round, µs per signal sent
-		shown         int
-	}
-	modes := []*mode{
+	modes := []*stormMode{
 		{name: "audit-default", backend: "audit"},
 		{name: "audit-all", backend: "audit", flags: []string{"--signal", "all"}},
 		{name: "ebpf-default", backend: "ebpf"},
 		{name: "ebpf-all", backend: "ebpf", flags: []string{"--signal", "all"}},
 	}
 	sent := float64(noiseStormURG + noiseStormUSR1)
-	b.ResetTimer()
-	for round := range b.N {
-		for i := range modes {
-			// Interleaved, and each round in another order, so that a
-			// drift of the node spreads over every mode.
-			m := modes[(i+round)%len(modes)]
-			out := filepath.Join(b.TempDir(), "events.json")
-			args := append([]string{"watch", "--backend", m.backend, "--events", "signal", "--cgroup", "/" + rel,
-				"--format", "json", "-o", out}, m.flags...)
-			cpu, kcpu := watchRound(b, m.name, dir, out, args, kauditd,
-				wl, "tgkill", strconv.Itoa(noiseStormURG), "23", "kill", strconv.Itoa(noiseStormUSR1), "10", "exit", "0")
-			m.cpu = append(m.cpu, 1e6*cpu/sent)
-			m.kcpu = append(m.kcpu, 1e6*kcpu/sent)
-			m.shown = lines(b, out)
-		}
-	}
-	b.StopTimer()
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
+	stormRounds(b, modes, rel, dir, kauditd, sent,
+		wl, "tgkill", strconv.Itoa(noiseStormURG), "23", "kill", strconv.Itoa(noiseStormUSR1), "10", "exit", "0")
+	med := medianOf
 	for _, m := range modes {
 		b.ReportMetric(med(m.cpu), m.name+"-us/signal")
 		b.Logf("%-13s watcher %6.2f us/signal (rounds %s), kauditd %5.2f, %d events shown of %d sent",
 			m.name, med(m.cpu), us(m.cpu), med(m.kcpu), m.shown, int(sent))
 	}
 	for _, be := range []string{"audit", "ebpf"} {
-		var def, all *mode
+		var def, all *stormMode
 		for _, m := range modes {
 			switch m.name {
 			case be + "-default":
@@ -100,6 +73,38 @@ func BenchmarkRuntimeNoiseFilter(b *testing.B) {
 		b.ReportMetric(med(ratios), be+"-all/default")
 		b.Logf("%s: --signal all / default = %.2fx (median of per-round ratios)", be, med(ratios))
 	}
+}
+
+// stormMode is one way to watch a signal storm in the benchmarks: watch's
+// backend and flags, and what each round measured.
+type stormMode struct {
+	name, backend string
+	flags         []string
+	cpu, kcpu     []float64 // per round, µs per signal sent (kcpu: the kernel thread's)
+	shown         int       // events shown in the last round
+}
+
+// stormRounds runs b.N rounds of every mode watching the signals (sent of
+// them) of wl wlArgs in the cgroup rel (dir), timing the watcher and the
+// kernel thread kthread (0: none).
+func stormRounds(b *testing.B, modes []*stormMode, rel, dir string, kthread int, sent float64, wl string, wlArgs ...string) {
+	b.Helper()
+	b.ResetTimer()
+	for round := range b.N {
+		for i := range modes {
+			// Interleaved, and each round in another order, so that a
+			// drift of the node spreads over every mode.
+			m := modes[(i+round)%len(modes)]
+			out := filepath.Join(b.TempDir(), "events.json")
+			args := append([]string{"watch", "--backend", m.backend, "--events", "signal", "--cgroup", "/" + rel,
+				"--format", "json", "-o", out}, m.flags...)
+			cpu, kcpu := watchRound(b, m.name, dir, out, args, kthread, wl, wlArgs...)
+			m.cpu = append(m.cpu, 1e6*cpu/sent)
+			m.kcpu = append(m.kcpu, 1e6*kcpu/sent)
+			m.shown = lines(b, out)
+		}
+	}
+	b.StopTimer()
 }
 
 func us(v []float64) string {
@@ -137,22 +142,6 @@ func startBenchWatcher(tb testing.TB, args ...string) *exec.Cmd {
 		tb.Fatalf("tracer %v did not print its watching line", args)
 	}
 	return cmd
-}
-
-// procTicks is a process's user plus system CPU seconds so far.
-func procTicks(tb testing.TB, pid int) float64 {
-	tb.Helper()
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / host.ClockTicks
 }
 
 // kernelThread returns the pid of the kernel thread named comm, or 0.

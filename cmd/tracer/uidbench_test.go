@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -36,36 +34,14 @@ func BenchmarkSelectionFilter(b *testing.B) {
 	rel := fmt.Sprintf("tracer-uidbench-%d", os.Getpid())
 	dir := tracertest.MakeCgroup(b, mount, rel)
 	wl := tracertest.BuildWorkload(b)
-	type mode struct {
-		name  string
-		flags []string
-		cpu   []float64 // per round, µs per signal sent
-		shown int
-	}
-	modes := []*mode{
-		{name: "no-uid"},
-		{name: "uid-match", flags: []string{"--uid", "0"}},
-		{name: "uid-other", flags: []string{"--uid", "4242"}},
+	modes := []*stormMode{
+		{name: "no-uid", backend: "ebpf"},
+		{name: "uid-match", backend: "ebpf", flags: []string{"--uid", "0"}},
+		{name: "uid-other", backend: "ebpf", flags: []string{"--uid", "4242"}},
 	}
 	sent := float64(uidStormKills)
-	b.ResetTimer()
-	for round := range b.N {
-		for i := range modes {
-			m := modes[(i+round)%len(modes)]
-			out := filepath.Join(b.TempDir(), "events.json")
-			args := append([]string{"watch", "--backend", "ebpf", "--events", "signal", "--cgroup", "/" + rel,
-				"--format", "json", "-o", out}, m.flags...)
-			cpu, _ := watchRound(b, m.name, dir, out, args, 0, wl, "kill", strconv.Itoa(uidStormKills), "10", "exit", "0")
-			m.cpu = append(m.cpu, 1e6*cpu/sent)
-			m.shown = lines(b, out)
-		}
-	}
-	b.StopTimer()
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
+	stormRounds(b, modes, rel, dir, 0, sent, wl, "kill", strconv.Itoa(uidStormKills), "10", "exit", "0")
+	med := medianOf
 	for _, m := range modes {
 		b.ReportMetric(med(m.cpu), m.name+"-us/signal")
 		b.Logf("%-9s watcher %6.3f us/signal (rounds %s), %d events shown of %d sent", m.name, med(m.cpu), us(m.cpu), m.shown, int(sent))
@@ -87,7 +63,7 @@ func BenchmarkSelectionFilter(b *testing.B) {
 func watchRound(b *testing.B, name, dir, out string, args []string, kthread int, wl string, wlArgs ...string) (cpu, kcpu float64) {
 	b.Helper()
 	w := startBenchWatcher(b, args...)
-	k0, c0 := procTicks(b, kthread), procTicks(b, w.Process.Pid)
+	k0, c0 := procCPU(b, kthread), procCPU(b, w.Process.Pid)
 	cmd := exec.Command(wl, wlArgs...)
 	cg, err := os.Open(dir)
 	if err != nil {
@@ -99,7 +75,7 @@ func watchRound(b *testing.B, name, dir, out string, args []string, kthread int,
 		b.Fatalf("workload: %v %s", err, o)
 	}
 	quiet(b, out)
-	c1, k1 := procTicks(b, w.Process.Pid), procTicks(b, kthread)
+	c1, k1 := procCPU(b, w.Process.Pid), procCPU(b, kthread)
 	_ = w.Process.Signal(syscall.SIGTERM)
 	if err := w.Wait(); err != nil {
 		b.Fatalf("%s: tracer watch: %v", name, err)

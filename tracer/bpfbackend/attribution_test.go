@@ -41,20 +41,8 @@ func runDeaths(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 	if cfg.PID == 0 && cfg.Cgroup == "" {
 		cfg.PID = uint32(cmd.Process.Pid)
 	}
-	if err := b.Start(cfg); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	var c tracertest.Collector
 	var all []tracer.Event
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(e *tracer.Event) {
-			c.Emit(e)
-			all = append(all, *e)
-		})
-	}()
+	stop := startRun(t, b, cfg, func(e *tracer.Event) { all = append(all, *e) })
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +50,7 @@ func runDeaths(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 		t.Fatalf("deaths %v: %v", args, err)
 	}
 	time.Sleep(50 * time.Millisecond) // the reparented grandchild's exit
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	return all, tracertest.ParseDeaths(out.Bytes())
 }
 

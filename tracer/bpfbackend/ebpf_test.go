@@ -83,29 +83,18 @@ func runScoped(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...
 	t.Helper()
 	h := startHeld(t, bin, args...)
 	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	var c tracertest.Collector
 	var all []tracer.Event
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(e *tracer.Event) {
-			c.Emit(e)
-			all = append(all, *e)
-		})
-	}()
+	stop := startRun(t, b, cfg, func(e *tracer.Event) {
+		c.Emit(e)
+		all = append(all, *e)
+	})
 	if code := h.run(t); code != 7 {
 		t.Errorf("workload exit status %d, want 7", code)
 	}
 	// Every event was written before the process ended: Run must deliver
 	// what is queued when ctx ends.
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	tree := c.Tree(cfg.PID)
 	if len(all) != len(tree) { // the kernel let through an event outside the tree
 		for _, e := range all {
@@ -125,19 +114,31 @@ func traceHeld(t *testing.T, cfg tracer.Config, emit func(*tracer.Event), bin st
 	b := New()
 	h := startHeld(t, bin, args...)
 	cfg.PID = h.pid()
+	stop := startRun(t, b, cfg, emit)
+	h.run(t)
+	stop()
+	return b
+}
+
+// startRun starts b with cfg (closed at the end of the test) and runs it,
+// delivering every event to emit, until stop: stop ends Run once it has
+// delivered what was queued, and fails the test if Run failed.
+func startRun(t *testing.T, b *Backend, cfg tracer.Config, emit func(*tracer.Event)) (stop func()) {
+	t.Helper()
 	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
+		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, emit) }()
-	h.run(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
 	}
-	return b
 }
 
 func allTypes() vocab.TypeSet {
