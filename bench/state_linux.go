@@ -525,7 +525,7 @@ func statePath(pid int) string {
 func (s *benchState) write() error {
 	d, err := auditstate.OpenStateDir(auditstate.StateDir)
 	if err != nil {
-		return tracer.UntrustedState(err)
+		return err
 	}
 	d.Close()
 	if err := auditstate.WriteJSON(filepath.Base(statePath(s.PID)), s); err != nil {
@@ -575,7 +575,7 @@ func (s *benchState) undo() ([]string, error) {
 func Cleanup() ([]string, error) {
 	d, err := auditstate.OpenStateDir(auditstate.StateDir)
 	if err != nil {
-		return nil, tracer.UntrustedState(err)
+		return nil, err
 	}
 	d.Close()
 	files, _ := filepath.Glob(filepath.Join(auditstate.StateDir, "bench-*.json"))
@@ -586,7 +586,7 @@ func Cleanup() ([]string, error) {
 		var s benchState
 		b, err := auditstate.ReadStateFile(auditstate.StateDir, filepath.Base(f))
 		if err != nil {
-			errs = append(errs, tracer.UntrustedState(err))
+			errs = append(errs, err)
 			continue
 		}
 		if json.Unmarshal(b, &s) != nil || s.PID == 0 {

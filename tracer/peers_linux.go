@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/host"
-	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // peer is a running tracer's registration: pid and start time (a later
@@ -27,7 +25,7 @@ const peerPrefix = "peer-"
 func RegisterPeer(dir string) (unregister func(), err error) {
 	d, err := auditstate.OpenStateDir(dir) // makes it where it is missing
 	if err != nil {
-		return nil, UntrustedState(err)
+		return nil, err
 	}
 	d.Close()
 	pid := uint32(os.Getpid())
@@ -89,15 +87,4 @@ func livePeers(dir string) (pids, removed []uint32) {
 		pids = append(pids, pr.PID)
 	}
 	return pids, removed
-}
-
-// UntrustedState makes a state directory or file another user could have
-// written (auditstate.UntrustedError) an error the user can fix, exit
-// status 2; other errors, and nil, are returned as they are.
-func UntrustedState(err error) error {
-	var u *auditstate.UntrustedError
-	if errors.As(err, &u) {
-		return &vocab.UsageError{Msg: err.Error(), Err: err}
-	}
-	return err
 }

@@ -61,6 +61,3 @@ func (b Backpressure) String() string {
 	}
 	return "drop"
 }
-
-// NumTypes bounds the event types: arrays indexed by EventType have this length.
-const NumTypes = vocab.NumTypes

@@ -55,7 +55,7 @@ func nodePath() string { return auditstate.RecordPath() }
 // refused, in one line, before anything in it is used.
 func lockState() (func(), error) {
 	unlock, err := auditstate.Lock()
-	return unlock, tracer.UntrustedState(err)
+	return unlock, err
 }
 
 // writeJSON replaces a state file atomically (auditstate.WriteStateFile).
@@ -64,14 +64,14 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return tracer.UntrustedState(auditstate.WriteStateFile(filepath.Dir(path), filepath.Base(path), b))
+	return auditstate.WriteStateFile(filepath.Dir(path), filepath.Base(path), b)
 }
 
 // readJSON reads a state file, checked as the directory's lock checks it.
 func readJSON(path string, v any) error {
 	b, err := auditstate.ReadStateFile(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
-		return tracer.UntrustedState(err)
+		return err
 	}
 	return json.Unmarshal(b, v)
 }
@@ -126,7 +126,7 @@ func othersAlive() bool {
 // readSettings reads what tracers recorded; none is an empty record.
 func readSettings() (nodeSettings, error) {
 	r, err := auditstate.ReadRecord()
-	return r, tracer.UntrustedState(err)
+	return r, err
 }
 
 // SetChangeHook installs f to be called after each change tracer makes to

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 func TestLocked(t *testing.T) {
@@ -28,7 +29,7 @@ func TestLocked(t *testing.T) {
 }
 
 // State files go in and come back whole; a directory another user could
-// write is refused in one line, as an UntrustedError.
+// write is refused in one line, as a usage error.
 func TestStateDir(t *testing.T) {
 	auditstate.StateDir = filepath.Join(t.TempDir(), "tracer")
 	t.Cleanup(func() { auditstate.StateDir = auditstate.DefaultStateDir })
@@ -50,8 +51,7 @@ func TestStateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = auditstate.Lock()
-	var u2 *auditstate.UntrustedError
-	if !errors.As(err, &u2) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "writable by group or others") {
+	if !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("Lock of a directory others can write = %v, want one line saying so", err)
 	}
 }

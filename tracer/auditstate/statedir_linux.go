@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/tracer-dev/tracer/tracer/host"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +20,7 @@ import (
 // be a directory, not a symbolic link, of tracer's own user (root) that
 // neither group nor others can write, and so must every file in it;
 // otherwise another user could have made it or put something there, and
-// it is refused in one line (an *UntrustedError) and nothing in it is used.
+// it is refused in one line (a usage error: exit status 2) and nothing in it is used.
 func OpenStateDir(dir string) (*os.File, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("creating state dir %s (tracer needs it writable, e.g. a hostPath volume in a pod): %w", dir, err)
@@ -62,7 +63,7 @@ func openStateDir(dir string) (*os.File, error) {
 	fd, err := unix.Openat(parent, filepath.Base(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return nil, untrustedf("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
+			return nil, vocab.Usagef("state dir %s is not a directory (a symbolic link?): another user may have made it; tracer uses nothing in it until it is removed (rm %s)", dir, dir)
 		}
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -77,17 +78,6 @@ func openStateDir(dir string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// UntrustedError says that a state directory or file is one another user
-// could have made or changed: tracer uses none of it. It is an error the
-// user can fix (exit status 2); the message says how.
-type UntrustedError struct{ Msg string }
-
-func (e *UntrustedError) Error() string { return e.Msg }
-
-func untrustedf(format string, args ...any) error {
-	return &UntrustedError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // trustedState says why a state directory or file (st, of type typ) is
@@ -107,7 +97,7 @@ func trustedState(path string, st *unix.Stat_t, typ uint32) error {
 	default:
 		return nil
 	}
-	return untrustedf("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
+	return vocab.Usagef("tracer state %s %s: another user may have made or changed it, so tracer uses none of it; check it, remove it (rm -r %s) and run again", path, why, path)
 }
 
 // ReadStateFile reads name in state directory dir, both checked as
@@ -122,7 +112,7 @@ func ReadStateFile(dir, name string) ([]byte, error) {
 	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, untrustedf("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
+			return nil, vocab.Usagef("tracer state %s is a symbolic link: another user may have made it, so tracer uses none of it; remove it (rm %s) and run again", path, path)
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
