@@ -303,6 +303,10 @@ func promQuery(t *testing.T, addr, q string) (v float64, ok bool) {
 		return 0, false // not listening yet
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		// Prometheus answers 503 in plain text until its TSDB is open.
+		return 0, false
+	}
 	var r struct {
 		Status string
 		Error  string
