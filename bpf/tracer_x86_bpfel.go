@@ -286,6 +286,7 @@ const (
 	TracerVarCfgWakeIntervalNs        = "cfg_wake_interval_ns"
 	TracerVarLastFillCheck            = "last_fill_check"
 	TracerVarLastWake                 = "last_wake"
+	TracerVarReaderParked             = "reader_parked"
 	TracerVarUnusedThrottleEvent      = "unused_throttle_event"
 )
 
@@ -454,6 +455,7 @@ type TracerVariableSpecs struct {
 	CfgWakeIntervalNs   *ebpf.VariableSpec `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
 	LastWake            *ebpf.VariableSpec `ebpf:"last_wake"`
+	ReaderParked        *ebpf.VariableSpec `ebpf:"reader_parked"`
 	UnusedThrottleEvent *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 }
 
@@ -560,6 +562,7 @@ type TracerVariables struct {
 	CfgWakeIntervalNs   *ebpf.Variable `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`
 	LastWake            *ebpf.Variable `ebpf:"last_wake"`
+	ReaderParked        *ebpf.Variable `ebpf:"reader_parked"`
 	UnusedThrottleEvent *ebpf.Variable `ebpf:"unused_throttle_event"`
 }
 

@@ -56,6 +56,17 @@ type KernelCounter interface {
 	Counts() (*Counts, error)
 }
 
+// Batcher is a backend whose Run delivers events in batches (the eBPF
+// backend: what its reader found at one wake-up, at most half of
+// Config.MaxDelay apart) and says when each ends, so that the Pipeline
+// passes a batch on to its sinks then, not on a timer of its own: a steady
+// stream then wakes the tracer once per batch, not twice.
+type Batcher interface {
+	// OnBatchEnd sets f, which Run calls on its goroutine after the last
+	// event of each batch. Call it before Run.
+	OnBatchEnd(f func())
+}
+
 // LoginUIDScoper is a backend that follows one process tree by the audit
 // login uid its processes inherit (Config.ScopeAUID) rather than by pid
 // (Config.PID): trace gives the command a login uid of its own before it

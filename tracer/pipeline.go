@@ -80,6 +80,10 @@ func (p *Pipeline) write(e *Event) {
 // kick, so that a quiet node wakes no one. Call it before the first Emit.
 func (p *Pipeline) KickWithin(d time.Duration) { p.kickAfter = d }
 
+// Kick passes every written event on to its sink's reader now, without
+// waiting: a Batcher's batch end.
+func (p *Pipeline) Kick() { p.kick() }
+
 func (p *Pipeline) kickNow() {
 	// Disarmed first: an event written during the kick arms the next one.
 	p.kickArmed.Store(false)

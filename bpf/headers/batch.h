@@ -73,8 +73,12 @@ static __always_inline void batch_flush(struct batch *b, __u64 now)
 	__u32 len = b->len;
 	if (len > BATCH_BYTES)
 		len = BATCH_BYTES;
-	if (len && bpf_ringbuf_output(&events, b->buf, len, wake_flags(now)))
-		lost_add(LOST_OUTPUT, b->events);
+	if (len) {
+		if (bpf_ringbuf_output(&events, b->buf, len, wake_flags(now)))
+			lost_add(LOST_OUTPUT, b->events);
+		else
+			wake_parked();
+	}
 	b->len = 0;
 	b->events = 0;
 	b->last.valid = 0;

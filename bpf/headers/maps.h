@@ -38,6 +38,9 @@ struct {
 /* When the reader was last woken (ktime): see wake_flags. */
 __u64 last_wake = 0;
 __u64 last_fill_check = 0;
+/* Set by the reader before it sleeps without a deadline on an empty ring,
+ * so that an idle node wakes it for nothing: see wake_parked. */
+__u32 reader_parked = 0;
 
 static __always_inline void lost_inc(__u32 idx)
 {
@@ -106,6 +109,22 @@ static __always_inline __u64 wake_flags(__u64 now)
 		}
 	}
 	return BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * After a record's commit: the first record after the reader parked wakes
+ * it, with an empty record it skips. The commit is a full barrier, and the
+ * reader sets reader_parked before it looks at the ring one last time:
+ * either it sees this record there, or this sees its flag.
+ */
+static __always_inline void wake_parked(void)
+{
+	if (!*(volatile __u32 *)&reader_parked)
+		return;
+	reader_parked = 0;
+	void *r = bpf_ringbuf_reserve(&events, 8, 0);
+	if (r)
+		bpf_ringbuf_discard(r, BPF_RB_FORCE_WAKEUP);
 }
 
 /* The time read at the first event of the current jiffy on this CPU. */

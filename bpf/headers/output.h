@@ -30,6 +30,7 @@ static __always_inline void ev_submit(void *ctx, struct event *ev, __u64 now)
 		return;
 	}
 	bpf_ringbuf_submit(ev, wake_flags(now));
+	wake_parked();
 }
 
 static __always_inline void output(void *ctx, void *data, __u64 size, __u64 now)
@@ -42,6 +43,8 @@ static __always_inline void output(void *ctx, void *data, __u64 size, __u64 now)
 		err = bpf_ringbuf_output(&events, data, size, wake_flags(now));
 	if (err)
 		lost_inc(LOST_OUTPUT);
+	else if (!cfg_perfbuf)
+		wake_parked();
 }
 
 /* What signal_generate says of a signal: the tail of its record. */

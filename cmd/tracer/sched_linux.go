@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -36,4 +37,16 @@ func batchScheduling() error {
 		}
 	}
 	return nil
+}
+
+// oneProc runs the eBPF watcher's Go code on one thread at a time
+// (GOMAXPROCS 1) unless GOMAXPROCS says otherwise. Its reader, output
+// queue and writer hand work to each other at every batch; with a second
+// P idle, each hand-off wakes another thread, and the runtime's monitor
+// after it: at a steady 300 execs a second that was a fifth of its CPU
+// (docs/overhead.md). The kernel batches a storm, so one thread keeps up.
+func oneProc() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }

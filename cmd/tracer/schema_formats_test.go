@@ -16,10 +16,15 @@ import (
 
 // schemaWorkload makes a known process tree: the shell (exec) forks three
 // children: /bin/true with an argument holding a space (exit 0), a shell
-// that exits 3, and a sleep it kills with SIGTERM once the sleep has
-// exec'd (read and [ are dash builtins: no other process). Then it exits 0.
+// that exits 3, and a sleep it kills with SIGTERM once the sleep sleeps
+// (read and case are dash builtins: no other process). Then it exits 0.
+//
+// Its comm is not enough: the exec sets it before it maps the program, a
+// SIGTERM then is fatal, the mapping fails, and the exec never completes
+// (no exec event, rightly). A sleep in state S has finished its exec.
 const schemaWorkload = `/bin/true "a b"; /bin/sh -c "exit 3"; /bin/sleep 30 & ` +
-	`until read c < /proc/$!/comm && [ "$c" = sleep ]; do :; done; kill -TERM $!; wait $!; exit 0`
+	`until read s < /proc/$!/stat && case "$s" in *"(sleep) S "*) true;; *) false;; esac; do :; done; ` +
+	`kill -TERM $!; wait $!; exit 0`
 
 // schemaDoc is what the test reads of one ECS or OCSF document: the
 // event's kind, its processes, and the identities that link them.

@@ -152,6 +152,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		if err := batchScheduling(); err != nil {
 			slog.Debug("staying with the default scheduling policy", "err", err)
 		}
+		oneProc()
 	}
 	if parent == nil {
 		parent = context.Background()

@@ -78,7 +78,9 @@ type Backend struct {
 	track     []probe // process-tree probes, attached when tracking is on
 	tracking  bool
 	ring      *ringbuf.Reader
-	running   bool // Run reads the ring
+	ringWait  *ringWait
+	batchEnd  func() // OnBatchEnd's
+	running   bool   // Run reads the ring
 	perf      *perf.Reader
 	bpfStats  io.Closer
 	cgroups   *cgroupNames // names the cgroup ids of records
@@ -300,6 +302,9 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		if b.transport == "ringbuf" {
 			if b.ring, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
 				return fmt.Errorf("opening the ring buffer: %w", err)
+			}
+			if b.ringWait, err = newRingWait(b.ring, coll, spec.Variables["reader_parked"]); err != nil {
+				return err
 			}
 		} else {
 			perCPU := cfg.RingBytes / runtime.NumCPU()
@@ -624,6 +629,14 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	return errors.New("ebpf backend closed")
 }
 
+// OnBatchEnd is tracer.Batcher's: f runs after each read of the ring that
+// delivered records.
+func (b *Backend) OnBatchEnd(f func()) {
+	b.mu.Lock()
+	b.batchEnd = f
+	b.mu.Unlock()
+}
+
 // setRunning marks the ring as Run's to read (see unread).
 func (b *Backend) setRunning(on bool) {
 	b.mu.Lock()
@@ -667,16 +680,22 @@ func readEvery(cfg tracer.Config) time.Duration {
 }
 
 func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tracer.Event)) error {
+	b.mu.Lock()
+	w, batchEnd := b.ringWait, b.batchEnd
+	b.mu.Unlock()
+	w.start()
 	every := readEvery(b.cfg)
 	flush := b.flushFunc()
 	sweep, final := b.sweepFuncs()
+	stopped := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(stopped)
 		// The probes stop first, so that what the CPUs batched and the
 		// ring holds is all they took: nothing is left for Close to free.
 		b.detach()
 		flush()
 		final()
-		_ = rd.Flush()
+		w.stop()
 	})
 	defer stop()
 	if sweep != nil {
@@ -685,33 +704,57 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 	d := b.newDecoder()
 	ev := new(tracer.Event)
 	var rec ringbuf.Record
-	rd.SetDeadline(time.Now().Add(every))
-	flushed := false
+	// drain reads what the ring holds now, without waiting, and ends the
+	// batch.
+	drain := func() (n int, err error) {
+		rd.SetDeadline(time.Unix(1, 0))
+		for {
+			err := rd.ReadInto(&rec)
+			if err == nil {
+				n++
+				b.deliverBatch(d, rec.RawSample, ev, emit)
+				continue
+			}
+			if n > 0 && batchEnd != nil {
+				batchEnd()
+			}
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrClosed):
+				return n, nil
+			default:
+				return n, fmt.Errorf("reading the ring buffer: %w", err)
+			}
+		}
+	}
 	var (
-		signals    uint64    // signal events read at the last deadline
-		lastSignal time.Time // when that count last moved
+		timedOut, flushed bool
+		signals           uint64    // signal events read at the last deadline
+		lastSignal        time.Time // when that count last moved
 	)
 	for {
-		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
-			b.deliverBatch(d, rec.RawSample, ev, emit)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		n, err := drain()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			<-stopped
+			_, err := drain()
+			return err
+		}
+		mayHold := timedOut && b.batchMayHold(&signals, &lastSignal, every)
+		if mayHold && !flushed {
 			// What the CPUs batched reaches the ring without a wakeup:
-			// read it now (the deadline is still past), not a tick later.
-			if !flushed && b.batchMayHold(&signals, &lastSignal, every) {
-				flush()
-				flushed = true
-				if rd.AvailableBytes() > 0 {
-					continue
-				}
-			}
-			flushed = false
-			rd.SetDeadline(time.Now().Add(every))
-		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
-			return nil
-		default:
-			return fmt.Errorf("reading the ring buffer: %w", err)
+			// read it now, not a deadline later.
+			flush()
+			flushed = true
+			continue
+		}
+		flushed = false
+		// Nothing came over a whole deadline and no CPU holds a batch:
+		// sleep until the kernel has a record.
+		park := timedOut && n == 0 && !mayHold
+		if timedOut, err = w.wait(every, park); err != nil {
+			return err
 		}
 	}
 }
@@ -1000,8 +1043,8 @@ const membarrierCmdGlobal = 1
 func (b *Backend) cleanup() error {
 	errs := []error{b.detachLocked()}
 	if b.ring != nil {
-		errs = append(errs, b.ring.Close())
-		b.ring = nil
+		errs = append(errs, b.ring.Close(), b.ringWait.close())
+		b.ring, b.ringWait = nil, nil
 	}
 	if b.perf != nil {
 		errs = append(errs, b.perf.Close())

@@ -164,7 +164,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Ancestry > 0 {
 		emit = tracer.NewAncestry(o.Ancestry).Wrap(emit)
 	}
-	if cfg.MaxDelay > 0 {
+	if bb, ok := b.(tracer.Batcher); ok && cfg.MaxDelay > 0 {
+		// Its reader waits at most half of --max-delay, and each batch
+		// it reads goes out as it ends.
+		bb.OnBatchEnd(p.Kick)
+	} else if cfg.MaxDelay > 0 {
 		// The reader waits at most half of --max-delay, the output the
 		// other half, from the first event written after a kick: no
 		// timer runs while nothing happens.
