@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
@@ -73,6 +74,27 @@ func countTree(evs []procEvent, root uint32, threads map[uint32]bool) treeCount 
 		}
 	}
 	c.Procs = tree.Len()
+	return c
+}
+
+// countAll counts the events of a mode that watched the workload's own
+// cgroup (Run.Own): every one is the workload's, but those of the marker
+// processes bench ran there.
+func countAll(evs []procEvent, markers []int) treeCount {
+	var c treeCount
+	for _, e := range evs {
+		if slices.Contains(markers, int(e.PID)) {
+			continue
+		}
+		switch e.Type {
+		case vocab.TypeExec:
+			c.Exec++
+		case vocab.TypeFork:
+			c.Fork++
+		case vocab.TypeSignal:
+			c.Signal++
+		}
+	}
 	return c
 }
 

@@ -56,6 +56,11 @@ type Run struct {
 	// LogCgroup, when set, is the cgroup a mode's log writer must run in:
 	// the simulated HDD's throttle (cgroup v2 io.max) applies there.
 	LogCgroup *Cgroup
+	// Own, when set, is the cgroup the workload runs in. Modes that watch
+	// execs alone filter on it (execsnoop -c, tracer --cgroup) and count
+	// every exec they saw: without fork events the workload's tree cannot
+	// be followed through a subshell that forks without an exec.
+	Own *Cgroup
 
 	// Set once the workload ended, before Stop.
 	RootPID int

@@ -34,8 +34,8 @@ func init() {
 			countedFrom: "their output: execs, exits (each the fork that made the process), signals other than SIGCHLD"},
 			[]string{"execsnoop", "exitsnoop", "sigsnoop"}},
 		{modeSpec{name: "execsnoop", rank: 85, execOnly: true, counterpart: "ebpf-exec", color: "#2e7d32",
-			watches:     "`execsnoop` alone, for exec-only comparisons (with `ebpf-exec`)",
-			countedFrom: "its output"},
+			watches:     "`execsnoop -c CG` alone, on the workload's cgroup, for exec-only comparisons (with `ebpf-exec`)",
+			countedFrom: "its output: every exec in the workload's cgroup"},
 			[]string{"execsnoop"}},
 	} {
 		m.inDefault, m.inQuick, m.peer = true, true, true
@@ -70,6 +70,7 @@ type libbpfMode struct {
 	dir  string
 	cpu0 float64
 	pids []int
+	own  *Cgroup // the workload's cgroup, which execsnoop alone watches
 }
 
 func (m *libbpfMode) Name() string    { return m.name }
@@ -115,8 +116,17 @@ func (m *libbpfMode) Start(ctx context.Context, run *Run) error {
 		return fmt.Errorf("making the tools' output directory: %w", err)
 	}
 	argv := []string{"-c", libbpfScript, "sh", m.dir}
+	// execsnoop alone watches the workload's cgroup (see Run.Own).
+	m.own = nil
+	if modeSpecs[m.name].execOnly && run.Own != nil {
+		m.own = run.Own
+	}
 	for i, p := range m.paths {
-		argv = append(argv, strings.Join(append([]string{p}, m.args[m.tools[i]]...), " "))
+		args := append([]string{p}, m.args[m.tools[i]]...)
+		if m.own != nil {
+			args = append(args, "-c", m.own.Path)
+		}
+		argv = append(argv, strings.Join(args, " "))
 	}
 	cmd := exec.Command("/bin/sh", argv...)
 	// Go makes / private in the new namespace, so the mount stays in it.
@@ -223,6 +233,9 @@ func (m *libbpfMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	var markers []int
 	spawn := func() error {
 		c := exec.Command("/bin/true")
+		if m.own != nil {
+			m.own.inside(c) // where the tools look
+		}
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("running the marker process: %w", err)
 		}
@@ -297,6 +310,9 @@ func (m *libbpfMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		evs = append(evs, e...)
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
+	if m.own != nil {
+		c = countAll(evs, markers)
+	}
 	obs.Seen = c.Total()
 	obs.Note = countNote(run.Workload, expectedOf(m.name, run.Workload), c)
 	if m.name == "libbpf-tools" {

@@ -27,7 +27,8 @@ type tracerMode struct {
 	events string
 	self   string
 
-	label string
+	label     string
+	ownCgroup bool // watching the workload's own cgroup (Run.Own)
 	tracerChild
 }
 
@@ -48,7 +49,7 @@ func init() {
 			watches: "the same with `--backend ebpf --probes syscalls` (syscall tracepoints that mirror the audit rules)"},
 			"ebpf", "syscalls", "exec,fork,signal"},
 		{modeSpec{name: "ebpf-exec", rank: 55, inDefault: true, inQuick: true, execOnly: true, color: "#1d4f80",
-			watches: "`tracer watch --backend ebpf --events exec`: exec events alone, the match of `execsnoop`"},
+			watches: "`tracer watch --backend ebpf --events exec --cgroup CG`: exec events alone, of the workload's cgroup (every exec there is counted: without fork events its tree cannot be followed), the match of `execsnoop -c`"},
 			"ebpf", "", "exec"},
 	} {
 		m.countedFrom = "the JSON log"
@@ -77,7 +78,12 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
 	}
-	if run.Scope != "" {
+	m.ownCgroup = modeSpecs[m.name].execOnly && run.Own != nil
+	switch {
+	case m.ownCgroup:
+		// As execsnoop -c: the workload's cgroup (see Run.Own).
+		args = append(args, "--cgroup", run.Own.rel())
+	case run.Scope != "":
 		// Scoped as a pod's or a service's watcher would be: on eBPF the
 		// kernel drops other cgroups' events, on audit tracer does.
 		args = append(args, "--cgroup", run.Scope)
@@ -141,6 +147,9 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		return obs, err
 	}
 	c := countTree(evs, uint32(run.RootPID), run.Threads)
+	if m.ownCgroup {
+		c = countAll(evs, nil)
+	}
 	obs.Seen = c.Total()
 	obs.Note = joinNote(obs.Note, countNote(run.Workload, expectedOf(m.name, run.Workload), c))
 	return obs, nil

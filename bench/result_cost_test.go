@@ -63,3 +63,24 @@ func TestSummarizeCost(t *testing.T) {
 		t.Errorf("parseBusy = %v, want 1.61", got)
 	}
 }
+
+// A short rate run (bench --quick: 30 spawns at 100 a second) spends a
+// sixth of its wall time starting and ending the loop's process: its rate
+// is judged over the paced loop, which held it, not over the process.
+func TestSummarizeCostPacedLoop(t *testing.T) {
+	w := &Workload{Count: 30, Rate: 100}
+	var r result.Row
+	SummarizeCost(&r, w, []Sample{
+		{Round: 1, Elapsed: 0.35, Paced: 0.300, TracerCPU: 0.01},
+		{Round: 2, Elapsed: 0.35, Paced: 0.301, TracerCPU: 0.01},
+	}, 61, true)
+	if r.RateHeld == nil || !*r.RateHeld || r.RateAchievedPerS != 100 || strings.Contains(r.Note, "held") {
+		t.Errorf("held %v, reached %v, note %q: want held at 100/s", r.RateHeld, r.RateAchievedPerS, r.Note)
+	}
+	// Without the loop's time, the wall time is all there is.
+	var old result.Row
+	SummarizeCost(&old, w, []Sample{{Round: 1, Elapsed: 0.35, TracerCPU: 0.01}}, 61, true)
+	if old.RateHeld == nil || *old.RateHeld {
+		t.Errorf("wall time alone: held %v, want not held (86/s)", old.RateHeld)
+	}
+}

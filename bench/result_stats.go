@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -18,6 +19,9 @@ type Sample struct {
 	// from fork to reap, and the user and system time of the workload and
 	// every descendant it waited for (wait4 rusage).
 	Elapsed, User, Sys float64
+	// Paced is how long a rate workload's paced loop took (0: not one):
+	// its rate is judged over that, without the process's start and end.
+	Paced float64
 	// TracerCPU is the watching process's user+sys from the moment it was
 	// watching until it exited (or drained); KauditdCPU the kernel audit
 	// thread's over the same span, where readable.
@@ -256,8 +260,8 @@ func SummarizeCost(r *result.Row, w *Workload, samples []Sample, events int64, w
 			v = (s.TracerCPU + s.KauditdCPU) / float64(events) * 1e6
 			all = append(all, v)
 		}
-		if w.Rate > 0 && s.Elapsed > 0 {
-			a := float64(w.Count) / s.Elapsed
+		if span := cmp.Or(s.Paced, s.Elapsed); w.Rate > 0 && span > 0 {
+			a := float64(w.Count) / span
 			achieved = append(achieved, a)
 			if a < rateHeldShare*w.Rate {
 				held = false

@@ -396,7 +396,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	defer os.RemoveAll(dir)
 	run := &Run{Workload: w, Round: round, Dir: dir}
 	if r.Cgroup != nil {
-		run.CgroupID, run.Scope = r.Cgroup.ID, r.Cgroup.Scope
+		run.CgroupID, run.Scope, run.Own = r.Cgroup.ID, r.Cgroup.Scope, r.Cgroup
 	}
 	if v.Storage != nil {
 		run.LogCgroup = v.Storage.cgroup
@@ -411,7 +411,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	s, werr := runWorkload(ctx, w, run, tids, r.Cgroup)
 	s.NodeBusy = max(nodeBusyCPU()-busy0, 0)
 	if werr == nil {
-		run.Threads, werr = readTids(tids)
+		run.Threads, s.Paced, werr = readTids(tids)
 	}
 	// Stop must run even when interrupted: it removes rules and probes.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)

@@ -102,6 +102,19 @@ func removeStaleCgroups(root string) {
 }
 
 // Close kills what is left in the cgroup and removes it.
+// rel is the cgroup's path as in /proc/PID/cgroup, for tracer --cgroup.
+func (c *Cgroup) rel() string {
+	return "/" + strings.TrimPrefix(strings.TrimPrefix(c.Path, cgroupV2Mount()), "/")
+}
+
+// inside makes cmd start in the cgroup.
+func (c *Cgroup) inside(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, c.fd
+}
+
 func (c *Cgroup) Close() error {
 	if c == nil {
 		return nil

@@ -51,7 +51,8 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 		if one, done, err = signalChild(); err != nil {
 			return err
 		}
-		if err := pace(n, rate, one); err != nil {
+		paced, err := pace(n, rate, one)
+		if err != nil {
 			_ = done()
 			return err
 		}
@@ -61,7 +62,7 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 		if tidsFile == "" {
 			return nil
 		}
-		return writeTids(tidsFile)
+		return writeTids(tidsFile, paced)
 	case "exec-storm", "exec-rate":
 		attr := &syscall.ProcAttr{Files: []uintptr{0, 1, 2}}
 		argv := []string{"true"}
@@ -85,13 +86,14 @@ func RunLoop(name string, n int64, rate float64, tidsFile string) error {
 	default:
 		return fmt.Errorf("unknown loop %q: use signal-storm, syscall-tax, exec-storm, exec-rate or signal-rate", name)
 	}
-	if err := pace(n, rate, one); err != nil {
+	paced, err := pace(n, rate, one)
+	if err != nil {
 		return err
 	}
 	if tidsFile == "" {
 		return nil
 	}
-	return writeTids(tidsFile)
+	return writeTids(tidsFile, paced)
 }
 
 // signalChild starts the process signal-rate signals: /bin/cat reading a
@@ -143,7 +145,8 @@ func signalChild() (one, done func() error, err error) {
 
 // pace calls one n times, at rate calls a second when rate > 0: a burst of
 // about a millisecond's worth, then a sleep until the schedule catches up.
-func pace(n int64, rate float64, one func() error) error {
+// It returns how long the calls took: n/rate when the rate held.
+func pace(n int64, rate float64, one func() error) (time.Duration, error) {
 	burst := int64(1)
 	if rate > 0 {
 		burst = max(1, int64(rate/1000))
@@ -153,7 +156,7 @@ func pace(n int64, rate float64, one func() error) error {
 		end := min(n, i+burst)
 		for ; i < end; i++ {
 			if err := one(); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if rate > 0 {
@@ -163,10 +166,13 @@ func pace(n int64, rate float64, one func() error) error {
 			}
 		}
 	}
-	return nil
+	return time.Since(start), nil
 }
 
-func writeTids(path string) error {
+// writeTids writes the process's thread ids, one a line, and the time the
+// paced loop took (a line "paced SECONDS"): a rate workload's rate is
+// judged over the loop, not over the process's start and end.
+func writeTids(path string, paced time.Duration) error {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("listing threads: %w", err)
@@ -182,6 +188,7 @@ func writeTids(path string) error {
 	for _, t := range tids {
 		fmt.Fprintln(&b, t)
 	}
+	fmt.Fprintf(&b, "paced %.6f\n", paced.Seconds())
 	// A hidden flag, but a path given on the command line all the same.
 	f, err := sink.CreateOutput(path)
 	if err != nil {
@@ -197,22 +204,30 @@ func writeTids(path string) error {
 	return nil
 }
 
-// readTids reads what writeTids wrote; a missing file gives none.
-func readTids(path string) (map[uint32]bool, error) {
+// readTids reads what writeTids wrote: the thread ids, and the paced
+// loop's seconds; a missing file gives none.
+func readTids(path string) (map[uint32]bool, float64, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading thread ids: %w", err)
+		return nil, 0, fmt.Errorf("reading thread ids: %w", err)
 	}
 	out := map[uint32]bool{}
-	for _, f := range strings.Fields(string(b)) {
-		t, err := strconv.ParseUint(f, 10, 32)
+	var paced float64
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if v, ok := strings.CutPrefix(l, "paced "); ok {
+			if paced, err = strconv.ParseFloat(v, 64); err != nil {
+				return nil, 0, fmt.Errorf("thread ids file %s: bad line %q", path, l)
+			}
+			continue
+		}
+		t, err := strconv.ParseUint(strings.TrimSpace(l), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("thread ids file %s: bad line %q", path, f)
+			return nil, 0, fmt.Errorf("thread ids file %s: bad line %q", path, l)
 		}
 		out[uint32(t)] = true
 	}
-	return out, nil
+	return out, paced, nil
 }

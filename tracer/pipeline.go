@@ -76,7 +76,7 @@ func (p *Pipeline) write(e *Event) {
 }
 
 // KickWithin makes every written event reach its sink's reader within d
-// (as FlushEvery(d) does) with a timer armed by the first event after a
+// with a timer armed by the first event after a
 // kick, so that a quiet node wakes no one. Call it before the first Emit.
 func (p *Pipeline) KickWithin(d time.Duration) { p.kickAfter = d }
 
@@ -124,13 +124,6 @@ func (p *Pipeline) Flush() error {
 		}
 	}
 	return first
-}
-
-// FlushEvery passes buffered events on every d until ctx is done, so that a
-// quiet stream still reaches a pipe or file promptly. It never waits for a
-// slow reader.
-func (p *Pipeline) FlushEvery(ctx context.Context, d time.Duration) {
-	Every(ctx, d, p.kick)
 }
 
 // Every calls f every d until ctx is done.

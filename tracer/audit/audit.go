@@ -81,9 +81,13 @@ type Backend struct {
 	excluded atomic.Uint32
 	// recheck asks the poller to read the exclude list now: Run saw it
 	// change (a CONFIG_CHANGE record of the exclude list).
-	recheck  chan struct{}
-	pollStop chan struct{}
-	pollDone chan struct{}
+	recheck chan struct{}
+	// readersNow tells the poller that the kernel recorded a change of
+	// the records' readers (the audit PID set, a multicast member joined):
+	// it looks now, and often for a while (see startPoller).
+	readersNow chan struct{}
+	pollStop   chan struct{}
+	pollDone   chan struct{}
 
 	r          *reassembler
 	delivered  [vocab.TypeThrottle + 1]atomic.Uint64
@@ -500,14 +504,16 @@ func (b *Backend) startPoller() {
 		return
 	}
 	b.pollStop, b.pollDone = make(chan struct{}), make(chan struct{})
-	b.recheck = make(chan struct{}, 1)
+	b.recheck, b.readersNow = make(chan struct{}, 1), make(chan struct{}, 1)
 	go func() {
 		defer close(b.pollDone)
 		defer cl.Close()
-		t := time.NewTicker(pollInterval)
+		t := time.NewTimer(pollInterval)
 		defer t.Stop()
 		var readers readerCheck
-		for tick := 1; ; tick++ {
+		// Fast at first: a reader may be starting as tracer does.
+		fastUntil, lastRules := time.Now().Add(fastPollFor), time.Now()
+		for {
 			if st, err := cl.GetStatus(); err == nil {
 				b.status.Store(st)
 				if b.lean && !b.leanForced {
@@ -517,16 +523,28 @@ func (b *Backend) startPoller() {
 				}
 			}
 			// The rules are read when Run sees them change, and every
-			// rulesPollTicks in case that record was lost: listing rules
+			// rulesPollEvery in case that record was lost: listing rules
 			// costs the kernel a thread each time.
-			if tick%rulesPollTicks == 0 {
+			if time.Since(lastRules) >= rulesPollEvery {
 				b.checkRules(cl)
+				lastRules = time.Now()
 			}
+			// Lean records need a new reader found fast; the kernel
+			// records its arrival, so the poll is fast only after such a
+			// record, and once a second otherwise (for the backlog and
+			// lost counters, and in case that record was lost).
+			wait := slowPollInterval
+			if b.lean && !b.leanForced && time.Now().Before(fastUntil) {
+				wait = pollInterval
+			}
+			t.Reset(wait)
 			select {
 			case <-b.pollStop:
 				return
 			case <-b.recheck:
 				b.checkRules(cl)
+			case <-b.readersNow:
+				fastUntil = time.Now().Add(fastPollFor)
 			case <-t.C:
 			}
 		}
@@ -587,8 +605,8 @@ func otherReader(st *libaudit.AuditStatus) string {
 	return otherReaderOf(st, auditstate.MulticastPorts())
 }
 
-// readerCheck is otherReader for the poller, which asks ten times a
-// second: while the audit PID holder and the multicast group's ports stay
+// readerCheck is otherReader for the poller, which asks up to ten times
+// a second: while the audit PID holder and the multicast group's ports stay
 // those last found to be tracers only, the answer stands without reading
 // every tracer's state file again (at a steady exec rate that reading was
 // a tenth of the backend's CPU).
@@ -625,10 +643,16 @@ func otherReaderOf(st *libaudit.AuditStatus, ports []uint32) string {
 
 const (
 	// pollInterval bounds how long lean records outlive the arrival of
-	// another reader of the records.
+	// another reader of the records, from the kernel's record of it.
 	pollInterval = 100 * time.Millisecond
-	// rulesPollTicks: the rules are read every 2 s besides.
-	rulesPollTicks = 20
+	// fastPollFor is how long the poll stays at pollInterval after such a
+	// record (the record may come before the reader's membership shows
+	// in /proc/net/netlink).
+	fastPollFor = 2 * time.Second
+	// slowPollInterval is the poll otherwise.
+	slowPollInterval = time.Second
+	// rulesPollEvery: the rules are read this often besides.
+	rulesPollEvery = 2 * time.Second
 )
 
 // Run reads and reassembles records until ctx is done. Then it removes the
@@ -646,6 +670,7 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	draining := false
 	fences := 0 // rule removals still to be read back
 	var quiet time.Duration
+	var idle idleReader
 	var drainStart time.Time
 	// AUDIT_MESSAGE_TEXT_MAX is 8560 bytes; 9000 fits any record with its header.
 	bt := auditstate.NewBatch(64, 9000)
@@ -688,6 +713,12 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 				case b.recheck <- struct{}{}:
 				default:
 				}
+			case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
+				// A reader joined the multicast group, or took the PID.
+				select {
+				case b.readersNow <- struct{}{}:
+				default:
+				}
 			default:
 				b.r.feed(typ, data, count)
 			}
@@ -713,6 +744,9 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 		}
 		if !draining && ctx.Err() != nil {
 			draining, drainStart = true, time.Now()
+			if err := idle.wake(b.recv); err != nil {
+				return err
+			}
 			fences = b.ruleCount()
 			if err := b.removeRules(); err != nil {
 				return err
@@ -723,6 +757,13 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			switch {
 			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK):
 				sweep()
+				if !draining {
+					// Nothing pending and no rate limit to sweep: wait
+					// longer between looks at ctx.
+					if err := idle.quiet(b.recv, len(b.r.pending) == 0 && b.r.limit == nil); err != nil {
+						return err
+					}
+				}
 				if draining {
 					// The fences normally end the drain; this bounds it if a
 					// removal record was lost, or an event never completes.
@@ -739,6 +780,9 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			}
 		}
 		quiet = 0
+		if err := idle.wake(b.recv); err != nil {
+			return err
+		}
 		feed(n)
 		sweep()
 		if !draining && n < bt.Len() {
@@ -775,11 +819,40 @@ const (
 	gatherRecords    = 20 * time.Millisecond
 	minGatherRecords = time.Millisecond
 	recvTimeout      = 100 * time.Millisecond
-	drainTimeout     = 5 * time.Second
+	// recvIdleTimeout is recvTimeout while idle (idleReader): how long a
+	// stop may wait to be noticed then.
+	recvIdleTimeout = 500 * time.Millisecond
+	drainTimeout    = 5 * time.Second
 	// sweepInterval: an event whole but without its EOE ends after one
 	// to two of these (reassembler.sweep).
 	sweepInterval = time.Second
 )
+
+// idleReader lengthens the record socket's receive timeout once the
+// reader has found nothing for a second with nothing pending: an idle
+// watcher then wakes twice a second, not ten times. The first record, and
+// the drain, set it back.
+type idleReader struct {
+	empty int  // receive timeouts in a row
+	slow  bool // the timeout is recvIdleTimeout
+}
+
+func (r *idleReader) quiet(c *auditstate.Conn, calm bool) error {
+	if r.empty++; r.slow || !calm || r.empty < int(time.Second/recvTimeout) {
+		return nil
+	}
+	r.slow = true
+	return c.SetRecvTimeout(recvIdleTimeout)
+}
+
+func (r *idleReader) wake(c *auditstate.Conn) error {
+	r.empty = 0
+	if !r.slow {
+		return nil
+	}
+	r.slow = false
+	return c.SetRecvTimeout(recvTimeout)
+}
 
 func (b *Backend) endDrain(emit func(*tracer.Event)) error {
 	b.r.flush(emit)

@@ -22,6 +22,8 @@ const (
 	typeObjPID       = 1318
 	typeEOE          = 1320
 	typeProctitle    = 1327
+	// typeEventListener: a program joined or left the multicast group.
+	typeEventListener = 1335
 )
 
 var errHeader = errors.New("malformed audit record header")

@@ -174,7 +174,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// timer runs while nothing happens.
 		p.KickWithin(cfg.MaxDelay / 2)
 	} else {
-		go p.FlushEvery(ctx, flushEvery)
+		// The same with the output's own bound (audit, --max-delay 0).
+		p.KickWithin(flushEvery)
 	}
 	runErr := b.Run(ctx, emit)
 	closeErr := b.Close()
