@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 )
 
