@@ -718,13 +718,18 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 			if n > 0 && batchEnd != nil {
 				batchEnd()
 			}
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrClosed):
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return n, nil
-			default:
-				return n, fmt.Errorf("reading the ring buffer: %w", err)
 			}
+			return n, err
 		}
+	}
+	// done ends the run: a closed ring is the end too.
+	done := func(err error) error {
+		if err == nil || errors.Is(err, ringbuf.ErrClosed) {
+			return nil
+		}
+		return fmt.Errorf("reading the ring buffer: %w", err)
 	}
 	var (
 		timedOut, flushed bool
@@ -734,12 +739,12 @@ func (b *Backend) runRing(ctx context.Context, rd *ringbuf.Reader, emit func(*tr
 	for {
 		n, err := drain()
 		if err != nil {
-			return err
+			return done(err)
 		}
 		if ctx.Err() != nil {
 			<-stopped
 			_, err := drain()
-			return err
+			return done(err)
 		}
 		mayHold := timedOut && b.batchMayHold(&signals, &lastSignal, every)
 		if mayHold && !flushed {
