@@ -151,6 +151,7 @@ const (
 	BatchVarCfgWakeIntervalNs   = "cfg_wake_interval_ns"
 	BatchVarLastFillCheck       = "last_fill_check"
 	BatchVarLastWake            = "last_wake"
+	BatchVarReaderParked        = "reader_parked"
 	BatchVarUnusedThrottleEvent = "unused_throttle_event"
 )
 
@@ -244,6 +245,7 @@ type BatchVariableSpecs struct {
 	CfgWakeIntervalNs   *ebpf.VariableSpec `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.VariableSpec `ebpf:"last_fill_check"`
 	LastWake            *ebpf.VariableSpec `ebpf:"last_wake"`
+	ReaderParked        *ebpf.VariableSpec `ebpf:"reader_parked"`
 	UnusedThrottleEvent *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 }
 
@@ -322,6 +324,7 @@ type BatchVariables struct {
 	CfgWakeIntervalNs   *ebpf.Variable `ebpf:"cfg_wake_interval_ns"`
 	LastFillCheck       *ebpf.Variable `ebpf:"last_fill_check"`
 	LastWake            *ebpf.Variable `ebpf:"last_wake"`
+	ReaderParked        *ebpf.Variable `ebpf:"reader_parked"`
 	UnusedThrottleEvent *ebpf.Variable `ebpf:"unused_throttle_event"`
 }
 
