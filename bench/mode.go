@@ -47,19 +47,15 @@ type Run struct {
 	// Dir is a fresh directory on the run's storage, for the mode's event
 	// log; it is removed after Stop.
 	Dir string
-	// CgroupID is the cgroup v2 id of the cgroup the workload runs in (0
-	// when none): bpftrace filters on it.
-	CgroupID uint64
-	// Scope, when set, is the cgroup (bench's --cgroup) the tracer modes
-	// watch, with everything below it; the workload runs below it.
-	Scope string
 	// LogCgroup, when set, is the cgroup a mode's log writer must run in:
 	// the simulated HDD's throttle (cgroup v2 io.max) applies there.
 	LogCgroup *Cgroup
-	// Own, when set, is the cgroup the workload runs in. Modes that watch
-	// execs alone filter on it (execsnoop -c, tracer --cgroup) and count
-	// every exec they saw: without fork events the workload's tree cannot
-	// be followed through a subshell that forks without an exec.
+	// Own, when set, is the cgroup the workload runs in. bpftrace filters
+	// on its id; its Scope (bench's --cgroup), when set, is what the
+	// tracer modes watch, with everything below it. Modes that watch
+	// execs alone filter on Own itself (execsnoop -c, tracer --cgroup) and
+	// count every exec they saw: without fork events the workload's tree
+	// cannot be followed through a subshell that forks without an exec.
 	Own *Cgroup
 
 	// Set once the workload ended, before Stop.

@@ -113,14 +113,14 @@ func (m *bpftraceMode) Setup(context.Context) error {
 }
 
 func (m *bpftraceMode) Start(ctx context.Context, run *Run) error {
-	if run.CgroupID == 0 {
+	if run.Own == nil {
 		return fmt.Errorf("no workload cgroup to filter on")
 	}
 	prog := filepath.Join(run.Dir, "count.bt")
 	if err := os.WriteFile(prog, []byte(bpftraceProgram), 0o644); err != nil {
 		return fmt.Errorf("writing bpftrace program: %w", err)
 	}
-	args := []string{"-B", "line", prog, strconv.FormatUint(run.CgroupID, 10)}
+	args := []string{"-B", "line", prog, strconv.FormatUint(run.Own.ID, 10)}
 	// bpftrace needs tracefs. It runs in a mount namespace of its own and
 	// mounts tracefs there when the node has not: nothing changes on the
 	// node, nothing is left mounted whatever happens to bench, and nobody

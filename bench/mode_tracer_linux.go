@@ -83,10 +83,10 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	case m.ownCgroup:
 		// As execsnoop -c: the workload's cgroup (see Run.Own).
 		args = append(args, "--cgroup", run.Own.rel())
-	case run.Scope != "":
+	case run.Own != nil && run.Own.Scope != "":
 		// Scoped as a pod's or a service's watcher would be: on eBPF the
 		// kernel drops other cgroups' events, on audit tracer does.
-		args = append(args, "--cgroup", run.Scope)
+		args = append(args, "--cgroup", run.Own.Scope)
 	}
 	m.label = ""
 	if m.backend == "audit" {

@@ -394,10 +394,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	// The logs go as soon as they are counted: deleted files leave no dirty
 	// pages for the next run to wait on.
 	defer os.RemoveAll(dir)
-	run := &Run{Workload: w, Round: round, Dir: dir}
-	if r.Cgroup != nil {
-		run.CgroupID, run.Scope, run.Own = r.Cgroup.ID, r.Cgroup.Scope, r.Cgroup
-	}
+	run := &Run{Workload: w, Round: round, Dir: dir, Own: r.Cgroup}
 	if v.Storage != nil {
 		run.LogCgroup = v.Storage.cgroup
 	}
