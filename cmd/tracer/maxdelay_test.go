@@ -20,9 +20,7 @@ import (
 // from, which --comm selects in the kernel.
 func buildPacer(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "mdpace.c")
-	if err := os.WriteFile(src, []byte(`#include <stdlib.h>
+	return tracertest.CompileC(t, t.TempDir(), "mdpace", []byte(`#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -41,14 +39,7 @@ int main(int argc, char **argv) {
 	}
 	return 0;
 }
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "mdpace")
-	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	return bin
+`))
 }
 
 // processCPU is the CPU time a process's threads have run (schedstat, in

@@ -142,13 +142,11 @@ func (w *watcher) summary(t *testing.T) (seen, lost int, stages string) {
 // process can make.
 func buildStorm(t *testing.T, ignored bool) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "storm.c")
 	disposition := "h"
 	if ignored {
 		disposition = "SIG_IGN"
 	}
-	if err := os.WriteFile(src, []byte(`#include <signal.h>
+	return tracertest.CompileC(t, t.TempDir(), "storm", []byte(`#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 static void h(int s) { (void)s; }
@@ -159,14 +157,7 @@ int main(int argc, char **argv) {
 	for (long i = 0; i < n; i++) kill(self, SIGUSR1);
 	return 0;
 }
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "storm")
-	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	return bin
+`))
 }
 
 func timeRun(t *testing.T, bin string, args ...string) time.Duration {

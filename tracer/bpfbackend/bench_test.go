@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -29,14 +28,11 @@ import (
 // buildLoop compiles testdata/loop.c.
 func buildLoop(b testing.TB) string {
 	b.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(b.TempDir(), "loop")
-	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "testdata", "loop.c"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("building loop.c: %v", err)
+	src, err := os.ReadFile(filepath.Join("testdata", "loop.c"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	return out
+	return tracertest.CompileC(b, b.TempDir(), "loop", src)
 }
 
 // timed runs the loop and returns its elapsed and CPU time.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,14 +66,7 @@ var hostileArgs = []string{"a\nFAKE\x1b]0;title\x07", "\xff\xfe\r\t", "\xc2\x85\
 func TestHostileStringsOutput(t *testing.T) {
 	tracertest.LockAudit(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hostile")
-	src := bin + ".c"
-	if err := os.WriteFile(src, []byte(hostileC), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("building the workload with cc: %v\n%s", err, out)
-	}
+	bin := tracertest.CompileC(t, dir, "hostile", []byte(hostileC))
 	trueBin, err := os.ReadFile("/bin/true")
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,14 +20,7 @@ import (
 // BuildDeaths compiles deaths.c, the processes that die in known ways.
 func BuildDeaths(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "deaths")
-	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "deaths.c"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building deaths.c with cc: %v", err)
-	}
-	return out
+	return compileOwn(t, t.TempDir(), "deaths")
 }
 
 // DeathProc is one process deaths made, as it reported itself.

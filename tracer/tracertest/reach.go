@@ -4,9 +4,6 @@ package tracertest
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,15 +14,7 @@ import (
 // environment), into a directory every user can run it from.
 func BuildReach(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := sharedDir(t, 0o755)
-	out := filepath.Join(dir, "reach")
-	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", filepath.Join(filepath.Dir(file), "reach.c"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building reach.c with cc: %v", err)
-	}
-	return out
+	return compileOwn(t, sharedDir(t, 0o755), "reach")
 }
 
 // Reach is what reach reported.

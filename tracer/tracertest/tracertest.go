@@ -6,6 +6,7 @@
 package tracertest
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,13 +53,29 @@ func LockAudit(t testing.TB) {
 // temporary directory and returns the binary's path.
 func BuildWorkload(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "workload.c")
-	out := filepath.Join(t.TempDir(), "workload")
-	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", src)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building workload.c with cc: %v", err)
+	return compileOwn(t, t.TempDir(), "workload")
+}
+
+// CompileC compiles the C program src with the system C compiler (cc)
+// into dir/name and returns the binary's path: the tests' workloads in C.
+func CompileC(t testing.TB, dir, name string, src []byte) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", "-")
+	cmd.Stdin = bytes.NewReader(src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s with cc: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// compileOwn compiles this package's NAME.c into dir/NAME.
+func compileOwn(t testing.TB, dir, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), name+".c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CompileC(t, dir, name, src)
 }
