@@ -8,14 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -29,23 +26,6 @@ type buildRun struct {
 	cpu     float64 // the watcher's CPU seconds over the build (/proc/PID/stat)
 	idle    float64 // its CPU seconds per second before the build, idle
 	wall    float64 // the build's seconds
-}
-
-// procCPU is a process's user plus system CPU seconds so far, from
-// /proc/PID/stat (pid 0: none, 0).
-func procCPU(tb testing.TB, pid int) float64 {
-	tb.Helper()
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / host.ClockTicks
 }
 
 // coldBuildModule writes a small Go module whose cold build compiles the

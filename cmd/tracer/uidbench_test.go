@@ -63,7 +63,7 @@ func BenchmarkSelectionFilter(b *testing.B) {
 func watchRound(b *testing.B, name, dir, out string, args []string, kthread int, wl string, wlArgs ...string) (cpu, kcpu float64) {
 	b.Helper()
 	w := startBenchWatcher(b, args...)
-	k0, c0 := procCPU(b, kthread), procCPU(b, w.Process.Pid)
+	k0, c0 := processCPU(b, kthread).Seconds(), processCPU(b, w.Process.Pid).Seconds()
 	cmd := exec.Command(wl, wlArgs...)
 	cg, err := os.Open(dir)
 	if err != nil {
@@ -75,7 +75,7 @@ func watchRound(b *testing.B, name, dir, out string, args []string, kthread int,
 		b.Fatalf("workload: %v %s", err, o)
 	}
 	quiet(b, out)
-	c1, k1 := procCPU(b, w.Process.Pid), procCPU(b, kthread)
+	c1, k1 := processCPU(b, w.Process.Pid).Seconds(), processCPU(b, kthread).Seconds()
 	_ = w.Process.Signal(syscall.SIGTERM)
 	if err := w.Wait(); err != nil {
 		b.Fatalf("%s: tracer watch: %v", name, err)
