@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,27 +26,15 @@ import (
 // and returns every event delivered and what deaths printed.
 func runDeaths(t *testing.T, b *Backend, cfg tracer.Config, bin string, args ...string) ([]tracer.Event, tracertest.DeathsOutput) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `read _ && exec "$0" "$@"`, bin}, args...)...)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Dir = &out, os.Stderr, t.TempDir() // the core file lands in the temp dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	h := startHeldIn(t, &out, t.TempDir(), bin, args...) // the core file lands in the temp dir
 	if cfg.PID == 0 && cfg.Cgroup == "" {
-		cfg.PID = uint32(cmd.Process.Pid)
+		cfg.PID = h.pid()
 	}
 	var all []tracer.Event
 	stop := startRun(t, b, cfg, func(e *tracer.Event) { all = append(all, *e) })
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("deaths %v: %v", args, err)
+	if status := h.run(t); status != 0 {
+		t.Fatalf("deaths %v: exit status %d", args, status)
 	}
 	time.Sleep(50 * time.Millisecond) // the reparented grandchild's exit
 	stop()

@@ -48,8 +48,14 @@ type held struct {
 
 func startHeld(t *testing.T, bin string, args ...string) *held {
 	t.Helper()
+	return startHeldIn(t, os.Stderr, "", bin, args...)
+}
+
+// startHeldIn is startHeld with the command's output and directory.
+func startHeldIn(t *testing.T, stdout io.Writer, dir, bin string, args ...string) *held {
+	t.Helper()
 	cmd := exec.Command("/bin/sh", append([]string{"-c", `read _ && exec "$0" "$@"`, bin}, args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr, cmd.Dir = stdout, os.Stderr, dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
