@@ -129,17 +129,7 @@ func TestWatchRateLimit(t *testing.T) {
 			if len(throttles) == 0 {
 				t.Error("no throttle event for the flood")
 			}
-			for _, th := range throttles {
-				n := 0
-				for _, tm := range times {
-					if !tm.Before(th.Throttle.Start) && tm.Before(th.Throttle.End) {
-						n++
-					}
-				}
-				if n > limit {
-					t.Errorf("window %v-%v delivered %d of the flood's events, over the limit %d", th.Throttle.Start, th.Throttle.End, n, limit)
-				}
-			}
+			tracertest.CheckThrottleWindows(t, throttles, times, limit)
 			if want := 1 + calmKills + 5; calmEvents != want {
 				t.Errorf("the calm cgroup's events: %d delivered (by pid %v), want %d", calmEvents, calmPIDs, want)
 			}

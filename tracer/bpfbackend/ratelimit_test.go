@@ -108,16 +108,5 @@ func testRateLimit(t *testing.T, probes string) {
 	if len(throttles) == 0 || sweptBeforeEnd != len(throttles) {
 		t.Errorf("%d throttle events, %d of them said within 1.5 s of the storm's end: want all", len(throttles), sweptBeforeEnd)
 	}
-	// Each throttled window passed the limit exactly, none more.
-	for _, th := range throttles {
-		n := 0
-		for _, tm := range times {
-			if !tm.Before(th.Throttle.Start) && tm.Before(th.Throttle.End) {
-				n++
-			}
-		}
-		if n > limit {
-			t.Errorf("window %v-%v delivered %d events, over the limit %d", th.Throttle.Start, th.Throttle.End, n, limit)
-		}
-	}
+	tracertest.CheckThrottleWindows(t, throttles, times, limit)
 }

@@ -145,3 +145,21 @@ func Key(e tracer.Event) string {
 	}
 	return e.Type.String()
 }
+
+// CheckThrottleWindows fails t for each throttle event whose window let
+// through more than limit of the events delivered at times: a rate limit
+// passes the limit per window exactly, none more.
+func CheckThrottleWindows(t testing.TB, throttles []tracer.Event, times []time.Time, limit int) {
+	t.Helper()
+	for _, th := range throttles {
+		n := 0
+		for _, tm := range times {
+			if !tm.Before(th.Throttle.Start) && tm.Before(th.Throttle.End) {
+				n++
+			}
+		}
+		if n > limit {
+			t.Errorf("window %v-%v delivered %d events, over the limit %d", th.Throttle.Start, th.Throttle.End, n, limit)
+		}
+	}
+}
