@@ -64,6 +64,15 @@ type Run struct {
 	Threads map[uint32]bool
 }
 
+// ownFor is the cgroup the mode named watches on its own (Run.Own): the
+// workload's, for a mode that watches execs alone; nil otherwise.
+func (r *Run) ownFor(mode string) *Cgroup {
+	if modeSpecs[mode].execOnly {
+		return r.Own
+	}
+	return nil
+}
+
 // Observation is what a mode saw of one run.
 type Observation struct {
 	// Seen counts the events of the workload's process tree; -1 when the

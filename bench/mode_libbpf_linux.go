@@ -116,11 +116,7 @@ func (m *libbpfMode) Start(ctx context.Context, run *Run) error {
 		return fmt.Errorf("making the tools' output directory: %w", err)
 	}
 	argv := []string{"-c", libbpfScript, "sh", m.dir}
-	// execsnoop alone watches the workload's cgroup (see Run.Own).
-	m.own = nil
-	if modeSpecs[m.name].execOnly && run.Own != nil {
-		m.own = run.Own
-	}
+	m.own = run.ownFor(m.name)
 	for i, p := range m.paths {
 		args := append([]string{p}, m.args[m.tools[i]]...)
 		if m.own != nil {
@@ -233,9 +229,7 @@ func (m *libbpfMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	var markers []int
 	spawn := func() error {
 		c := exec.Command("/bin/true")
-		if m.own != nil {
-			m.own.inside(c) // where the tools look
-		}
+		inCgroup(c, m.own) // where the tools look
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("running the marker process: %w", err)
 		}
@@ -309,9 +303,11 @@ func (m *libbpfMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		}
 		evs = append(evs, e...)
 	}
-	c := countTree(evs, uint32(run.RootPID), run.Threads)
+	var c treeCount
 	if m.own != nil {
 		c = countAll(evs, markers)
+	} else {
+		c = countTree(evs, uint32(run.RootPID), run.Threads)
 	}
 	obs.Seen = c.Total()
 	obs.Note = countNote(run.Workload, expectedOf(m.name, run.Workload), c)

@@ -27,8 +27,8 @@ type tracerMode struct {
 	events string
 	self   string
 
-	label     string
-	ownCgroup bool // watching the workload's own cgroup (Run.Own)
+	label string
+	own   *Cgroup // the workload's own cgroup, which an exec-only mode watches (Run.Own)
 	tracerChild
 }
 
@@ -78,11 +78,11 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
 	}
-	m.ownCgroup = modeSpecs[m.name].execOnly && run.Own != nil
+	m.own = run.ownFor(m.name)
 	switch {
-	case m.ownCgroup:
+	case m.own != nil:
 		// As execsnoop -c: the workload's cgroup (see Run.Own).
-		args = append(args, "--cgroup", run.Own.rel())
+		args = append(args, "--cgroup", m.own.rel())
 	case run.Own != nil && run.Own.Scope != "":
 		// Scoped as a pod's or a service's watcher would be: on eBPF the
 		// kernel drops other cgroups' events, on audit tracer does.
@@ -146,9 +146,11 @@ func (m *tracerMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	if err != nil {
 		return obs, err
 	}
-	c := countTree(evs, uint32(run.RootPID), run.Threads)
-	if m.ownCgroup {
+	var c treeCount
+	if m.own != nil {
 		c = countAll(evs, nil)
+	} else {
+		c = countTree(evs, uint32(run.RootPID), run.Threads)
 	}
 	obs.Seen = c.Total()
 	obs.Note = joinNote(obs.Note, countNote(run.Workload, expectedOf(m.name, run.Workload), c))

@@ -101,20 +101,12 @@ func removeStaleCgroups(root string) {
 	}
 }
 
-// Close kills what is left in the cgroup and removes it.
 // rel is the cgroup's path as in /proc/PID/cgroup, for tracer --cgroup.
 func (c *Cgroup) rel() string {
 	return "/" + strings.TrimPrefix(strings.TrimPrefix(c.Path, cgroupV2Mount()), "/")
 }
 
-// inside makes cmd start in the cgroup.
-func (c *Cgroup) inside(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, c.fd
-}
-
+// Close kills what is left in the cgroup and removes it.
 func (c *Cgroup) Close() error {
 	if c == nil {
 		return nil
@@ -178,10 +170,7 @@ func runWorkload(ctx context.Context, w *Workload, run *Run, tidsFile string, cg
 	if err := tracer.CloseOnExecFrom(3); err != nil {
 		return Sample{}, err
 	}
-	if cg != nil {
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = cg.fd
-	}
+	inCgroup(cmd, cg)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Sample{}, fmt.Errorf("starting workload %s: %w", w.Name, err)

@@ -75,9 +75,9 @@ func (p *Pipeline) write(e *Event) {
 	}
 }
 
-// KickWithin makes every written event reach its sink's reader within d
-// with a timer armed by the first event after a
-// kick, so that a quiet node wakes no one. Call it before the first Emit.
+// KickWithin makes every written event reach its sink's reader within d,
+// with a timer armed by the first event after a kick, so that a quiet node
+// wakes no one. Call it before the first Emit.
 func (p *Pipeline) KickWithin(d time.Duration) { p.kickAfter = d }
 
 // Kick passes every written event on to its sink's reader now, without
