@@ -57,6 +57,22 @@ type RunInfo struct {
 	// pairs and colours modes it does not know by name. Absent in files of
 	// earlier tracers.
 	Modes []Mode `json:"modes,omitempty"`
+	// DurationS is the bench's wall time, from its start to its last run;
+	// BudgetS the time it was given for rounds past the first two (0: no
+	// budget, a fixed number of rounds). Both absent in earlier files.
+	DurationS float64 `json:"duration_s,omitempty"`
+	BudgetS   float64 `json:"budget_s,omitempty"`
+	// Storages are where the event logs went, as the run described them.
+	Storages []StorageInfo `json:"storages,omitempty"`
+}
+
+// StorageInfo is one storage a bench wrote its event logs to.
+type StorageInfo struct {
+	Label string `json:"label"` // ssd, hdd, hdd-simulated or a --log-dir
+	// Desc is the device and how it behaves: "/var/tmp/... on vda (virtual
+	// disk), 4 KiB O_DSYNC write 0.29 ms", or for the simulated HDD the
+	// loop device, its throttle and the disk it lives on.
+	Desc string `json:"desc"`
 }
 
 // Mode is what the bench that wrote a file said of one of its modes.
@@ -105,7 +121,10 @@ type Row struct {
 	EventsSeen     int64   `json:"events_seen"`             // -1: not watched (mode none) or not countable
 	EventsLost     int64   `json:"events_lost"`
 	Skipped        string  `json:"skipped,omitempty"` // why the mode did not run (tool not installed, ...)
-	Note           string  `json:"note,omitempty"`
+	// Retried is how many of its rounds failed and were run again (a peer
+	// that missed its marker record, say); their causes are in Note.
+	Retried int    `json:"retried,omitempty"`
+	Note    string `json:"note,omitempty"`
 
 	// Schema 2.
 
