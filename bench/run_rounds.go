@@ -91,9 +91,19 @@ func (f *Failures) Error() string {
 type variantState struct {
 	v       Variant
 	ready   bool  // Setup succeeded
-	err     error // why it stopped: *SkipError at Setup, or a failure
+	err     error // why it could not run at all: *SkipError at Setup, or a failure
 	samples map[*Workload][]Sample
+	// failed holds, per workload, why the mode stopped there after its
+	// retries: the next workload tries it again.
+	failed map[*Workload]error
+	// retried lists, per workload, the failed attempts that were run again.
+	retried map[*Workload][]string
 }
+
+// Retries is how often a failed run is run again before the mode is given
+// up on for that workload: a peer's round can fail for a reason of the
+// moment (auditd slow to start, a marker record the kernel dropped).
+const Retries = 2
 
 // Run runs the bench and returns one result per workload and variant. The
 // error is a *Failures for modes that could not complete (skipped modes are
@@ -105,7 +115,8 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 	}
 	states := make([]*variantState, len(r.Variants))
 	for i, v := range r.Variants {
-		states[i] = &variantState{v: v, samples: map[*Workload][]Sample{}}
+		states[i] = &variantState{v: v, samples: map[*Workload][]Sample{},
+			failed: map[*Workload]error{}, retried: map[*Workload][]string{}}
 	}
 	defer func() {
 		for i := len(states) - 1; i >= 0; i-- {
@@ -169,7 +180,7 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 	}()
 	serverErr := map[*Workload]error{}
 loop:
-	for wi, w := range r.Workloads {
+	for _, w := range r.Workloads {
 		if ctx.Err() != nil {
 			break
 		}
@@ -198,7 +209,7 @@ loop:
 			}
 			for k := range states {
 				st := states[(k+round-1)%len(states)]
-				if !st.ready || st.err != nil {
+				if !st.ready || st.err != nil || st.failed[w] != nil {
 					continue
 				}
 				if settled[st] {
@@ -208,19 +219,34 @@ loop:
 				if ctx.Err() != nil {
 					break loop
 				}
-				s, err := r.runOnce(ctx, w, round, st.v)
-				done++
-				if err != nil && ctx.Err() == nil {
-					// A mode that failed once would fail again: drop it.
-					st.err = fmt.Errorf("%s round %d: %w", w.Name, round, err)
-					addFailure(st, st.err)
-					total -= (r.Rounds - round) + (len(r.Workloads)-wi-1)*r.Rounds
-				} else if err == nil {
-					st.samples[w] = append(st.samples[w], s)
-				}
-				if r.Progress != nil {
-					r.Progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
+				for attempt := 0; ; attempt++ {
+					s, err := r.runOnce(ctx, w, round, st.v)
+					if err == nil || ctx.Err() != nil {
+						done++
+						if err == nil {
+							st.samples[w] = append(st.samples[w], s)
+						}
+						r.progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
+							Round: round, Sample: s, Err: err})
+						break
+					}
+					var werr *workloadError
+					if attempt < Retries && !errors.As(err, &werr) {
+						// Run it again: one failed round says little, and
+						// a mode dropped for it would vanish from the run.
+						st.retried[w] = append(st.retried[w], fmt.Sprintf("round %d failed and was run again: %v", round, err))
+						r.progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
+							Round: round, Sample: s, Err: fmt.Errorf("%w (running it again)", err)})
+						continue
+					}
+					// Given up for this workload only: the next tries it again.
+					done++
+					st.failed[w] = fmt.Errorf("%s round %d, %d tries: %w", w.Name, round, attempt+1, err)
+					addFailure(st, st.failed[w])
+					total -= r.Rounds - round
+					r.progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
 						Round: round, Sample: s, Err: err})
+					break
 				}
 			}
 		}
@@ -239,14 +265,22 @@ loop:
 				res.EventsExpected = want.Total()
 			}
 			samples := st.samples[w]
+			failed := st.err
+			if failed == nil {
+				failed = st.failed[w]
+			}
+			res.Retried = len(st.retried[w])
 			if len(samples) == 0 {
 				switch {
 				case serverErr[w] != nil:
 					res.Skipped = "failed: " + serverErr[w].Error()
-				case st.err != nil && IsSkip(st.err):
-					res.Skipped = st.err.Error()
-				case st.err != nil:
-					res.Skipped = "failed: " + st.err.Error()
+				case failed != nil && IsSkip(failed):
+					res.Skipped = failed.Error()
+				case failed != nil:
+					res.Skipped = "failed: " + failed.Error()
+					for _, n := range st.retried[w] {
+						res.Skipped = joinNote(res.Skipped, n)
+					}
 				case ctx.Err() != nil:
 					res.Skipped = "interrupted"
 				default:
@@ -289,8 +323,11 @@ loop:
 				events = want.Total()
 			}
 			SummarizeCost(&res, w, samples, events, st != base)
-			if st.err != nil {
-				res.Note = joinNote(res.Note, "failed: "+st.err.Error())
+			for _, n := range st.retried[w] {
+				res.Note = joinNote(res.Note, n)
+			}
+			if failed != nil {
+				res.Note = joinNote(res.Note, "failed: "+failed.Error())
 			}
 			results = append(results, res)
 		}
@@ -323,6 +360,12 @@ func besideSomething(samples []Sample) bool {
 		}
 	}
 	return false
+}
+
+func (r *Runner) progress(p Progress) {
+	if r.Progress != nil {
+		r.Progress(p)
+	}
 }
 
 func (r *Runner) minRounds() int {
@@ -415,7 +458,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	obs, serr := v.Mode.Stop(stopCtx, run)
 	cancel()
 	if werr != nil {
-		return s, werr
+		return s, &workloadError{werr}
 	}
 	if serr != nil {
 		return s, fmt.Errorf("stopping %s: %w", v.Mode.Name(), serr)
@@ -427,6 +470,13 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	s.Note, s.Label = obs.Note, obs.Label
 	return s, nil
 }
+
+// workloadError is a run's failure of the workload itself, not of the
+// mode: a command that fails fails again, so it is not run again.
+type workloadError struct{ err error }
+
+func (e *workloadError) Error() string { return e.err.Error() }
+func (e *workloadError) Unwrap() error { return e.err }
 
 // nodeBusyCPU is the node's busy CPU time so far, all CPUs, in seconds:
 // the first line of /proc/stat but idle and iowait (0 when unreadable).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,8 @@ import (
 type fakeMode struct {
 	name     string
 	setupErr error
-	failAt   int // fail Start of this run (1-based), 0: never
+	failAt   int   // fail Start of this run (1-based), 0: never
+	failRuns []int // and of these runs
 	seen     int64
 	lost     int64
 
@@ -42,8 +44,8 @@ func (f *fakeMode) Setup(context.Context) error {
 }
 func (f *fakeMode) Start(_ context.Context, r *Run) error {
 	f.runs++
-	if f.failAt == f.runs {
-		return errors.New("no probes today")
+	if f.failAt == f.runs || slices.Contains(f.failRuns, f.runs) {
+		return fmt.Errorf("no probes today (run %d)", f.runs)
 	}
 	if r.Dir == "" || r.RootPID != 0 {
 		return fmt.Errorf("start: run dir %q, root pid %d", r.Dir, r.RootPID)
@@ -130,28 +132,89 @@ func TestRunnerInterleavesRounds(t *testing.T) {
 	}
 }
 
-func TestRunnerDropsFailingMode(t *testing.T) {
+// A run that fails is run again, up to Retries times: a mode that fails
+// once recovers, and is measured in every round.
+func TestRunnerRetriesFailedRound(t *testing.T) {
 	none := &fakeMode{name: "none", seen: -1}
-	bad := &fakeMode{name: "bad", failAt: 2}
-	vs, _ := newFakes(none, bad)
-	w := NewCommand([]string{"/bin/true"})
+	peer := &fakeMode{name: "auditd", failAt: 3} // w1 round 3, as make demo saw it
+	vs, _ := newFakes(none, peer)
+	w1 := NewCommand([]string{"/bin/true"})
+	w1.Name = "w1"
+	var errs []string
 	var last Progress
-	r := &Runner{Workloads: []*Workload{w}, Variants: vs, Rounds: 3, WorkDir: t.TempDir(),
-		Progress: func(p Progress) { last = p }}
+	r := &Runner{Workloads: []*Workload{w1}, Variants: vs, Rounds: 3, WorkDir: t.TempDir(),
+		Progress: func(p Progress) {
+			last = p
+			if p.Err != nil {
+				errs = append(errs, p.Err.Error())
+			}
+		}}
 	res, err := r.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "no probes today") {
-		t.Fatalf("Run error = %v, want the failure", err)
+	if err != nil {
+		t.Fatalf("Run: %v (a round that succeeded when run again is no failure)", err)
 	}
-	if bad.runs != 2 {
-		t.Errorf("failing mode started %d times, want 2 (dropped after its failure)", bad.runs)
+	if peer.runs != 4 {
+		t.Errorf("auditd started %d times, want 4 (3 rounds, one run again)", peer.runs)
 	}
-	if last.Done != last.Total || last.Total != 5 {
-		t.Errorf("progress ends at %d/%d, want 5/5", last.Done, last.Total)
+	if len(errs) != 1 || !strings.Contains(errs[0], "running it again") {
+		t.Errorf("progress errors %q: want the failed try, said to be run again", errs)
+	}
+	if last.Done != last.Total || last.Total != 6 {
+		t.Errorf("progress ends at %d/%d, want 6/6", last.Done, last.Total)
 	}
 	for _, x := range res {
-		if x.Mode == "bad" && (x.Rounds != 1 || !strings.Contains(x.Note, "failed")) {
-			t.Errorf("bad: %+v", x)
+		if x.Mode != "auditd" {
+			continue
 		}
+		if x.Rounds != 3 || x.Retried != 1 || x.Skipped != "" ||
+			!strings.Contains(x.Note, "round 3 failed and was run again: starting auditd: no probes today (run 3)") {
+			t.Errorf("auditd: %+v", x)
+		}
+	}
+}
+
+// A mode that fails every try of a round is given up for that workload
+// only: the next workload measures it again, and the failure is reported
+// once, with its workload.
+func TestRunnerFailingModeNextWorkload(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	peer := &fakeMode{name: "laurel", failRuns: []int{2, 3, 4}} // w1 round 2, and both retries
+	own := &fakeMode{name: "bad", failRuns: []int{1, 2, 3}}     // w1 round 1
+	vs, _ := newFakes(none, peer, own)
+	w1 := NewCommand([]string{"/bin/true"})
+	w1.Name = "w1"
+	w2 := NewCommand([]string{"/bin/true"})
+	w2.Name = "w2"
+	var last Progress
+	r := &Runner{Workloads: []*Workload{w1, w2}, Variants: vs, Rounds: 3, WorkDir: t.TempDir(),
+		Progress: func(p Progress) { last = p }}
+	res, err := r.Run(context.Background())
+	var f *Failures
+	if !errors.As(err, &f) || len(f.Peer) != 1 || len(f.Own) != 1 {
+		t.Fatalf("err %v: want one peer and one own failure", err)
+	}
+	if !strings.Contains(f.Peer[0].Error(), "laurel@ssd: w1 round 2, 3 tries: starting laurel: no probes today (run 4)") {
+		t.Errorf("peer failure %q: want its workload, round, tries and last cause", f.Peer[0])
+	}
+	if last.Done != last.Total {
+		t.Errorf("progress ends at %d/%d", last.Done, last.Total)
+	}
+	byKey := map[string]result.Row{}
+	for _, x := range res {
+		byKey[x.Workload+"/"+x.Mode] = x
+	}
+	if x := byKey["w1/laurel"]; x.Rounds != 1 || x.Retried != 2 || !strings.Contains(x.Note, "failed: w1 round 2") {
+		t.Errorf("w1/laurel: want round 1 kept, 2 retries and the failure: %+v", x)
+	}
+	if x := byKey["w2/laurel"]; x.Rounds != 3 || x.Skipped != "" || x.Retried != 0 || strings.Contains(x.Note, "failed") {
+		t.Errorf("w2/laurel: want measured in every round of the next workload: %+v", x)
+	}
+	if x := byKey["w1/bad"]; x.Rounds != 0 || !strings.HasPrefix(x.Skipped, "failed: w1 round 1, 3 tries") ||
+		!strings.Contains(x.Skipped, "round 1 failed and was run again") {
+		t.Errorf("w1/bad: want a failed row with its tries: %+v", x)
+	}
+	if x := byKey["w2/bad"]; x.Rounds != 3 {
+		t.Errorf("w2/bad: want measured in the next workload: %+v", x)
 	}
 }
 
@@ -227,7 +290,7 @@ func TestRunnerSettled(t *testing.T) {
 // A peer mode's failure is told apart from this tool's own.
 func TestRunnerPeerFailure(t *testing.T) {
 	none := &fakeMode{name: "none", seen: -1}
-	peer := &fakeMode{name: "bpftrace", failAt: 1}
+	peer := &fakeMode{name: "bpftrace", failRuns: []int{1, 2, 3}}
 	vs, _ := newFakes(none, peer)
 	r := &Runner{Workloads: []*Workload{NewCommand([]string{"/bin/true"})}, Variants: vs, Rounds: 1, WorkDir: t.TempDir()}
 	_, err := r.Run(context.Background())
