@@ -18,6 +18,7 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -322,6 +323,9 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 			set["flush"] = m.flush
 			order = append(order, "flush")
 		}
+		if p := diskProblem(m.conf, filepath.Dir(run.Dir)); p != "" {
+			return errors.New(p)
+		}
 		if err := os.WriteFile(filepath.Join(conf, "auditd.conf"), []byte(withConf(m.conf, set, order)), 0o640); err != nil {
 			return fmt.Errorf("writing auditd.conf: %w", err)
 		}
@@ -360,6 +364,9 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		m.flushDesc += " freq=" + freq
 	}
 	if m.writesLogs {
+		if p := diskProblem(m.conf, filepath.Dir(m.logFile)); p != "" {
+			return errors.New(p)
+		}
 		// From its end as it is now; the follower keeps every file auditd
 		// rotates to open, so that a busy run's records are all read.
 		var err error
@@ -463,6 +470,9 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		m.cleanupRun()
 		return obs, err
 	}
+	if m.logFile != "" {
+		obs.Note = joinNote(obs.Note, diskNote(m.conf, filepath.Dir(m.logFile)))
+	}
 	st, err := m.status()
 	if err == nil {
 		obs.Lost = int64(uint32(st.Lost - m.lost0)) // the kernel counter is 32 bits and wraps
@@ -553,11 +563,11 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 			lastMarker = time.Now()
 		}
 		if time.Since(lastMove) > time.Minute {
-			lost := ""
-			if err == nil {
-				lost = fmt.Sprintf(" (the kernel lost %d records meanwhile)", uint32(st.Lost-m.lost0))
+			what := "auditd's log"
+			if m.plugin != "" {
+				what = m.plugin + "'s log"
 			}
-			return nil, fmt.Errorf("auditd's log %s did not get the marker record within a minute%s: records were lost", m.logFile, lost)
+			return nil, fmt.Errorf("%s %s did not get the marker record within a minute: %s", what, m.log.path, m.whyNoMarker(st, err, read))
 		}
 		select {
 		case <-ctx.Done():
@@ -568,6 +578,46 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// whyNoMarker says, from what the kernel and the disk show now, why the
+// marker record did not reach the log: st (or its error) is the kernel's
+// audit status, read the bytes of log written since the drain began.
+func (m *auditdMode) whyNoMarker(st auditStatus, stErr error, read int64) string {
+	if stErr != nil {
+		return fmt.Sprintf("the kernel's audit status could not be read (%v)", stErr)
+	}
+	daemon := 0
+	if m.w != nil {
+		daemon = m.w.pid()
+	} else if m.external != nil {
+		daemon = m.external.PID
+	}
+	lost := uint32(st.Lost - m.lost0)
+	switch {
+	case st.Enabled == 0:
+		return "audit was turned off (enabled 0) during the run, so the kernel made no records; another program set it"
+	case daemon != 0 && int(st.PID) != daemon:
+		comm, _ := host.ProcComm(uint32(st.PID))
+		return fmt.Sprintf("the kernel's audit PID is %d (%s), not auditd's %d: the records went there", st.PID, comm, daemon)
+	case lost > 0:
+		return fmt.Sprintf("the kernel lost %d records since the run began (backlog limit %d), the marker among them", lost, st.BacklogLimit)
+	}
+	if p := diskProblem(m.conf, filepath.Dir(filepath.Dir(m.logFile))); p != "" {
+		return "the kernel lost none and queues none: " + p
+	}
+	if m.plugin != "" {
+		return fmt.Sprintf("the kernel lost none and queues none, so auditd read every record; its dispatcher drops what %s does not take in time (q_depth %s, overflow_action %s), or %s did not write it (its log grew %d bytes meanwhile)",
+			m.plugin, confValue(m.conf, "q_depth", "2000"), confValue(m.conf, "overflow_action", "SYSLOG"), m.plugin, read)
+	}
+	out := ""
+	if m.w != nil {
+		out = "; its output: " + m.w.output()
+	}
+	if read == 0 {
+		return "the kernel lost none and queues none, so auditd read every record, but it wrote nothing to its log meanwhile" + out
+	}
+	return fmt.Sprintf("the kernel lost none and queues none; auditd wrote %d bytes to its log meanwhile, none of them the marker%s", read, out)
 }
 
 // waitBacklog stands in for the marker when the node's auditd writes no

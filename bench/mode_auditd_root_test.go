@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
@@ -255,5 +256,56 @@ func TestBenchCleanupAfterKill(t *testing.T) {
 	}
 	if after := snapshot(t); !reflect.DeepEqual(after, found) {
 		t.Errorf("node after SIGKILL and cleanup:\n%+v\nas found:\n%+v\ncleanup said:\n%s", after, found, out)
+	}
+}
+
+// auditd suspends its log when the log's filesystem drops below
+// admin_space_left (Debian and RHEL: 50 MB, SUSPEND): it reads every record
+// and writes none, and the kernel loses none. bench says exactly that, at
+// once, instead of "records were lost" a minute later, and the run goes on.
+func TestBenchAuditdLowDisk(t *testing.T) {
+	tracertest.NeedRoot(t)
+	tracertest.LockAudit(t)
+	tracertest.PauseNodeAuditd(t)
+	conf, err := os.ReadFile(auditdConf)
+	if err != nil {
+		t.Skipf("no %s: %v", auditdConf, err)
+	}
+	lines := strings.Split(string(conf), "\n")
+	// A percentage threshold needs a size: a 1 GiB filesystem's.
+	sp := auditdSpaceOf(lines, 1<<30)
+	if sp.adminLeft == 0 || sp.adminLeft > 512<<20 || sp.adminAction == "IGNORE" {
+		t.Skipf("auditd.conf's admin_space_left is %d bytes, action %s: nothing to suspend in a small filesystem", sp.adminLeft, sp.adminAction)
+	}
+	bin := buildTracer(t)
+	mnt := t.TempDir()
+	size := sp.adminLeft + 16<<20
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatUint(size, 10), "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	// Leave 2 MiB less than admin_space_left free.
+	if err := os.WriteFile(filepath.Join(mnt, "fill"), make([]byte, 18<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, out := runBench(t, bin, "--workload", "cis-shell", "--count", "5", "--rounds", "1", "--modes", "none,auditd,ebpf", "--log-dir", mnt)
+	var auditd, ebpf *result.Row
+	for i, r := range f.Results {
+		switch r.Mode {
+		case "auditd":
+			auditd = &f.Results[i]
+		case "ebpf":
+			ebpf = &f.Results[i]
+		}
+	}
+	if auditd == nil || ebpf == nil {
+		t.Fatalf("rows: %+v", f.Results)
+	}
+	if !strings.Contains(auditd.Skipped, "admin_space_left") || !strings.Contains(auditd.Skipped, "3 tries") ||
+		strings.Contains(auditd.Skipped, "records were lost") || strings.Count(auditd.Skipped, "admin_space_left") != 1 {
+		t.Errorf("auditd: want its exact cause, said once: %q", auditd.Skipped)
+	}
+	if ebpf.Skipped != "" || ebpf.EventsSeen != ebpf.EventsExpected {
+		t.Errorf("ebpf: want measured beside the failed peer: %+v\n%s", ebpf, out)
 	}
 }

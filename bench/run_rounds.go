@@ -97,7 +97,34 @@ type variantState struct {
 	// retries: the next workload tries it again.
 	failed map[*Workload]error
 	// retried lists, per workload, the failed attempts that were run again.
-	retried map[*Workload][]string
+	retried map[*Workload][]retry
+}
+
+// retry is a failed attempt that was run again.
+type retry struct {
+	round int
+	cause string
+}
+
+// retryNotes says what failed and was run again, each cause once: a cause
+// the final failure (if any) repeats is said by it.
+func (st *variantState) retryNotes(w *Workload, failed error) string {
+	out := ""
+	rounds := map[string][]string{}
+	var order []string
+	for _, r := range st.retried[w] {
+		if _, ok := rounds[r.cause]; !ok {
+			order = append(order, r.cause)
+		}
+		rounds[r.cause] = append(rounds[r.cause], strconv.Itoa(r.round))
+	}
+	for _, c := range order {
+		if failed != nil && strings.HasSuffix(failed.Error(), c) {
+			continue
+		}
+		out = joinNote(out, fmt.Sprintf("round %s failed and was run again: %s", strings.Join(rounds[c], ", "), c))
+	}
+	return out
 }
 
 // Retries is how often a failed run is run again before the mode is given
@@ -116,7 +143,7 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 	states := make([]*variantState, len(r.Variants))
 	for i, v := range r.Variants {
 		states[i] = &variantState{v: v, samples: map[*Workload][]Sample{},
-			failed: map[*Workload]error{}, retried: map[*Workload][]string{}}
+			failed: map[*Workload]error{}, retried: map[*Workload][]retry{}}
 	}
 	defer func() {
 		for i := len(states) - 1; i >= 0; i-- {
@@ -234,7 +261,7 @@ loop:
 					if attempt < Retries && !errors.As(err, &werr) {
 						// Run it again: one failed round says little, and
 						// a mode dropped for it would vanish from the run.
-						st.retried[w] = append(st.retried[w], fmt.Sprintf("round %d failed and was run again: %v", round, err))
+						st.retried[w] = append(st.retried[w], retry{round, err.Error()})
 						r.progress(Progress{Done: done, Total: total, Workload: w.Name, Variant: st.v.String(),
 							Round: round, Sample: s, Err: fmt.Errorf("%w (running it again)", err)})
 						continue
@@ -277,10 +304,7 @@ loop:
 				case failed != nil && IsSkip(failed):
 					res.Skipped = failed.Error()
 				case failed != nil:
-					res.Skipped = "failed: " + failed.Error()
-					for _, n := range st.retried[w] {
-						res.Skipped = joinNote(res.Skipped, n)
-					}
+					res.Skipped = joinNote("failed: "+failed.Error(), st.retryNotes(w, failed))
 				case ctx.Err() != nil:
 					res.Skipped = "interrupted"
 				default:
@@ -323,9 +347,7 @@ loop:
 				events = want.Total()
 			}
 			SummarizeCost(&res, w, samples, events, st != base)
-			for _, n := range st.retried[w] {
-				res.Note = joinNote(res.Note, n)
-			}
+			res.Note = joinNote(res.Note, st.retryNotes(w, failed))
 			if failed != nil {
 				res.Note = joinNote(res.Note, "failed: "+failed.Error())
 			}
