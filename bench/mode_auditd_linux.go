@@ -329,6 +329,12 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 		if err := os.WriteFile(filepath.Join(conf, "auditd.conf"), []byte(withConf(m.conf, set, order)), 0o640); err != nil {
 			return fmt.Errorf("writing auditd.conf: %w", err)
 		}
+		// The last run's auditd has exited, but the kernel lets go of its
+		// audit PID only when it next writes to it: a new auditd that
+		// asks for the PID before then is refused and exits.
+		if err := waitAuditPIDFree(ctx, 5*time.Second); err != nil {
+			return err
+		}
 		// -n: no fork, so bench is its parent and reads its rusage.
 		cmd := exec.Command(m.auditd, "-n", "-c", conf)
 		inCgroup(cmd, run.LogCgroup)
@@ -416,7 +422,11 @@ func (m *auditdMode) waitDaemon(ctx context.Context, w *watcher) error {
 			return nil
 		}
 		if w.exited() {
-			return fmt.Errorf("auditd exited at start: %s", w.output())
+			holder := "no process"
+			if pid, comm := auditHolder(); pid != 0 {
+				holder = fmt.Sprintf("process %d (%s)", pid, comm)
+			}
+			return fmt.Errorf("auditd exited at start (%v; the audit PID is held by %s): %s", w.exitOK, holder, w.output())
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("auditd did not register with the kernel within 30s: %s", w.output())
@@ -618,6 +628,25 @@ func (m *auditdMode) whyNoMarker(st auditStatus, stErr error, read int64) string
 		return "the kernel lost none and queues none, so auditd read every record, but it wrote nothing to its log meanwhile" + out
 	}
 	return fmt.Sprintf("the kernel lost none and queues none; auditd wrote %d bytes to its log meanwhile, none of them the marker%s", read, out)
+}
+
+// waitAuditPIDFree waits until no live process holds the audit PID.
+func waitAuditPIDFree(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		pid, comm := auditHolder()
+		if pid == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the audit PID is held by process %d (%s), %s after bench's last auditd stopped: stop it first", pid, comm, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitBacklog stands in for the marker when the node's auditd writes no
