@@ -58,6 +58,10 @@ type Run struct {
 	// cannot be followed through a subshell that forks without an exec.
 	Own *Cgroup
 
+	// Interrupted is closed when the bench is interrupted (Ctrl-C): a Stop
+	// that waits for a log to catch up gives up then, and only cleans up.
+	Interrupted <-chan struct{}
+
 	// Set once the workload ended, before Stop.
 	RootPID int
 	// Threads are the thread ids of a GoRuntime workload's process.

@@ -459,7 +459,7 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 	var evs []procEvent
 	var err error
 	if m.log != nil {
-		evs, err = m.drain(ctx, marker)
+		evs, err = m.drain(ctx, run.Interrupted, marker)
 	} else {
 		err = m.waitBacklog(ctx)
 	}
@@ -531,7 +531,7 @@ func (m *auditdMode) closeLog() {
 // written. It returns the events of the run's SYSCALL records that carry
 // our key. It gives up when auditd died, or when nothing moved (empty
 // backlog, log unchanged) for a minute: the marker was lost.
-func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error) {
+func (m *auditdMode) drain(ctx context.Context, interrupted <-chan struct{}, marker int) ([]procEvent, error) {
 	var evs []procEvent
 	start, lastMove, lastMarker := time.Now(), time.Now(), time.Now()
 	var read int64
@@ -580,6 +580,8 @@ func (m *auditdMode) drain(ctx context.Context, marker int) ([]procEvent, error)
 			return nil, fmt.Errorf("%s %s did not get the marker record within a minute: %s", what, m.log.path, m.whyNoMarker(st, err, read))
 		}
 		select {
+		case <-interrupted:
+			return nil, fmt.Errorf("interrupted while auditd wrote the run's records (%.0f KiB in %s)", float64(read)/1024, time.Since(start).Round(time.Second))
 		case <-ctx.Done():
 			// Its queue grows faster than it writes: the node makes more
 			// records than this flush mode and disk can take.

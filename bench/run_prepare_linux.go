@@ -43,6 +43,10 @@ type Options struct {
 	// DefaultRounds (QuickMinRounds to QuickRounds with Quick).
 	Rounds int
 	Quick  bool
+	// Budget, when set, is the time the rounds may take: past the first
+	// two (up to BudgetRounds, or Rounds), a workload gets more rounds
+	// while a mode's interval still overlaps its neighbour's (Runner.Budget).
+	Budget time.Duration
 	// Storage kinds (ssd, hdd) for modes that write a log; LogDir instead
 	// puts the logs in a directory of the user's.
 	Storage []string
@@ -75,6 +79,8 @@ const (
 	QuickRounds      = 3
 	DefaultTarget    = time.Second
 	QuickTarget      = 300 * time.Millisecond
+	// BudgetRounds is the most rounds a workload gets under a --budget.
+	BudgetRounds = 10
 )
 
 // Bench is a prepared bench run: storages mounted, workload cgroup made,
@@ -96,6 +102,14 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	switch {
 	case rounds < 0:
 		return nil, vocab.Usagef("--rounds must be at least 1")
+	case o.Budget < 0 || o.Budget > 24*time.Hour:
+		return nil, vocab.Usagef("--budget %s is out of range: give a duration up to 24h, e.g. 6m", o.Budget)
+	case o.Budget > 0 && rounds == 1:
+		return nil, vocab.Usagef("--budget needs at least 2 rounds to rank modes: leave --rounds out or give more")
+	case o.Budget > 0 && rounds == 0:
+		rounds, minRounds = BudgetRounds, QuickMinRounds
+	case o.Budget > 0:
+		minRounds = QuickMinRounds
 	case rounds == 0 && o.Quick:
 		rounds, minRounds = QuickRounds, QuickMinRounds
 	case rounds == 0:
@@ -117,7 +131,11 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	if len(o.Modes) == 0 && o.Quick {
 		o.Modes = QuickModes
 	}
-	modes, err := parseModes(o.Modes)
+	only, plain, err := splitModeStorage(o.Modes)
+	if err != nil {
+		return nil, err
+	}
+	modes, err := parseModes(plain)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +153,10 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 			return nil, err
 		}
 	}
-	names := o.Workloads
+	names, counts, err := splitWorkloadCounts(o.Workloads)
+	if err != nil {
+		return nil, err
+	}
 	if len(names) == 0 && len(o.Command) == 0 {
 		names = Builtins()
 	}
@@ -190,6 +211,13 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	for _, k := range kinds {
 		if k != "ssd" && k != "hdd" && k != "dir" {
 			return nil, vocab.Usagef("unknown --storage %q: use ssd or hdd (or --log-dir DIR)", k)
+		}
+	}
+	for m, ks := range only {
+		for _, k := range ks {
+			if !slices.Contains(kinds, k) {
+				return nil, vocab.Usagef("--modes %s@%s: %s is not among the storages (%s): add it to --storage, e.g. --storage ssd,hdd", m, k, k, strings.Join(kinds, ","))
+			}
 		}
 	}
 	root := os.Geteuid() == 0
@@ -276,12 +304,19 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 	if o.Count == 0 {
 		b.Info.TargetS = target.Seconds()
 	}
+	// A workload's own count (NAME:COUNT) before --count.
+	countOf := func(n string) int64 {
+		if c := counts[n]; c > 0 {
+			return c
+		}
+		return o.Count
+	}
 	for _, n := range names {
 		var w *Workload
 		if IsRate(n) {
 			// Paced, not calibrated: the count is the rate times the target.
 			for _, r := range rates {
-				count := o.Count
+				count := countOf(n)
 				if count == 0 {
 					count = max(1, int64(math.Round(r*target.Seconds())))
 				}
@@ -293,8 +328,8 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 			continue
 		}
 		if isApp(n) {
-			if o.Count > 0 {
-				w, err = NewApp(n, o.Count)
+			if c := countOf(n); c > 0 {
+				w, err = NewApp(n, c)
 			} else {
 				var el float64
 				w, el, err = CalibrateApp(ctx, n, appTarget, b.workDir, b.cgroup)
@@ -308,8 +343,8 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 			b.Workloads = append(b.Workloads, w)
 			continue
 		}
-		if o.Count > 0 {
-			w, err = NewBuiltin(n, o.Count, o.Self, b.workDir)
+		if c := countOf(n); c > 0 {
+			w, err = NewBuiltin(n, c, o.Self, b.workDir)
 		} else {
 			var el float64
 			w, el, err = Calibrate(ctx, n, target, o.Self, b.workDir, b.cgroup)
@@ -358,8 +393,13 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 			variants = append(variants, Variant{Mode: m})
 			continue
 		}
-		for j, s := range b.Storages {
-			if j > 0 {
+		made := 0
+		for _, s := range b.Storages {
+			if ks := only[name]; len(ks) > 0 && !slices.Contains(ks, s.Kind) && !(s.Kind == "hdd-simulated" && slices.Contains(ks, "hdd")) {
+				continue
+			}
+			made++
+			if made > 1 {
 				if m, err = newMode(name, env); err != nil {
 					return nil, err
 				}
@@ -368,12 +408,56 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	b.Runner = &Runner{Workloads: b.Workloads, Variants: variants, Rounds: rounds, MinRounds: minRounds,
-		WorkDir: b.workDir, Cgroup: b.cgroup, Progress: o.Progress}
+		Budget: o.Budget, WorkDir: b.workDir, Cgroup: b.cgroup, Progress: o.Progress}
+	b.Info.BudgetS = o.Budget.Seconds()
+	for _, s := range b.Storages {
+		b.Info.Storages = append(b.Info.Storages, result.StorageInfo{Label: s.Label, Desc: s.Desc})
+	}
 	if o.Sweep {
 		step := max(target.Seconds(), 0.5)
 		b.Runner.Sweep = NewSweep(sweepNames, step, o.Self)
 	}
 	return b, nil
+}
+
+// splitModeStorage reads --modes entries of the form MODE@STORAGE (a mode
+// run on that storage only, e.g. auditd-sync@ssd: flush=SYNC on a spinning
+// disk writes a few records a second), returning the storages per mode and
+// the plain mode names.
+func splitModeStorage(in []string) (map[string][]string, []string, error) {
+	only := map[string][]string{}
+	var plain []string
+	for _, m := range in {
+		name, kind, ok := strings.Cut(strings.TrimSpace(m), "@")
+		if ok {
+			if kind != "ssd" && kind != "hdd" {
+				return nil, nil, vocab.Usagef("--modes %s: the storage after @ is ssd or hdd, e.g. auditd-sync@ssd", m)
+			}
+			only[name] = append(only[name], kind)
+		}
+		plain = append(plain, name)
+	}
+	return only, plain, nil
+}
+
+// splitWorkloadCounts reads --workload entries of the form NAME:COUNT (a
+// built-in's iterations, kills, calls or spawns; a rate workload's events
+// per rate), returning the plain names and the counts.
+func splitWorkloadCounts(in []string) ([]string, map[string]int64, error) {
+	counts := map[string]int64{}
+	var names []string
+	for _, w := range in {
+		name, c, ok := strings.Cut(strings.TrimSpace(w), ":")
+		if ok {
+			n, err := strconv.ParseInt(c, 10, 64)
+			if err != nil || n < 1 {
+				return nil, nil, vocab.Usagef("--workload %s: the count after : is a positive number, e.g. signal-storm:20000", w)
+			}
+			counts[name] = n
+		}
+		names = append(names, name)
+	}
+	return names, counts, nil
 }
 
 // recordControllers notes in the state file the cgroup controllers the

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +69,11 @@ type Runner struct {
 	MinRounds int
 	// WorkDir holds thread id files and the logs of modes without storage.
 	WorkDir string
+	// Budget, when set, makes the rounds past MinRounds (up to Rounds) go
+	// on while some mode's interval still overlaps a neighbour's (it cannot
+	// be ranked yet) and the bench's time allows: each workload gets an
+	// equal share of what is left of Budget when it starts.
+	Budget time.Duration
 	// Cgroup, when set, is where workloads run (bpftrace filters on it).
 	Cgroup *Cgroup
 	// Sweep, when set, runs after the rounds (see Sweep).
@@ -206,11 +213,15 @@ func (r *Runner) Run(ctx context.Context) ([]result.Row, error) {
 		}
 	}()
 	serverErr := map[*Workload]error{}
+	began := time.Now()
 loop:
-	for _, w := range r.Workloads {
+	for wi, w := range r.Workloads {
 		if ctx.Err() != nil {
 			break
 		}
+		wStart := time.Now()
+		share := (r.Budget - time.Since(began)) / time.Duration(len(r.Workloads)-wi)
+		var lastRound time.Duration
 		stopServer, err := w.startServer(ctx, r.WorkDir, r.Cgroup)
 		if err != nil {
 			serverErr[w] = err
@@ -220,7 +231,14 @@ loop:
 		}
 		stops = append(stops, stopServer)
 		for round := 1; round <= r.Rounds; round++ {
+			roundStart := time.Now()
 			var settled map[*variantState]bool
+			if round > r.minRounds() && r.Budget > 0 && time.Since(wStart)+lastRound > share {
+				// Out of this workload's time: the report says which modes
+				// it could not rank.
+				total -= (r.Rounds - round + 1) * active()
+				break
+			}
 			if round > r.minRounds() && base != nil {
 				settled = r.settled(states, base, w)
 				left := 0
@@ -276,6 +294,7 @@ loop:
 					break
 				}
 			}
+			lastRound = time.Since(roundStart)
 		}
 		if err := stopServer(); err != nil {
 			fail.Own = append(fail.Own, fmt.Errorf("stopping %s's server: %w", w.Name, err))
@@ -397,10 +416,14 @@ func (r *Runner) minRounds() int {
 	return r.MinRounds
 }
 
-// settled returns the variants that need no further round of w: those
-// whose ratio to none has an interval that lies above 1.0x, and floors
-// whose own interval does and whose backends are settled too.
+// settled returns the variants that need no further round of w. With a
+// Budget, those that are ranked (rankedOn); without, those whose ratio to
+// none has an interval that lies above 1.0x, and floors whose own interval
+// does and whose backends are settled too.
 func (r *Runner) settled(states []*variantState, base *variantState, w *Workload) map[*variantState]bool {
+	if r.Budget > 0 {
+		return rankedOn(states, base, w)
+	}
 	out := map[*variantState]bool{}
 	for _, st := range states {
 		if st == base {
@@ -417,6 +440,54 @@ func (r *Runner) settled(states []*variantState, base *variantState, w *Workload
 				}
 			}
 		}
+	}
+	return out
+}
+
+// rankedOn returns, for w, the variants whose 95% interval overlaps
+// neither neighbour's once all are ordered by their median: they are
+// ranked, and another round would not change their place. The figure is
+// the ratio of elapsed time to none's, or, for a paced workload (whose
+// elapsed time the pace sets), the watcher's CPU per event; a variant with
+// no such figure (a floor has no watcher) has nothing to rank.
+func rankedOn(states []*variantState, base *variantState, w *Workload) map[*variantState]bool {
+	type fig struct {
+		st          *variantState
+		lo, mid, hi float64
+	}
+	var figs []fig
+	out := map[*variantState]bool{}
+	for _, st := range states {
+		if st == base || !st.ready || st.err != nil || st.failed[w] != nil {
+			continue
+		}
+		var vals []float64
+		if w.Rate > 0 {
+			events := expectedOf(st.v.Mode.Name(), w).Total()
+			for _, s := range st.samples[w] {
+				if c := s.TracerCPU + s.KauditdCPU; events > 0 && c > 0 {
+					vals = append(vals, c/float64(events))
+				}
+			}
+			if len(vals) == 0 && len(st.samples[w]) > 0 {
+				out[st] = true
+				continue
+			}
+		} else {
+			vals = RoundRatios(st.samples[w], base.samples[w])
+		}
+		lo, hi, ok := RatioCI95(vals)
+		if !ok {
+			figs = append(figs, fig{st: st, lo: math.Inf(-1), mid: Median(vals), hi: math.Inf(1)})
+			continue
+		}
+		figs = append(figs, fig{st: st, lo: lo, mid: Median(vals), hi: hi})
+	}
+	sort.SliceStable(figs, func(i, j int) bool { return figs[i].mid < figs[j].mid })
+	for i, f := range figs {
+		below := i == 0 || figs[i-1].hi < f.lo
+		above := i == len(figs)-1 || f.hi < figs[i+1].lo
+		out[f.st] = below && above
 	}
 	return out
 }
@@ -459,7 +530,7 @@ func (r *Runner) runOnce(ctx context.Context, w *Workload, round int, v Variant)
 	// The logs go as soon as they are counted: deleted files leave no dirty
 	// pages for the next run to wait on.
 	defer os.RemoveAll(dir)
-	run := &Run{Workload: w, Round: round, Dir: dir, Own: r.Cgroup}
+	run := &Run{Workload: w, Round: round, Dir: dir, Own: r.Cgroup, Interrupted: ctx.Done()}
 	if v.Storage != nil {
 		run.LogCgroup = v.Storage.cgroup
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,6 +43,7 @@ type benchOptions struct {
 	cgroup        string
 	metric        string
 	higherBetter  bool
+	budget        time.Duration
 }
 
 func newBenchCmd() *cobra.Command {
@@ -88,16 +90,17 @@ func newBenchCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.workloads, "workload", "", "workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default: these four), application workloads "+strings.Join(bench.Apps(), ", ")+", or apps (all installed ones)")
+	fl.StringVar(&o.workloads, "workload", "", "workloads, comma-separated: "+strings.Join(bench.Builtins(), ", ")+" (default: these four), application workloads "+strings.Join(bench.Apps(), ", ")+", or apps (all installed ones); NAME:COUNT fixes one workload's count (signal-storm:20000; a rate workload's events per rate)")
 	fl.StringVar(&o.metric, "metric", "", "with a command after --: a regular expression whose capture group is the command's own figure in its output (the last match counts); bench compares it per mode")
 	fl.BoolVar(&o.higherBetter, "higher-is-better", false, "the --metric figure is a throughput: a lower value under a mode is its cost (default: lower is better, like a time)")
-	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out "+strings.Join(bench.QuickLeavesOut(), ", ")+")")
+	fl.StringVar(&o.modes, "modes", "", "modes, comma-separated: "+strings.Join(bench.ModeNames, ", ")+" (default "+strings.Join(bench.DefaultModes, ",")+"; --quick leaves out "+strings.Join(bench.QuickLeavesOut(), ", ")+"); MODE@ssd or MODE@hdd runs a mode that writes a log on that storage only")
 	fl.IntVar(&o.rounds, "rounds", 0, fmt.Sprintf("rounds per workload and mode (default: %d to %d, --quick %d to %d; past the first, only for modes whose cost is still within noise)",
 		bench.DefaultMinRounds, bench.DefaultRounds, bench.QuickMinRounds, bench.QuickRounds))
 	fl.StringVarP(&o.out, "output", "o", "", "write the result file (JSON) to FILE")
 	// --out was bench's name before it took watch's and trace's.
 	fl.StringVar(&o.out, "out", "", "write the result file (JSON) to FILE")
 	_ = fl.MarkDeprecated("out", "use -o/--output")
+	fl.DurationVar(&o.budget, "budget", 0, fmt.Sprintf("time the rounds may take: past the first 2 (up to %d, or --rounds), each workload gets rounds while a mode's 95%% interval overlaps its neighbour's, so that the modes can be ranked; the report says which could not be", bench.BudgetRounds))
 	fl.BoolVar(&o.quick, "quick", false, fmt.Sprintf("a short run: %d to %d rounds, workloads sized to %s untraced", bench.QuickMinRounds, bench.QuickRounds, bench.QuickTarget))
 	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
 	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")
@@ -163,7 +166,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 	b, err := bench.Prepare(ctx, bench.Options{
 		Workloads: tracer.SplitList(o.workloads), Command: command, Metric: o.metric, HigherIsBetter: o.higherBetter,
 		Count: o.count, Target: o.target, Rates: rates,
-		Modes: tracer.SplitList(o.modes), Rounds: o.rounds, Quick: o.quick,
+		Modes: tracer.SplitList(o.modes), Rounds: o.rounds, Quick: o.quick, Budget: o.budget,
 		Storage: tracer.SplitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
 		Cgroup: o.cgroup,
 		Self:   self, Progress: prog.update,
@@ -210,6 +213,7 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			fmt.Fprintf(os.Stderr, "tracer: reading node facts: %v\n", ferr)
 		}
 		info := b.Info
+		info.DurationS = math.Round(time.Since(info.Started).Seconds())
 		if err := writeResult(o.out, &result.File{Schema: result.Schema, Node: facts, Run: &info,
 			Results: results, Sweep: b.Runner.SweepSteps}); err != nil {
 			return err
