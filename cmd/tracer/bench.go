@@ -240,6 +240,9 @@ func writeResult(path string, f *result.File) error {
 		return fmt.Errorf("writing result file: %w", err)
 	}
 	err = result.Encode(out, f)
+	if err == nil {
+		err = handOver(out, 0)
+	}
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("writing result file: %w", cerr)
 	}

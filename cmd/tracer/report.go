@@ -14,6 +14,7 @@ import (
 type reportOptions struct {
 	format string
 	output string
+	mode   string
 }
 
 func newReportCmd() *cobra.Command {
@@ -34,7 +35,8 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", "md", "output format: md or html")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the report to FILE instead of stdout")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the report to FILE instead of stdout (mode 0600; under sudo, owned by the user who ran sudo)")
+	cmd.Flags().StringVar(&o.mode, "mode", "", "the file mode of -o FILE, octal (e.g. 0644 to share it)")
 	return cmd
 }
 
@@ -44,6 +46,13 @@ func runReport(o *reportOptions, args []string) error {
 	}
 	if len(args) == 0 {
 		return vocab.Usagef("no result file given: tracer report RESULT.json... (files written by tracer bench --out)")
+	}
+	mode, err := parseMode(o.mode)
+	if err != nil {
+		return err
+	}
+	if mode != 0 && o.output == "" {
+		return vocab.Usagef("--mode sets the mode of -o FILE: give -o FILE too")
 	}
 	files := make([]*result.File, 0, len(args))
 	for _, path := range args {
@@ -70,6 +79,10 @@ func runReport(o *reportOptions, args []string) error {
 		return err
 	}
 	if out != os.Stdout {
+		if err := handOver(out, mode); err != nil {
+			_ = out.Close()
+			return err
+		}
 		return out.Close()
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -89,5 +90,40 @@ func TestReportDoctorBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a failed report left an output file")
+	}
+}
+
+// A report written under sudo belongs to the user who ran sudo, who opens
+// it in a browser without root; --mode shares it.
+func TestReportFileOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the file is given to SUDO_UID")
+	}
+	t.Setenv("SUDO_UID", "65534")
+	t.Setenv("SUDO_GID", "65534")
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		perm os.FileMode
+	}{{nil, 0o600}, {[]string{"--mode", "0644"}, 0o644}} {
+		out := filepath.Join(dir, "r.html")
+		_ = os.Remove(out)
+		args := append([]string{"report", "--format", "html", "-o", out}, c.args...)
+		if code, _, stderr := runTracer(t, nil, append(args, reportFixtures[0])...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(out, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 65534 || st.Gid != 65534 || os.FileMode(st.Mode).Perm() != c.perm {
+			t.Errorf("%v: owner %d:%d mode %o, want 65534:65534 %o", args, st.Uid, st.Gid, os.FileMode(st.Mode).Perm(), c.perm)
+		}
+	}
+	if code, _, stderr := runTracer(t, nil, "report", "-o", filepath.Join(dir, "x.md"), "--mode", "999", reportFixtures[0]); code != 2 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--mode 999: exit %d, stderr %q: want one line and exit 2", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.md")); err == nil {
+		t.Error("--mode 999 left a file")
 	}
 }
