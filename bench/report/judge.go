@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/tracer-dev/tracer/bench/result"
@@ -142,4 +143,166 @@ func ratioText(v float64) string {
 		return fmt.Sprintf("%.1fx", v)
 	}
 	return fmt.Sprintf("%.2fx", v)
+}
+
+// group is one workload (at one rate) on one storage: the rows measured
+// there, in report order.
+type group struct {
+	Workload string // with its rate
+	Storage  string // "" for the node's first storage (ssd, or none named)
+	Label    string // the workload, with the storage when not the first
+	Limit    string // the node's limit at the rate, "" when none held it
+	Paced    bool
+	Rows     []*result.Row
+}
+
+// primaryStorage: rows that name no storage (the mode writes no log) or the
+// SSD are read together, as the node's first storage.
+func primaryStorage(s string) bool { return s == "" || s == "ssd" }
+
+func hddStorage(s string) bool { return s == "hdd" || s == "hdd-simulated" }
+
+// groups splits rows (in report order) by workload label and storage.
+func groups(rows []result.Row) []*group {
+	var out []*group
+	idx := map[string]*group{}
+	nones := map[string]*result.Row{}
+	multi := false
+	for i := range rows {
+		r := &rows[i]
+		if r.Mode == "none" {
+			nones[r.WorkloadLabel()] = r
+		}
+		if !primaryStorage(r.Storage) {
+			multi = true
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		st := r.Storage
+		if primaryStorage(st) {
+			st = ""
+		}
+		k := r.WorkloadLabel() + "\x00" + st
+		g, ok := idx[k]
+		if !ok {
+			g = &group{Workload: r.WorkloadLabel(), Storage: st, Label: r.WorkloadLabel(), Paced: paced(*r),
+				Limit: nodeLimit(nones[r.WorkloadLabel()])}
+			if multi && st != "" {
+				g.Label += " on " + storageName(st)
+			}
+			idx[k] = g
+			out = append(out, g)
+		}
+		g.Rows = append(g.Rows, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return storageRank(out[i].Storage) < storageRank(out[j].Storage) })
+	return out
+}
+
+// storageName names a storage in a sentence.
+func storageName(s string) string {
+	switch s {
+	case "", "ssd":
+		return "SSD"
+	case "hdd":
+		return "HDD"
+	case "hdd-simulated":
+		return "simulated HDD"
+	}
+	return s
+}
+
+// row is g's row of mode (the first, when labels split it), or nil.
+func (g *group) row(mode string) *result.Row {
+	for _, r := range g.Rows {
+		if r.Mode == mode {
+			return r
+		}
+	}
+	return nil
+}
+
+// backendComparison compares audit and ebpf on each workload (rate,
+// storage) both were measured on, never across workloads: one is cheaper
+// only where their 95% intervals do not overlap.
+type backendComparison struct {
+	// "signal-storm (1.21x vs 10.3x)", the cheaper one's figure first;
+	// tie: "exec-storm (ebpf 1.72x, audit 1.03x: intervals overlap)".
+	ebpf, audit, tie []string
+	ebpfN, auditN    int
+	unmeasured       []string
+}
+
+func compareBackends(n *Node, modes *modeTable) (backendComparison, bool) {
+	var c backendComparison
+	measured := false
+	for _, g := range groups(n.Rows) {
+		a, e := g.row("audit"), g.row("ebpf")
+		if a == nil || e == nil {
+			continue
+		}
+		measured = true
+		if g.Limit != "" {
+			c.unmeasured = append(c.unmeasured, g.Label+" ("+g.Limit+")")
+			continue
+		}
+		am, em := measureOf(*a, "", false), measureOf(*e, "", false)
+		if !am.ok || !em.ok {
+			why := func(m measure) string {
+				if m.few {
+					return "fewer than 100 events"
+				}
+				return m.text
+			}
+			w := "ebpf " + why(em) + ", audit " + why(am)
+			if am.few && em.few {
+				w = "fewer than 100 events"
+			}
+			c.unmeasured = append(c.unmeasured, fmt.Sprintf("%s (%s)", g.Label, w))
+			continue
+		}
+		unit := ""
+		if g.Paced {
+			unit = " per event"
+		}
+		switch {
+		case !apart(am, em):
+			c.tie = append(c.tie, fmt.Sprintf("%s (ebpf %s, audit %s%s: intervals overlap)", g.Label, em.text, am.text, unit))
+		case em.v < am.v:
+			c.ebpfN++
+			c.ebpf = append(c.ebpf, fmt.Sprintf("%s (%s vs %s%s)", g.Label, em.text, am.text, unit))
+		default:
+			c.auditN++
+			c.audit = append(c.audit, fmt.Sprintf("%s (%s vs %s%s)", g.Label, am.text, em.text, unit))
+		}
+	}
+	return c, measured
+}
+
+// why says the comparison from backend's side: where it is cheaper, where
+// the run cannot tell, where the other is cheaper.
+func (c backendComparison) why(backend string) string {
+	mine, theirs, other := c.ebpf, c.audit, "audit"
+	if backend == "audit" {
+		mine, theirs, other = c.audit, c.ebpf, "ebpf"
+	}
+	list := func(xs []string) string {
+		if len(xs) == 0 {
+			return "none"
+		}
+		if len(xs) == 1 {
+			return xs[0]
+		}
+		return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+	}
+	s := "cheaper than " + other + " on " + list(mine)
+	if len(c.tie) > 0 {
+		s += "; not told apart on " + list(c.tie)
+	}
+	s += "; " + other + " cheaper on " + list(theirs)
+	if len(c.unmeasured) > 0 {
+		s += "; not compared on " + list(c.unmeasured)
+	}
+	return s
 }
