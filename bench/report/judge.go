@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -221,6 +222,245 @@ func (g *group) row(mode string) *result.Row {
 		}
 	}
 	return nil
+}
+
+// Headline is the first lines of a node's report: how the run went, whether
+// it tells the modes apart, and the figures a reader compares.
+type Headline struct {
+	// Run is the run's length, --quick and the rounds: "9m20s, --quick,
+	// 2 to 3 rounds per mode".
+	Run string
+	// Decides: on every workload, each mode is told apart from the next
+	// cheaper one. Undecided says where not.
+	Decides   bool
+	Undecided []string
+	// Modes are the headline modes present, the columns of Lines.
+	Modes []string
+	Lines []HeadlineLine
+	// Limits are the rates the node itself could not hold.
+	Limits []string
+	// HDD explains the HDD storage, "" when the node has none; Disk is
+	// auditd's cost on SSD against HDD per workload.
+	HDD  []string
+	Disk []string
+	// Few: some "-" stands for fewer than 100 events.
+	Few bool
+}
+
+// HeadlineLine is one workload's figures for the headline modes.
+type HeadlineLine struct {
+	Workload string
+	By       string // "elapsed ratio", "µs of watcher CPU per event"
+	Cells    []string
+}
+
+// FewNote is the footnote of a "-" that stands for too few events.
+func (Headline) FewNote() string { return fewEventsNote }
+
+func newHeadline(n *Node, modes *modeTable) Headline {
+	var h Headline
+	h.Run = runText(n)
+	gs := groups(n.Rows)
+	present := map[string]bool{}
+	for _, r := range n.Rows {
+		present[r.Mode] = true
+	}
+	for _, r := range n.Skipped {
+		present[r.Mode] = true
+	}
+	for _, m := range headlineModes {
+		if present[m] {
+			h.Modes = append(h.Modes, m)
+		}
+	}
+	skipped := func(workload, mode string) string {
+		for _, r := range n.Skipped {
+			if r.WorkloadLabel() == workload && r.Mode == mode {
+				if strings.HasPrefix(r.Skipped, "failed") {
+					return "failed"
+				}
+				return "skipped"
+			}
+		}
+		return "-"
+	}
+	h.Decides = true
+	for _, g := range gs {
+		if g.Storage == "" {
+			line := HeadlineLine{Workload: g.Workload, By: "elapsed ratio"}
+			if g.Paced {
+				line.By = "µs of watcher CPU per event"
+			}
+			for _, m := range h.Modes {
+				r := g.row(m)
+				if r == nil {
+					line.Cells = append(line.Cells, skipped(g.Workload, m))
+					continue
+				}
+				ms := measureOf(*r, g.Limit, modes.isFloor(r.Mode))
+				if g.Limit != "" {
+					_, c, _, few := perEvent(*r, g.Limit, modes.isFloor(r.Mode))
+					ms = measure{text: c, few: few}
+				}
+				h.Few = h.Few || ms.few
+				line.Cells = append(line.Cells, ms.cell())
+			}
+			h.Lines = append(h.Lines, line)
+			if g.Limit != "" {
+				h.Limits = append(h.Limits, g.Workload+": "+g.Limit)
+			}
+		}
+		if g.Limit != "" {
+			continue
+		}
+		// Ranks the headline modes by their measure and says which
+		// neighbours it cannot tell apart: the floors, variants and other
+		// peers are in the tables below.
+		type ranked struct {
+			name string
+			m    measure
+		}
+		var rs []ranked
+		for _, r := range g.Rows {
+			if indexOf(headlineModes, r.Mode) < 0 {
+				continue
+			}
+			if m := measureOf(*r, g.Limit, false); m.ok {
+				rs = append(rs, ranked{r.Name(), m})
+			}
+		}
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].m.v < rs[j].m.v })
+		var pairs []string
+		for i := 1; i < len(rs); i++ {
+			if !apart(rs[i-1].m, rs[i].m) {
+				pairs = append(pairs, rs[i].name+" against "+rs[i-1].name)
+			}
+		}
+		if len(pairs) > 0 {
+			h.Decides = false
+			h.Undecided = append(h.Undecided, fmt.Sprintf("cannot rank %s on %s: intervals overlap", strings.Join(pairs, ", "), g.Label))
+		}
+	}
+	h.HDD, h.Disk = hddLines(n, gs, modes)
+	return h
+}
+
+// runText says how long the run was, whether it was --quick, and its rounds.
+func runText(n *Node) string {
+	var parts []string
+	run := n.File.Run
+	if run != nil && run.DurationS > 0 {
+		parts = append(parts, durationText(run.DurationS))
+	} else {
+		parts = append(parts, "length not recorded")
+	}
+	if run != nil && run.Quick {
+		parts = append(parts, "--quick")
+	}
+	lo, hi := 0, 0
+	for _, r := range n.Rows {
+		if r.Rounds <= 0 {
+			continue
+		}
+		if lo == 0 || r.Rounds < lo {
+			lo = r.Rounds
+		}
+		hi = max(hi, r.Rounds)
+	}
+	switch {
+	case hi == 0:
+	case lo == hi:
+		parts = append(parts, fmt.Sprintf("%d round%s per mode", hi, plural(hi)))
+	default:
+		parts = append(parts, fmt.Sprintf("%d to %d rounds per mode", lo, hi))
+	}
+	if run != nil && run.BudgetS > 0 {
+		parts = append(parts, "a budget of "+durationText(run.BudgetS)+" for rounds past the first two")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// durationText is "9m20s", "1h02m", "42s".
+func durationText(s float64) string {
+	t := int(math.Round(s))
+	switch {
+	case t >= 3600:
+		return fmt.Sprintf("%dh%02dm", t/3600, t%3600/60)
+	case t >= 60:
+		return fmt.Sprintf("%dm%02ds", t/60, t%60)
+	}
+	return fmt.Sprintf("%ds", t)
+}
+
+// hddLines explains each HDD storage the node measured (from the run's
+// description, else a generic one naming the node's log disk) and states
+// auditd's cost on SSD against HDD per workload, this tool's audit and ebpf
+// on HDD beside it.
+func hddLines(n *Node, gs []*group, modes *modeTable) (explain, disk []string) {
+	seen := map[string]bool{}
+	for _, g := range gs {
+		if !hddStorage(g.Storage) || seen[g.Storage] {
+			continue
+		}
+		seen[g.Storage] = true
+		desc := ""
+		if run := n.File.Run; run != nil {
+			for _, s := range run.Storages {
+				if s.Label == g.Storage && s.Desc != "" {
+					desc = s.Desc
+				}
+			}
+		}
+		if desc == "" {
+			real := factsDisk(n.File.Node)
+			if g.Storage == "hdd-simulated" {
+				desc = "a loop device throttled to a 7200 rpm disk's 150 IOPS and 100 MiB/s, on the node's disk: " + real
+			} else {
+				desc = "a rotating disk: " + real
+			}
+		}
+		explain = append(explain, fmt.Sprintf("%s, where the event logs went: %s.", g.Storage, desc))
+	}
+	primary := map[string]*group{}
+	for _, g := range gs {
+		if g.Storage == "" {
+			primary[g.Workload] = g
+		}
+	}
+	for _, g := range gs {
+		p := primary[g.Workload]
+		if !hddStorage(g.Storage) || p == nil || g.Limit != "" {
+			continue
+		}
+		ssd, hdd := p.row("auditd"), g.row("auditd")
+		if ssd == nil || hdd == nil {
+			continue
+		}
+		a, b := measureOf(*ssd, "", false), measureOf(*hdd, "", false)
+		if !a.ok || !b.ok || a.v <= 0 {
+			continue
+		}
+		on := storageName(g.Storage)
+		var s string
+		if g.Paced {
+			s = fmt.Sprintf("auditd on %s: %s per event on SSD, %s on %s: %.1fx the CPU per event", g.Workload, a.text, b.text, on, b.v/a.v)
+		} else {
+			s = fmt.Sprintf("auditd on %s: %s on SSD, %s on %s: the disk makes it %.1fx slower", g.Workload, a.text, b.text, on, b.v/a.v)
+		}
+		var beside []string
+		for _, m := range []string{"audit", "ebpf"} {
+			if r := g.row(m); r != nil {
+				if ms := measureOf(*r, "", false); ms.ok {
+					beside = append(beside, m+" "+ms.text)
+				}
+			}
+		}
+		if len(beside) > 0 {
+			s += "; on " + on + " " + strings.Join(beside, ", ")
+		}
+		disk = append(disk, s)
+	}
+	return explain, disk
 }
 
 // backendComparison compares audit and ebpf on each workload (rate,

@@ -217,6 +217,9 @@ func textChart(c Chart) string {
 			legend = "; ▒ and ─┤: 95% interval"
 		}
 	}
+	if c.Paced {
+		legend += "; paced: the same time under every mode, its cost is per event"
+	}
 	if c.Log {
 		fmt.Fprintf(&sb, "%s (log scale %gx to %gx%s)\n", c.Workload, c.Min, c.Max, legend)
 	} else {

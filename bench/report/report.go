@@ -43,6 +43,8 @@ type Node struct {
 	Name     string
 	Verdicts []node.Verdict
 	RuleCost *cost.Report // nil when the rules were not read
+	// Headline is the first lines of the node's section.
+	Headline Headline
 	Rows     []result.Row // measured rows, in workload and mode order
 	Skipped  []result.Row
 	Charts   []Chart
@@ -72,6 +74,9 @@ type Chart struct {
 	// squeeze every other to nothing. Min is 0 on a linear scale.
 	Log bool
 	Min float64
+	// Paced: the workload ran at a set rate, so its elapsed time is about
+	// the same under every mode by construction; its cost is per event.
+	Paced bool
 }
 
 // Bar is one bar.
@@ -299,6 +304,7 @@ func newReportNode(source string, f *result.File, modes *modeTable) *Node {
 	n.Storage = reportStorage(n.Rows)
 	n.Charts = reportCharts(n.Rows, n.Label, modes)
 	n.Rec = recommend(n, modes)
+	n.Headline = newHeadline(n, modes)
 	n.Apps = appSections(n.Rows)
 	n.PerEvent = perEventTables(n.Rows, modes)
 	n.Peers = peerComparisons(n.Rows, modes)
@@ -407,7 +413,7 @@ func reportCharts(rows []result.Row, label func(result.Row) string, modes *modeT
 	var out []Chart
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Workload != r.WorkloadLabel() {
-			out = append(out, Chart{Workload: r.WorkloadLabel(), Max: 1.5})
+			out = append(out, Chart{Workload: r.WorkloadLabel(), Max: 1.5, Paced: paced(r)})
 		}
 		c := &out[len(out)-1]
 		ratio := r.RatioElapsed
