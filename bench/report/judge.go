@@ -474,7 +474,7 @@ type backendComparison struct {
 	unmeasured       []string
 }
 
-func compareBackends(n *Node, modes *modeTable) (backendComparison, bool) {
+func compareBackends(n *Node) (backendComparison, bool) {
 	var c backendComparison
 	measured := false
 	for _, g := range groups(n.Rows) {

@@ -303,7 +303,7 @@ func newReportNode(source string, f *result.File, modes *modeTable) *Node {
 	sortResults(n.Skipped, modes)
 	n.Storage = reportStorage(n.Rows)
 	n.Charts = reportCharts(n.Rows, n.Label, modes)
-	n.Rec = recommend(n, modes)
+	n.Rec = recommend(n)
 	n.Headline = newHeadline(n, modes)
 	n.Apps = appSections(n.Rows)
 	n.PerEvent = perEventTables(n.Rows, modes)
@@ -534,7 +534,7 @@ func storageRank(s string) int {
 // recommend picks the backend that was cheaper on more workloads, each
 // compared with the other on that workload alone, among those that can
 // run, and says what to set for it.
-func recommend(n *Node, modes *modeTable) Recommendation {
+func recommend(n *Node) Recommendation {
 	f := n.File.Node
 	av := node.VerdictFor(n.Verdicts, "audit")
 	ev := node.VerdictFor(n.Verdicts, "ebpf")
@@ -545,7 +545,7 @@ func recommend(n *Node, modes *modeTable) Recommendation {
 		}
 		costs[r.Mode] = append(costs[r.Mode], rowCost(r, nodeLimit(noneRow(n.Rows, r.WorkloadLabel()))))
 	}
-	cmp, measured := compareBackends(n, modes)
+	cmp, measured := compareBackends(n)
 	var rec Recommendation
 	canAudit, canEBPF := av.Status != node.Cannot, ev.Status != node.Cannot
 	switch {
