@@ -92,6 +92,9 @@ func svgChart(charts []Chart) htmltemplate.HTML {
 		if c.Log {
 			title += " (log scale)"
 		}
+		if c.Paced {
+			title += " (paced: the same time under every mode, its cost is per event)"
+		}
 		fmt.Fprintf(&b, `<text x="0" y="%d" class="ptitle">%s</text>`, y+17, esc(title))
 		top := y + headH
 		bottom := top + len(c.Bars)*rowH

@@ -95,8 +95,29 @@ func reportFuncs(cell func(string) string) template.FuncMap {
 		"rowNotes": func(rs []result.Row) []result.Row {
 			var out []result.Row
 			for _, r := range rs {
-				if r.Note != "" {
+				if rowNote(r) != "" {
 					out = append(out, r)
+				}
+			}
+			return out
+		},
+		"rowNote": rowNote,
+		"tracercpu": func(r result.Row) string {
+			if r.Mode == "none" || floorName(r.Mode) {
+				return "-" // no watcher
+			}
+			return fmt.Sprintf("%.2f", r.TracerCPUS)
+		},
+		"notHeldNote": func() string { return notHeldNote },
+		"peersNote":   func() string { return peersNote },
+		"peersFew":    peersFew,
+		"limitNotes": func(rs []result.Row) []string {
+			var out []string
+			for i := range rs {
+				if rs[i].Mode == "none" {
+					if l := nodeLimit(&rs[i]); l != "" {
+						out = append(out, rs[i].WorkloadLabel()+": "+l)
+					}
 				}
 			}
 			return out
@@ -195,6 +216,9 @@ func textChart(c Chart) string {
 		if b.Hi > 0 {
 			legend = "; ▒ and ─┤: 95% interval"
 		}
+	}
+	if c.Paced {
+		legend += "; paced: the same time under every mode, its cost is per event"
 	}
 	if c.Log {
 		fmt.Fprintf(&sb, "%s (log scale %gx to %gx%s)\n", c.Workload, c.Min, c.Max, legend)

@@ -3,6 +3,7 @@ package report
 import (
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/tracer-dev/tracer/bench/result"
 )
@@ -134,6 +135,21 @@ func (t *modeTable) color(mode string) string {
 	return defaultColor
 }
 
+// isFloor reports whether mode is a floor: the kernel's own cost, with no
+// watcher whose CPU could be counted. A file of an earlier tracer may not
+// name it a floor, hence the name.
+func (t *modeTable) isFloor(mode string) bool {
+	if strings.Contains(mode, "-floor") {
+		return true
+	}
+	for _, m := range t.modes {
+		if m.Floor == mode {
+			return true
+		}
+	}
+	return false
+}
+
 // counterpart is the mode of this tool a peer is compared with, or "".
 func (t *modeTable) counterpart(mode string) string {
 	if m := t.modes[mode]; m.Peer {
@@ -141,6 +157,12 @@ func (t *modeTable) counterpart(mode string) string {
 	}
 	return ""
 }
+
+// headlineModes are the modes the headline and its ranking set side by
+// side, those present in a file: this tool's two backends and the audit
+// daemons a reader weighs them against. Every other mode stays in the
+// tables, ordered and coloured from the file.
+var headlineModes = []string{"audit", "ebpf", "auditd", "laurel"}
 
 // legacyModes is, for result files of earlier tracers only (no run.modes),
 // what their modes were as bench then registered them. Files that say what

@@ -19,7 +19,15 @@ type PerEventTable struct {
 	Workload string
 	Rates    []string // "100/s"
 	Rows     []PerEventRow
+	// Limits are the rates the untraced run itself did not reach: "1000/s:
+	// the node's limit: untraced reached 460/s of 1000/s".
+	Limits []string
+	// Few: some "-" stands for fewer than 100 events.
+	Few bool
 }
+
+// FewNote is the footnote of a "-" that stands for too few events.
+func (PerEventTable) FewNote() string { return fewEventsNote }
 
 // PerEventRow is one mode across the rates.
 type PerEventRow struct {
@@ -38,12 +46,25 @@ type PeerComparison struct {
 	PeerUS   float64
 	Tracer   string // the mode of this tool that does what the peer does
 	TracerUS float64
-	Ratio    float64 // tracer's over the peer's
+	Ratio    float64 // tracer's over the peer's; 0 when either has no figure
+	// PeerCell and TracerCell are the figures as shown: "-" where there
+	// is none (fewer than 100 events), "not held (N/s)".
+	PeerCell, TracerCell string
+	// Overlap: the two figures' 95% intervals overlap, so the run cannot
+	// tell which costs less. Why says why there is no ratio, if not "-".
+	Overlap bool
+	Why     string
 }
 
 // Text says the ratio in words: "2.1x the peer's CPU per event", "0.45x".
 func (c PeerComparison) Text() string {
 	switch {
+	case c.Ratio == 0 && c.Why != "":
+		return c.Why
+	case c.Ratio == 0:
+		return "-"
+	case c.Overlap:
+		return fmt.Sprintf("%.2fx: not told apart (intervals overlap)", c.Ratio)
 	case c.Ratio >= 1.05:
 		return fmt.Sprintf("%.2fx: %s costs more per event", c.Ratio, c.Tracer)
 	case c.Ratio <= 0.95:
@@ -52,25 +73,11 @@ func (c PeerComparison) Text() string {
 	return fmt.Sprintf("%.2fx: about the same", c.Ratio)
 }
 
-// perEventCell is a row's CPU per event, or why there is none.
-func perEventCell(r result.Row) string {
-	switch {
-	case r.RateHeld != nil && !*r.RateHeld && r.WatcherCPUPerEventUS == nil:
-		return fmt.Sprintf("not held (%.0f/s)", r.RateAchievedPerS)
-	case r.WatcherCPUPerEventUS == nil:
-		return "-"
-	}
-	s := usText(*r.WatcherCPUPerEventUS)
-	if ci := r.WatcherCPUPerEventCI95; len(ci) == 2 {
-		s += " (" + usText(ci[0]) + "-" + usText(ci[1]) + ")"
-	}
-	if r.RateHeld != nil && !*r.RateHeld {
-		// Held in some rounds (the figure is theirs), or in none (the
-		// figure is at the rate reached).
-		s += fmt.Sprintf(" not held: %.0f/s", r.RateAchievedPerS)
-	}
-	return s
-}
+// notHeldNote says what "not held" and "the node's limit" mean, the same
+// in every format.
+const notHeldNote = "not held (N/s): untraced the node kept the workload at the rate, under that mode it reached only N/s, " +
+	"so there is no figure at the rate; the node's limit: untraced it did not reach the rate either, " +
+	"so the figures there are at the rate each mode reached"
 
 func usText(v float64) string {
 	if v >= 100 {
@@ -86,7 +93,7 @@ func rateText(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) + "
 func perEventTables(rows []result.Row, modes *modeTable) []PerEventTable {
 	var out []PerEventTable
 	for _, r := range rows {
-		if r.RatePerS <= 0 || r.Mode == "none" {
+		if r.RatePerS <= 0 {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].Workload != r.Workload {
@@ -94,6 +101,13 @@ func perEventTables(rows []result.Row, modes *modeTable) []PerEventTable {
 		}
 		t := &out[len(out)-1]
 		rate := rateText(r.RatePerS)
+		limit := nodeLimit(noneRow(rows, r.WorkloadLabel()))
+		if r.Mode == "none" {
+			if limit != "" {
+				t.Limits = append(t.Limits, rate+": "+limit)
+			}
+			continue
+		}
 		col := indexOf(t.Rates, rate)
 		if col < 0 {
 			t.Rates = append(t.Rates, rate)
@@ -117,9 +131,11 @@ func perEventTables(rows []result.Row, modes *modeTable) []PerEventTable {
 				t.Rows[row].Cells[i] = "-"
 			}
 		}
-		t.Rows[row].Cells[col] = perEventCell(r)
-		if r.WatcherCPUPerEventUS != nil {
-			t.Rows[row].Values[col] = *r.WatcherCPUPerEventUS
+		v, cell, ok, few := perEvent(r, limit, modes.isFloor(r.Mode))
+		t.Rows[row].Cells[col] = cell
+		t.Few = t.Few || few
+		if ok {
+			t.Rows[row].Values[col] = v
 		}
 	}
 	for i := range out {
@@ -144,7 +160,9 @@ func indexOf(xs []string, x string) int {
 
 // peerComparisons pairs each peer row that has a CPU per event with its
 // counterpart of this tool on the same workload (and rate): on the same
-// storage where both wrote a log, else the counterpart's first.
+// storage where both wrote a log, else the counterpart's first. A figure
+// over fewer than 100 events, or at a rate the mode did not hold, is shown
+// as such and not compared.
 func peerComparisons(rows []result.Row, modes *modeTable) []PeerComparison {
 	var out []PeerComparison
 	for _, p := range rows {
@@ -165,12 +183,54 @@ func peerComparisons(rows []result.Row, modes *modeTable) []PeerComparison {
 		if match == nil {
 			continue
 		}
-		out = append(out, PeerComparison{Workload: p.WorkloadLabel(), Peer: p.ModeLabel(), PeerUS: *p.WatcherCPUPerEventUS,
-			Tracer: match.ModeLabel(), TracerUS: *match.WatcherCPUPerEventUS,
-			Ratio: *match.WatcherCPUPerEventUS / *p.WatcherCPUPerEventUS})
+		limit := nodeLimit(noneRow(rows, p.WorkloadLabel()))
+		pv, pc, pok, _ := perEvent(p, limit, false)
+		tv, tc, tok, _ := perEvent(*match, limit, false)
+		c := PeerComparison{Workload: p.WorkloadLabel(), Peer: p.ModeLabel(), PeerUS: pv, PeerCell: pc,
+			Tracer: match.ModeLabel(), TracerUS: tv, TracerCell: tc}
+		if !pok && !tok && pc == "-" && tc == "-" {
+			// Nothing to show on either side.
+			continue
+		}
+		switch {
+		case pok && tok && limit != "":
+			// Each figure is at the rate its mode reached.
+			c.Why = "not compared: each at the rate it reached (" + limit + ")"
+		case pok && tok && pv > 0:
+			c.Ratio = tv / pv
+			c.Overlap = !apart(perEventMeasure(p), perEventMeasure(*match))
+		}
+		out = append(out, c)
 	}
 	return out
 }
+
+// perEventMeasure is a row's CPU per event as a measure, whatever its
+// workload's pace.
+func perEventMeasure(r result.Row) measure {
+	m := measure{perEvent: true, ok: r.WatcherCPUPerEventUS != nil}
+	if m.ok {
+		m.v = *r.WatcherCPUPerEventUS
+	}
+	if ci := r.WatcherCPUPerEventCI95; len(ci) == 2 {
+		m.lo, m.hi, m.ci = ci[0], ci[1], true
+	}
+	return m
+}
+
+// peersFew reports whether some peer comparison lacks a figure for too few
+// events (where neither side has one, the comparison is left out).
+func peersFew(peers []PeerComparison) bool {
+	for _, c := range peers {
+		if c.Ratio == 0 && (c.PeerCell == "-" || c.TracerCell == "-") {
+			return true
+		}
+	}
+	return false
+}
+
+// peersNote is the peer table's footnote on missing figures.
+const peersNote = fewEventsNote + "; where neither side has a figure, the comparison is left out"
 
 // WritePerEventTable prints, after bench's table, the watcher's CPU per
 // event of the rate workloads by rate, and where this tool stands against
@@ -188,12 +248,28 @@ func WritePerEventTable(out io.Writer, results []result.Row, modes []result.Mode
 		for _, r := range t.Rows {
 			fmt.Fprintf(tw, "%s\t%s\n", r.Mode, strings.Join(r.Cells, "\t"))
 		}
+		for _, l := range t.Limits {
+			fmt.Fprintf(tw, "  %s\n", l)
+		}
+		if t.Few {
+			fmt.Fprintf(tw, "  %s\n", fewEventsNote)
+		}
+	}
+	if len(tables) > 0 {
+		fmt.Fprintf(tw, "  %s\n", notHeldNote)
 	}
 	if len(peers) > 0 {
 		fmt.Fprintf(tw, "\nagainst the peers: watcher CPU per event (the watcher's processes and kauditd), this tool's over the peer's\n")
 		fmt.Fprintf(tw, "WORKLOAD\tPEER\tUS/EVENT\tTRACER\tUS/EVENT\tRATIO\n")
 		for _, c := range peers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2fx\n", c.Workload, c.Peer, usText(c.PeerUS), c.Tracer, usText(c.TracerUS), c.Ratio)
+			ratio := c.Text()
+			if c.Ratio > 0 && !c.Overlap {
+				ratio = fmt.Sprintf("%.2fx", c.Ratio)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Workload, c.Peer, c.PeerCell, c.Tracer, c.TracerCell, ratio)
+		}
+		if peersFew(peers) {
+			fmt.Fprintf(tw, "  %s\n", peersNote)
 		}
 	}
 	return tw.Flush()

@@ -9,7 +9,8 @@ import (
 )
 
 func perEventRow(workload, mode, storage string, rate, us float64, held bool) result.Row {
-	r := result.Row{Workload: workload, Mode: mode, Storage: storage, RatePerS: rate, RateHeld: &held, RateAchievedPerS: rate}
+	// Enough events for a figure per event: 1000 a round.
+	r := result.Row{Workload: workload, Mode: mode, Storage: storage, RatePerS: rate, RateHeld: &held, RateAchievedPerS: rate, EventsExpected: 1000}
 	if !held {
 		r.RateAchievedPerS = rate * 0.6
 	}

@@ -43,6 +43,8 @@ type Node struct {
 	Name     string
 	Verdicts []node.Verdict
 	RuleCost *cost.Report // nil when the rules were not read
+	// Headline is the first lines of the node's section.
+	Headline Headline
 	Rows     []result.Row // measured rows, in workload and mode order
 	Skipped  []result.Row
 	Charts   []Chart
@@ -72,6 +74,9 @@ type Chart struct {
 	// squeeze every other to nothing. Min is 0 on a linear scale.
 	Log bool
 	Min float64
+	// Paced: the workload ran at a set rate, so its elapsed time is about
+	// the same under every mode by construction; its cost is per event.
+	Paced bool
 }
 
 // Bar is one bar.
@@ -157,11 +162,19 @@ type Cost struct {
 	Noise bool
 	// Floor is the ratio to the backend's floor, 0 when not measured.
 	Floor float64
+	// Paced: the workload ran at a set rate, so its elapsed time is the
+	// same under every mode and the cost is PerEvent, the watcher's CPU
+	// per event (or why there is none).
+	Paced    bool
+	PerEvent string
 }
 
 // Text is the cost as the report states it: "+31% (1.25x-1.37x)", or
 // "within noise" with the ratio it measured.
 func (c Cost) Text() string {
+	if c.Paced {
+		return c.PerEvent
+	}
 	if c.Noise {
 		return "within noise (" + c.figures() + ")"
 	}
@@ -291,6 +304,7 @@ func newReportNode(source string, f *result.File, modes *modeTable) *Node {
 	n.Storage = reportStorage(n.Rows)
 	n.Charts = reportCharts(n.Rows, n.Label, modes)
 	n.Rec = recommend(n)
+	n.Headline = newHeadline(n, modes)
 	n.Apps = appSections(n.Rows)
 	n.PerEvent = perEventTables(n.Rows, modes)
 	n.Peers = peerComparisons(n.Rows, modes)
@@ -399,7 +413,7 @@ func reportCharts(rows []result.Row, label func(result.Row) string, modes *modeT
 	var out []Chart
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].Workload != r.WorkloadLabel() {
-			out = append(out, Chart{Workload: r.WorkloadLabel(), Max: 1.5})
+			out = append(out, Chart{Workload: r.WorkloadLabel(), Max: 1.5, Paced: paced(r)})
 		}
 		c := &out[len(out)-1]
 		ratio := r.RatioElapsed
@@ -517,21 +531,21 @@ func storageRank(s string) int {
 	return 4
 }
 
-// recommend picks the backend with the lower measured cost among those
-// that can run, and says what to set for it.
+// recommend picks the backend that was cheaper on more workloads, each
+// compared with the other on that workload alone, among those that can
+// run, and says what to set for it.
 func recommend(n *Node) Recommendation {
 	f := n.File.Node
 	av := node.VerdictFor(n.Verdicts, "audit")
 	ev := node.VerdictFor(n.Verdicts, "ebpf")
 	costs := map[string][]Cost{}
-	worst := map[string]float64{}
 	for _, r := range n.Rows {
-		if (r.Mode != "audit" && r.Mode != "ebpf") || (r.Storage != "" && r.Storage != "ssd") {
+		if (r.Mode != "audit" && r.Mode != "ebpf") || !primaryStorage(r.Storage) {
 			continue
 		}
-		costs[r.Mode] = append(costs[r.Mode], rowCost(r))
-		worst[r.Mode] = math.Max(worst[r.Mode], r.RatioElapsed)
+		costs[r.Mode] = append(costs[r.Mode], rowCost(r, nodeLimit(noneRow(n.Rows, r.WorkloadLabel()))))
 	}
+	cmp, measured := compareBackends(n)
 	var rec Recommendation
 	canAudit, canEBPF := av.Status != node.Cannot, ev.Status != node.Cannot
 	switch {
@@ -542,14 +556,18 @@ func recommend(n *Node) Recommendation {
 		rec.Backend, rec.Why = "ebpf", "audit cannot run here ("+firstReason(av)+")"
 	case canAudit && !canEBPF:
 		rec.Backend, rec.Why = "audit", "eBPF cannot run here ("+firstReason(ev)+")"
-	case len(costs["ebpf"]) > 0 && len(costs["audit"]) > 0:
-		if worst["ebpf"] <= worst["audit"] {
+	case measured && cmp.ebpfN > cmp.auditN:
+		rec.Backend, rec.Why = "ebpf", cmp.why("ebpf")
+	case measured && cmp.auditN > cmp.ebpfN:
+		rec.Backend, rec.Why = "audit", cmp.why("audit")
+	case measured:
+		// The run does not say which costs less: the verdicts choose.
+		rec.Backend = "audit"
+		if ev.Status == node.Works {
 			rec.Backend = "ebpf"
-			rec.Why = fmt.Sprintf("it cost less than audit where it was measured: at worst %.2fx against %.2fx", worst["ebpf"], worst["audit"])
-		} else {
-			rec.Backend = "audit"
-			rec.Why = fmt.Sprintf("it cost less than eBPF where it was measured: at worst %.2fx against %.2fx", worst["audit"], worst["ebpf"])
 		}
+		rec.Why = fmt.Sprintf("the run does not tell which backend costs less (cheaper on as many workloads each): %s; %s because %s",
+			cmp.why("ebpf"), rec.Backend, map[string]string{"ebpf": "eBPF works fully here", "audit": "eBPF works here only with limits"}[rec.Backend])
 	case ev.Status == node.Works:
 		rec.Backend, rec.Why = "ebpf", "eBPF works fully here (not measured against audit)"
 	default:
@@ -629,7 +647,7 @@ func recommend(n *Node) Recommendation {
 			continue
 		}
 		// A cost is stated only where the run could tell it from none.
-		c := rowCost(r)
+		c := rowCost(r, "")
 		if c.Noise {
 			rec.Rules = append(rec.Rules, "while audit syscall rules are loaded, what every syscall that no rule names pays could not be told from noise here (syscall-tax under auditd: "+c.figures()+")")
 		} else {
@@ -640,12 +658,36 @@ func recommend(n *Node) Recommendation {
 	return rec
 }
 
-// rowCost is what a row says a mode cost its workload.
-func rowCost(r result.Row) Cost {
-	c := Cost{Workload: r.Workload, Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
+// rowCost is what a row says a mode cost its workload: its elapsed ratio,
+// or for a paced workload its CPU per event (limit is the node's limit at
+// its rate, "" when the untraced run held it).
+func rowCost(r result.Row, limit string) Cost {
+	c := Cost{Workload: r.WorkloadLabel(), Ratio: r.RatioElapsed, Pct: (r.RatioElapsed - 1) * 100, Lost: r.EventsLost,
 		Noise: r.Noise || r.RatioElapsed < 1, Floor: r.RatioFloor}
 	if len(r.RatioCI95) == 2 {
 		c.Lo, c.Hi = r.RatioCI95[0], r.RatioCI95[1]
+	}
+	if paced(r) {
+		// Its ratio to the floor is of elapsed time, which the pace sets.
+		c.Paced, c.Floor = true, 0
+		v, cell, ok, few := perEvent(r, limit, false)
+		switch {
+		case ok:
+			c.PerEvent = usText(v) + " µs of watcher CPU per event"
+			if ci := r.WatcherCPUPerEventCI95; len(ci) == 2 {
+				c.PerEvent += " (95% interval " + usText(ci[0]) + "-" + usText(ci[1]) + ")"
+			}
+			if limit != "" {
+				c.PerEvent += fmt.Sprintf(" at the %.0f/s it reached", r.RateAchievedPerS)
+			}
+		case few:
+			c.PerEvent = "no CPU per event: fewer than 100 events"
+		default:
+			c.PerEvent = "no CPU per event: " + cell
+		}
+		if limit != "" {
+			c.PerEvent += " (" + limit + ")"
+		}
 	}
 	return c
 }
@@ -672,7 +714,18 @@ func nextPow2(v uint32) uint32 {
 // costSummary says what the recommended backend cost: the range of the
 // costs the run could tell from none, and the workloads where it could not
 // ("within noise"), never a negative or a sub-percent figure.
-func costSummary(cs []Cost) string {
+func costSummary(all []Cost) string {
+	var cs []Cost
+	for _, c := range all {
+		// A paced workload's elapsed time is set by its pace, not by the
+		// mode: its cost is per event.
+		if !c.Paced {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 && len(all) > 0 {
+		return "only paced workloads, judged by CPU per event"
+	}
 	if len(cs) == 0 {
 		return "not measured"
 	}

@@ -62,12 +62,17 @@ func WriteTable(out io.Writer, results []result.Row) error {
 			line += "\t" + appTableCells(r)
 		}
 		fmt.Fprintln(tw, line)
-		if r.Note != "" {
+		if note := rowNote(r); note != "" {
 			label := r.WorkloadLabel() + " " + r.Name()
 			if r.Storage != "" {
 				label += "@" + r.Storage
 			}
-			notes = append(notes, label+": "+r.Note)
+			notes = append(notes, label+": "+note)
+		}
+		if r.Mode == "none" {
+			if l := nodeLimit(&r); l != "" {
+				notes = append(notes, r.WorkloadLabel()+": "+l)
+			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -223,8 +228,33 @@ func events(r result.Row) string {
 	return num(r.EventsExpected) + "/" + num(r.EventsSeen) + "/" + fmt.Sprint(r.EventsLost)
 }
 
+// rowNote is what the notes say of a row: the rounds it retried, then
+// the bench's note.
+func rowNote(r result.Row) string {
+	var parts []string
+	if r.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("retried %d round%s", r.Retried, plural(r.Retried)))
+	}
+	if r.Note != "" {
+		parts = append(parts, r.Note)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// floorName: the mode is a floor by its name, for callers that have no
+// mode table (every floor bench has is named so).
+func floorName(mode string) bool { return strings.Contains(mode, "-floor") }
+
+// tracerCPU is the watcher's CPU; "-" for none and for a floor, which have
+// no watcher (an audit floor's kauditd is shown).
 func tracerCPU(r result.Row) string {
 	if r.Mode == "none" {
+		return "-"
+	}
+	if floorName(r.Mode) {
+		if r.KauditdCPUS > 0 {
+			return fmt.Sprintf("- (kauditd %.2fs)", r.KauditdCPUS)
+		}
 		return "-"
 	}
 	s := fmt.Sprintf("%.2fs", r.TracerCPUS)
