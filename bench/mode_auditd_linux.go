@@ -62,6 +62,7 @@ type auditdMode struct {
 	conf  []string
 
 	// per run
+	runDir  string
 	w       *watcher
 	cpu     cpuMeter
 	kauditd cpuMeter
@@ -289,6 +290,7 @@ func (m *auditdMode) Start(ctx context.Context, run *Run) (err error) {
 			m.cleanupRun()
 		}
 	}()
+	m.runDir = run.Dir
 	flush := confValue(m.conf, "flush", "INCREMENTAL_ASYNC")
 	freq := confValue(m.conf, "freq", "50")
 	if m.external == nil {
@@ -495,6 +497,9 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		w := m.w
 		m.w = nil
 		total, err := w.stop(syscall.SIGTERM, 20*time.Second)
+		if n := killLeftBehind(run.Dir); n > 0 {
+			obs.Note = joinNote(obs.Note, fmt.Sprintf("killed %d processes of the run that outlived auditd", n))
+		}
 		if m.cpu.ok {
 			obs.TracerCPU = max(total-m.cpu.start, 0)
 		}
@@ -721,8 +726,22 @@ func (m *auditdMode) cleanupRun() {
 	if m.w != nil {
 		_, _ = m.w.stop(syscall.SIGTERM, 20*time.Second)
 		m.w = nil
+		if m.runDir != "" {
+			killLeftBehind(m.runDir)
+		}
 		_ = m.restore()
 	}
+}
+
+// killLeftBehind kills what a run's auditd left running (its plugin, a
+// child that still holds its audit socket and so the audit PID): the next
+// run's auditd would be refused the PID. It returns how many it killed.
+func killLeftBehind(dir string) int {
+	pids := procsWith(dir)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(pids)
 }
 
 func (m *auditdMode) Teardown() error {

@@ -91,22 +91,6 @@ func ctl(args ...string) {
 	}
 }
 
-// auditdsWith lists the auditd processes started with config dir.
-func auditdsWith(dir string) []int {
-	var out []int
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), "auditd\x00") || !strings.Contains(string(b), dir) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // nodeState is what bench must leave as it found it.
 type nodeState struct {
 	Settings   auditSettings

@@ -664,3 +664,31 @@ func notTracers(rules []string) []string {
 	}
 	return out
 }
+
+// procsWith lists the processes whose command line holds s (a run's
+// directory), whatever their name.
+func procsWith(s string) []int {
+	var out []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// auditdsWith lists the auditd processes started with config dir.
+func auditdsWith(dir string) []int {
+	var out []int
+	for _, pid := range procsWith(dir) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), "auditd\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -82,6 +82,12 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"bench", "--cgroup", "/no-such-cgroup-here", "--modes", "none", "--", "true"}, "no such cgroup"},
 		{[]string{"bench", "--modes", "none", "--workload", "redis,memcached"}, "unknown workload \"memcached\""},
 		{[]string{"bench", "--modes", "none,x"}, "unknown mode \"x\": use none, audit, "},
+		{[]string{"bench", "--modes", "none", "--workload", "signal-storm:many"}, "the count after : is a positive number"},
+		{[]string{"bench", "--modes", "none,auditd@nvme", "--workload", "cis-shell"}, "the storage after @ is ssd or hdd"},
+		{[]string{"bench", "--modes", "none,auditd-sync@hdd", "--workload", "cis-shell"}, "hdd is not among the storages"},
+		{[]string{"bench", "--modes", "none", "--budget", "-1s", "--", "true"}, "--budget -1s is out of range"},
+		{[]string{"bench", "--modes", "none", "--budget", "1m", "--rounds", "1", "--", "true"}, "--budget needs at least 2 rounds"},
+		{[]string{"report", "-o", "/tmp/x.md", "--mode", "rw", "x.json"}, "is not an octal file mode"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runTracer(t, nil, c.args...)

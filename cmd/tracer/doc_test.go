@@ -303,12 +303,20 @@ func checkFlagValue(cmd *cobra.Command, name, value string) error {
 		_, err = tracer.ParseBackpressure(value)
 	case "modes":
 		for _, m := range strings.Split(value, ",") {
+			m, st, ok := strings.Cut(m, "@")
+			if ok && st != "ssd" && st != "hdd" {
+				err = fmt.Errorf("mode %s: unknown storage %q", m, st)
+			}
 			if !slices.Contains(bench.ModeNames, m) {
 				err = fmt.Errorf("unknown mode %q", m)
 			}
 		}
 	case "workload":
 		for _, w := range strings.Split(value, ",") {
+			w, n, ok := strings.Cut(w, ":")
+			if c, cerr := strconv.Atoi(n); ok && (cerr != nil || c < 1) {
+				err = fmt.Errorf("workload %s: count %q is not a positive number", w, n)
+			}
 			if !slices.Contains(bench.Builtins(), w) && !slices.Contains(bench.Apps(), w) && w != "apps" && !bench.IsRate(w) {
 				err = fmt.Errorf("unknown workload %q", w)
 			}
@@ -687,4 +695,55 @@ func checkTraceOutput(out []string) []string {
 		errs = append(errs, "no total: and elapsed lines")
 	}
 	return errs
+}
+
+// README.md and docs/overhead.md say exactly what make demo runs: the
+// bench command its DEMO_FLAGS make, and the workloads and modes in it.
+func TestDemoDocumented(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, l := range strings.Split(string(mk), "\n") {
+		if k, v, ok := strings.Cut(l, " := "); ok && strings.HasPrefix(k, "DEMO_") {
+			vars[k] = v
+		}
+	}
+	expand := regexp.MustCompile(`\$\((DEMO_[A-Z]+)\)`)
+	flags := expand.ReplaceAllStringFunc(vars["DEMO_FLAGS"], func(m string) string { return vars[m[2:len(m)-1]] })
+	if flags == "" || strings.Contains(flags, "$(") {
+		t.Fatalf("DEMO_FLAGS not found or not expanded in the Makefile: %q", flags)
+	}
+	want := "tracer bench " + flags
+	for _, f := range []string{"../../README.md", "../../docs/overhead.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\\\n", " ")), " ")
+		if !strings.Contains(text, want) {
+			t.Errorf("%s does not show the demo's command: %s", strings.TrimPrefix(f, "../../"), want)
+		}
+	}
+	// The section that explains it names every workload and mode in it.
+	b, _ := os.ReadFile("../../docs/overhead.md")
+	doc := string(b)
+	i := strings.Index(doc, "## The demo")
+	if i < 0 {
+		t.Fatal("docs/overhead.md has no section '## The demo'")
+	}
+	section := doc[i:]
+	if j := strings.Index(section[3:], "\n## "); j >= 0 {
+		section = section[:j+3]
+	}
+	for _, list := range []string{vars["DEMO_WORKLOADS"], vars["DEMO_MODES"]} {
+		for _, name := range strings.Split(list, ",") {
+			name, _, _ = strings.Cut(name, ":")
+			name, _, _ = strings.Cut(name, "@")
+			if !strings.Contains(section, "`"+name+"`") {
+				t.Errorf("docs/overhead.md's demo section does not explain `%s`", name)
+			}
+		}
+	}
 }
