@@ -44,7 +44,7 @@ type Options struct {
 	Rounds int
 	Quick  bool
 	// Budget, when set, is the time the rounds may take: past the first
-	// two (up to BudgetRounds, or Rounds), a workload gets more rounds
+	// BudgetMinRounds (up to BudgetRounds, or Rounds), a workload gets more rounds
 	// while a mode's interval still overlaps its neighbour's (Runner.Budget).
 	Budget time.Duration
 	// Storage kinds (ssd, hdd) for modes that write a log; LogDir instead
@@ -79,8 +79,11 @@ const (
 	QuickRounds      = 3
 	DefaultTarget    = time.Second
 	QuickTarget      = 300 * time.Millisecond
-	// BudgetRounds is the most rounds a workload gets under a --budget.
-	BudgetRounds = 10
+	// Under a --budget a workload gets BudgetMinRounds rounds (the fewest
+	// whose 95% interval says something: Student's t is 4.3 for three,
+	// 12.7 for two) and at most BudgetRounds.
+	BudgetMinRounds = 3
+	BudgetRounds    = 10
 )
 
 // Bench is a prepared bench run: storages mounted, workload cgroup made,
@@ -104,12 +107,12 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		return nil, vocab.Usagef("--rounds must be at least 1")
 	case o.Budget < 0 || o.Budget > 24*time.Hour:
 		return nil, vocab.Usagef("--budget %s is out of range: give a duration up to 24h, e.g. 6m", o.Budget)
-	case o.Budget > 0 && rounds == 1:
-		return nil, vocab.Usagef("--budget needs at least 2 rounds to rank modes: leave --rounds out or give more")
+	case o.Budget > 0 && rounds > 0 && rounds < BudgetMinRounds:
+		return nil, vocab.Usagef("--budget needs at least %d rounds to rank modes: leave --rounds out or give more", BudgetMinRounds)
 	case o.Budget > 0 && rounds == 0:
-		rounds, minRounds = BudgetRounds, QuickMinRounds
+		rounds, minRounds = BudgetRounds, BudgetMinRounds
 	case o.Budget > 0:
-		minRounds = QuickMinRounds
+		minRounds = min(rounds, BudgetMinRounds)
 	case rounds == 0 && o.Quick:
 		rounds, minRounds = QuickRounds, QuickMinRounds
 	case rounds == 0:

@@ -221,7 +221,9 @@ loop:
 		}
 		wStart := time.Now()
 		share := (r.Budget - time.Since(began)) / time.Duration(len(r.Workloads)-wi)
-		var lastRound time.Duration
+		// How long each variant's last run of w took: the next round's
+		// length is that of the variants it still runs.
+		took := map[*variantState]time.Duration{}
 		stopServer, err := w.startServer(ctx, r.WorkDir, r.Cgroup)
 		if err != nil {
 			serverErr[w] = err
@@ -231,14 +233,7 @@ loop:
 		}
 		stops = append(stops, stopServer)
 		for round := 1; round <= r.Rounds; round++ {
-			roundStart := time.Now()
 			var settled map[*variantState]bool
-			if round > r.minRounds() && r.Budget > 0 && time.Since(wStart)+lastRound > share {
-				// Out of this workload's time: the report says which modes
-				// it could not rank.
-				total -= (r.Rounds - round + 1) * active()
-				break
-			}
 			if round > r.minRounds() && base != nil {
 				settled = r.settled(states, base, w)
 				left := 0
@@ -250,6 +245,20 @@ loop:
 				if left == 0 {
 					total -= (r.Rounds - round + 1) * active()
 					break
+				}
+				if r.Budget > 0 {
+					next := took[base]
+					for st, d := range took {
+						if st != base && !settled[st] && st.failed[w] == nil {
+							next += d
+						}
+					}
+					if time.Since(wStart)+next > share {
+						// Out of this workload's time: the report says which
+						// modes it could not rank.
+						total -= (r.Rounds - round + 1) * active()
+						break
+					}
 				}
 			}
 			for k := range states {
@@ -265,7 +274,9 @@ loop:
 					break loop
 				}
 				for attempt := 0; ; attempt++ {
+					runStart := time.Now()
 					s, err := r.runOnce(ctx, w, round, st.v)
+					took[st] = time.Since(runStart)
 					if err == nil || ctx.Err() != nil {
 						done++
 						if err == nil {
@@ -294,7 +305,6 @@ loop:
 					break
 				}
 			}
-			lastRound = time.Since(roundStart)
 		}
 		if err := stopServer(); err != nil {
 			fail.Own = append(fail.Own, fmt.Errorf("stopping %s's server: %w", w.Name, err))

@@ -299,3 +299,71 @@ func TestRunnerPeerFailure(t *testing.T) {
 		t.Errorf("err %v: want one peer failure", err)
 	}
 }
+
+// Under a budget a mode is settled once its interval overlaps neither
+// neighbour's: two modes of the same cost keep running, one far from both
+// does not; a paced workload is ranked by the watcher's CPU per event.
+func TestRankedOn(t *testing.T) {
+	w := &Workload{Name: "w"}
+	paced := &Workload{Name: "exec-rate", Rate: 300, Known: true, Expected: Tally{Exec: 101, Fork: 100}}
+	mk := func(name string, ratios ...float64) *variantState {
+		st := &variantState{v: Variant{Mode: &fakeMode{name: name}}, ready: true, samples: map[*Workload][]Sample{},
+			failed: map[*Workload]error{}}
+		for i, x := range ratios {
+			st.samples[w] = append(st.samples[w], Sample{Round: i + 1, Elapsed: x})
+			// 201 events: x µs of CPU per event.
+			st.samples[paced] = append(st.samples[paced], Sample{Round: i + 1, Elapsed: 1, TracerCPU: x * 201e-6})
+		}
+		return st
+	}
+	base := mk("none", 1, 1, 1)
+	a := mk("ebpf", 1.02, 0.99, 1.01)
+	b := mk("ebpf-floor", 1.0, 1.03, 0.98)
+	c := mk("audit", 7, 7.4, 6.8)
+	d := mk("auditd", 40, 38, 43)
+	got := rankedOn([]*variantState{base, a, b, c, d}, base, w)
+	for st, want := range map[*variantState]bool{a: false, b: false, c: true, d: true} {
+		if got[st] != want {
+			t.Errorf("%s ranked %v, want %v", st.v.Mode.Name(), got[st], want)
+		}
+	}
+	if _, ok := got[base]; ok {
+		t.Error("none is the baseline, not ranked")
+	}
+	// Paced: by CPU per event; ebpf-floor has no watcher and no figure.
+	b.samples[paced] = []Sample{{Round: 1, Elapsed: 1}, {Round: 2, Elapsed: 1}, {Round: 3, Elapsed: 1}}
+	got = rankedOn([]*variantState{base, a, b, c, d}, base, paced)
+	for st, want := range map[*variantState]bool{a: true, b: true, c: true, d: true} {
+		if got[st] != want {
+			t.Errorf("paced: %s ranked %v, want %v", st.v.Mode.Name(), got[st], want)
+		}
+	}
+}
+
+// A spent budget ends a workload's rounds at MinRounds; the next workload
+// still gets its MinRounds.
+func TestRunnerBudgetSpent(t *testing.T) {
+	none := &fakeMode{name: "none", seen: -1}
+	a := &fakeMode{name: "a", seen: 1}
+	b := &fakeMode{name: "b", seen: 1}
+	vs, _ := newFakes(none, a, b)
+	w1 := NewCommand([]string{"/bin/true"})
+	w1.Name = "w1"
+	w2 := NewCommand([]string{"/bin/true"})
+	w2.Name = "w2"
+	var last Progress
+	r := &Runner{Workloads: []*Workload{w1, w2}, Variants: vs, Rounds: 10, MinRounds: 3, Budget: time.Nanosecond,
+		WorkDir: t.TempDir(), Progress: func(p Progress) { last = p }}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range res {
+		if x.Rounds != 3 {
+			t.Errorf("%s/%s: %d rounds, want 3 (the budget is spent)", x.Workload, x.Mode, x.Rounds)
+		}
+	}
+	if last.Done != 18 {
+		t.Errorf("progress ends at %d/%d, want 18 runs", last.Done, last.Total)
+	}
+}

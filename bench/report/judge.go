@@ -375,7 +375,7 @@ func runText(n *Node) string {
 		parts = append(parts, fmt.Sprintf("%d to %d rounds per mode", lo, hi))
 	}
 	if run != nil && run.BudgetS > 0 {
-		parts = append(parts, "a budget of "+durationText(run.BudgetS)+" for rounds past the first two")
+		parts = append(parts, "a budget of "+durationText(run.BudgetS)+" for rounds past the first three")
 	}
 	return strings.Join(parts, ", ")
 }

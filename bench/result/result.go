@@ -58,7 +58,7 @@ type RunInfo struct {
 	// earlier tracers.
 	Modes []Mode `json:"modes,omitempty"`
 	// DurationS is the bench's wall time, from its start to its last run;
-	// BudgetS the time it was given for rounds past the first two (0: no
+	// BudgetS the time it was given for rounds past the first three (0: no
 	// budget, a fixed number of rounds). Both absent in earlier files.
 	DurationS float64 `json:"duration_s,omitempty"`
 	BudgetS   float64 `json:"budget_s,omitempty"`

@@ -100,7 +100,7 @@ func newBenchCmd() *cobra.Command {
 	// --out was bench's name before it took watch's and trace's.
 	fl.StringVar(&o.out, "out", "", "write the result file (JSON) to FILE")
 	_ = fl.MarkDeprecated("out", "use -o/--output")
-	fl.DurationVar(&o.budget, "budget", 0, fmt.Sprintf("time the rounds may take: past the first 2 (up to %d, or --rounds), each workload gets rounds while a mode's 95%% interval overlaps its neighbour's, so that the modes can be ranked; the report says which could not be", bench.BudgetRounds))
+	fl.DurationVar(&o.budget, "budget", 0, fmt.Sprintf("time the rounds may take: past the first 3 (up to %d, or --rounds), each workload gets rounds while a mode's 95%% interval overlaps its neighbour's, so that the modes can be ranked; the report says which could not be", bench.BudgetRounds))
 	fl.BoolVar(&o.quick, "quick", false, fmt.Sprintf("a short run: %d to %d rounds, workloads sized to %s untraced", bench.QuickMinRounds, bench.QuickRounds, bench.QuickTarget))
 	fl.StringVar(&o.storage, "storage", "", "where event logs go: ssd, hdd, or both (ssd,hdd); hdd is simulated when the node has no rotational disk (default ssd)")
 	fl.StringVar(&o.logDir, "log-dir", "", "write event logs under DIR instead of --storage")

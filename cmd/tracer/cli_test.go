@@ -86,7 +86,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"bench", "--modes", "none,auditd@nvme", "--workload", "cis-shell"}, "the storage after @ is ssd or hdd"},
 		{[]string{"bench", "--modes", "none,auditd-sync@hdd", "--workload", "cis-shell"}, "hdd is not among the storages"},
 		{[]string{"bench", "--modes", "none", "--budget", "-1s", "--", "true"}, "--budget -1s is out of range"},
-		{[]string{"bench", "--modes", "none", "--budget", "1m", "--rounds", "1", "--", "true"}, "--budget needs at least 2 rounds"},
+		{[]string{"bench", "--modes", "none", "--budget", "1m", "--rounds", "1", "--", "true"}, "--budget needs at least 3 rounds"},
 		{[]string{"report", "-o", "/tmp/x.md", "--mode", "rw", "x.json"}, "is not an octal file mode"},
 	}
 	for _, c := range cases {

@@ -27,6 +27,7 @@ import (
 	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/sink/schematest"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -700,21 +701,7 @@ func checkTraceOutput(out []string) []string {
 // README.md and docs/overhead.md say exactly what make demo runs: the
 // bench command its DEMO_FLAGS make, and the workloads and modes in it.
 func TestDemoDocumented(t *testing.T) {
-	mk, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for _, l := range strings.Split(string(mk), "\n") {
-		if k, v, ok := strings.Cut(l, " := "); ok && strings.HasPrefix(k, "DEMO_") {
-			vars[k] = v
-		}
-	}
-	expand := regexp.MustCompile(`\$\((DEMO_[A-Z]+)\)`)
-	flags := expand.ReplaceAllStringFunc(vars["DEMO_FLAGS"], func(m string) string { return vars[m[2:len(m)-1]] })
-	if flags == "" || strings.Contains(flags, "$(") {
-		t.Fatalf("DEMO_FLAGS not found or not expanded in the Makefile: %q", flags)
-	}
+	flags, vars := tracertest.DemoFlags(t, "../../Makefile")
 	want := "tracer bench " + flags
 	for _, f := range []string{"../../README.md", "../../docs/overhead.md"} {
 		b, err := os.ReadFile(f)
