@@ -122,6 +122,18 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"watch", "--format", ""}, []string{"text", "json"}},
 		{[]string{"trace", "--format", ""}, []string{"table", "json"}},
 		{[]string{"watch", "--time", ""}, []string{"iso", "relative", "none"}},
+		{[]string{"bench", "--modes", ""}, []string{"none", "audit", "ebpf", "auditd", "laurel"}},
+		{[]string{"bench", "--modes", "none,au"}, []string{"none,audit", "none,auditd"}},
+		{[]string{"bench", "--workload", ""}, []string{"cis-shell", "signal-storm", "exec-rate", "redis", "apps"}},
+		{[]string{"bench", "--workload", "cis-shell,"}, []string{"cis-shell,signal-storm"}},
+		{[]string{"bench", "--storage", ""}, []string{"ssd", "hdd"}},
+		{[]string{"bench", "--storage", "ssd,"}, []string{"ssd,hdd"}},
+		{[]string{"report", "--format", ""}, []string{"md", "html"}},
+		{[]string{"doctor", "--format", ""}, []string{"text", "json"}},
+		{[]string{"rules", "--machine", ""}, []string{"x86_64", "aarch64", "ppc64le", "s390x"}},
+		{[]string{"watch", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+		{[]string{"watch", "--probes", ""}, []string{"default", "sched", "syscalls", "fentry"}},
+		{[]string{"trace", "--backpressure", ""}, []string{"drop", "block"}},
 	} {
 		code, stdout, _ := runTracer(t, nil, append([]string{"__complete"}, c.args...)...)
 		got := strings.Split(stdout, "\n")

@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of tracer itself to FILE")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	_ = root.RegisterFlagCompletionFunc("log-level", completeOne("debug", "info", "warn", "error"))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		lvl, _ := cmd.Flags().GetString("log-level")
 		var l slog.Level
