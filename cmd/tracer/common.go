@@ -107,6 +107,16 @@ func (f *streamFlags) config() (tracer.Config, error) {
 	if cfg.Backpressure, err = tracer.ParseBackpressure(f.backpressure); err != nil {
 		return cfg, err
 	}
+	// Checked here as well as at Start: before the root check, so that a
+	// user without root hears of the value.
+	if f.backend == "ebpf" && f.ringBytes != 0 {
+		if err := bpfbackend.CheckRingBytes(f.ringBytes); err != nil {
+			return cfg, err
+		}
+	}
+	if err := checkMetricsFlags(f.metricsAddr, metricsOptions{byComm: f.metricsComm}); err != nil {
+		return cfg, err
+	}
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
 	if fl := f.flags.Lookup("lean-records"); fl != nil && fl.Changed {
 		cfg.LeanRecords = tracer.LeanOff

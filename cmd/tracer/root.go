@@ -63,7 +63,32 @@ func newRootCmd() *cobra.Command {
 	// watch, trace, cleanup, bench and their hidden helpers (commands_linux.go);
 	// elsewhere each says in one line that it needs Linux (commands_other.go).
 	root.AddCommand(linuxCommands()...)
+	initCompletionCmd(root)
 	return root
+}
+
+// initCompletionCmd adds cobra's completion command, made to refuse a
+// shell it has no script for (cobra prints its help and exits 0), and
+// without a man page for powershell, which no Linux node runs.
+func initCompletionCmd(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return vocab.Usagef("unknown shell %q: use bash, zsh, fish or powershell (e.g. tracer completion bash)", args[0])
+		}
+		for _, sh := range c.Commands() {
+			if sh.Name() == "powershell" {
+				sh.Hidden = true
+			}
+		}
+	}
 }
 
 // run executes the CLI and maps errors to exit statuses: 2 for what the user
