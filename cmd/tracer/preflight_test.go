@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -89,5 +90,55 @@ func TestFlagsCheckedBeforeRoot(t *testing.T) {
 		if code != 2 || len(lines) != 1 || !strings.Contains(stderr, c.want) || stdout != "" {
 			t.Errorf("tracer %v as nobody: exit %d, stderr %q (want exit 2 and one line containing %q)", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// tracer never takes the audit PID (it reads the multicast group): the
+// help of --allow-panic-failure-mode says what the flag allows.
+func TestPanicFailureModeHelp(t *testing.T) {
+	for _, cmd := range []string{"watch", "trace"} {
+		code, stdout, _ := runTracer(t, nil, cmd, "--help")
+		i := strings.Index(stdout, "--allow-panic-failure-mode")
+		if code != 0 || i < 0 {
+			t.Fatalf("tracer %s --help: exit %d, no --allow-panic-failure-mode", cmd, code)
+		}
+		help, _, _ := strings.Cut(stdout[i:], "\n      --")
+		help = strings.Join(strings.Fields(help), " ")
+		if strings.Contains(help, "become the audit daemon") || !strings.Contains(help, "no audit daemon holds the audit PID") {
+			t.Errorf("tracer %s --help: --allow-panic-failure-mode says %q", cmd, help)
+		}
+	}
+}
+
+// README's requirement is the code's: uid 0, which the capabilities alone
+// do not replace.
+func TestRootRequirementDocumented(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs the binary as nobody with capabilities: needs root")
+	}
+	const (
+		capAuditControl = 30
+		capAuditRead    = 37
+		capPerfmon      = 38
+		capBPF          = 39
+	)
+	cmd := exec.Command(tracerBin, "watch", "--backend", "ebpf", "--duration", "1s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: 65534, Gid: 65534},
+		AmbientCaps: []uintptr{capAuditControl, capAuditRead, capPerfmon, capBPF},
+	}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "needs root") {
+		t.Fatalf("watch as nobody with the capabilities: %v %q (want exit 2, needs root)", err, out)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, req, _ := strings.Cut(string(readme), "\n## Requirements\n")
+	para, _, _ := strings.Cut(strings.TrimSpace(req), "\n\n")
+	para = strings.Join(strings.Fields(para), " ")
+	if !strings.Contains(para, "uid 0") || strings.Contains(para, "Root (or CAP_") {
+		t.Errorf("README's Requirements do not say that tracer needs uid 0, whatever the capabilities:\n%s", para)
 	}
 }
