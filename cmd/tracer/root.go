@@ -23,6 +23,12 @@ func newRootCmd() *cobra.Command {
 		Short: "Who forks, execs and signals what on this node, and what watching it costs",
 		Long: "tracer watches process events (exec, fork, signal, exit) with the Linux audit\n" +
 			"subsystem or with eBPF, and measures what each way of watching costs.",
+		Example: `  sudo tracer doctor
+  sudo tracer watch --backend ebpf
+  sudo tracer trace --backend ebpf -- make -j2
+  sudo tracer bench --quick -o bench.json
+  tracer report --format html -o bench.html bench.json
+  tracer rules > /etc/audit/rules.d/tracer.rules`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
