@@ -81,7 +81,7 @@ DIST ?= dist
 # RHEL 9's. The package's version is the one the binary reports, made rpm-
 # and deb-safe (deploy/package/main.go). Needs an amd64 host: the binary
 # writes its own man pages.
-package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nfpm): binary, tracer.service, config, logrotate, docs, man pages
+package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nfpm): binary, tracer.service, config, logrotate, docs, man pages, bash/zsh/fish completion
 	rm -rf $(PKG_BUILD) && mkdir -p $(PKG_BUILD)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(PKG_BUILD)/tracer ./cmd/tracer
 	$(PKG_BUILD)/tracer man $(PKG_BUILD)/man && gzip -9n $(PKG_BUILD)/man/*.8

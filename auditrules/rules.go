@@ -264,6 +264,9 @@ func ArchValue(machine string, b32 bool) uint32 { return abi.Arch(machine, b32) 
 // one arch table).
 func RuntimeMachine() string { return abi.MachineOf(runtime.GOARCH) }
 
+// Machines lists the machines rules can be built for (--machine).
+func Machines() []string { return abi.Machines() }
+
 // CheckArch says whether arch is an Options.Arch: auto (or ""), b64, b32
 // or both.
 func CheckArch(arch string) error {

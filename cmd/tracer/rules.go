@@ -88,5 +88,6 @@ without root, and off Linux (--machine names the node's architecture).`,
 	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
 	registerEventCompletions(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("arch", completeOne("auto", "b64", "b32", "both"))
+	_ = cmd.RegisterFlagCompletionFunc("machine", completeOne(auditrules.Machines()...))
 	return cmd
 }

@@ -115,15 +115,18 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 	t.Helper()
 	confDir := map[string]string{"rpm": "/etc/sysconfig/tracer", "deb": "/etc/default/tracer"}[format]
 	w := map[string]wantFile{
-		"/usr/bin/tracer":                        {mode: "-rwxr-xr-x"},
-		"/usr/lib/systemd/system/tracer.service": {mode: "-rw-r--r--"},
-		"/usr/lib/tmpfiles.d/tracer.conf":        {mode: "-rw-r--r--"},
-		confDir:                                  {mode: "-rw-r--r--", conf: true},
-		"/etc/logrotate.d/tracer":                {mode: "-rw-r--r--", conf: true},
-		"/var/log/tracer":                        {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer":                  {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer/docs":             {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer/README.md":        {mode: "-rw-r--r--", doc: true},
+		"/usr/share/bash-completion/completions/tracer":    {mode: "-rw-r--r--"},
+		zshCompletion[format]:                              {mode: "-rw-r--r--"},
+		"/usr/share/fish/vendor_completions.d/tracer.fish": {mode: "-rw-r--r--"},
+		"/usr/bin/tracer":                                  {mode: "-rwxr-xr-x"},
+		"/usr/lib/systemd/system/tracer.service":           {mode: "-rw-r--r--"},
+		"/usr/lib/tmpfiles.d/tracer.conf":                  {mode: "-rw-r--r--"},
+		confDir:                                            {mode: "-rw-r--r--", conf: true},
+		"/etc/logrotate.d/tracer":                          {mode: "-rw-r--r--", conf: true},
+		"/var/log/tracer":                                  {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer":                            {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer/docs":                       {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer/README.md":                  {mode: "-rw-r--r--", doc: true},
 	}
 	docs, _ := filepath.Glob(filepath.Join(built.dir, "build", "doc", "docs", "*.md"))
 	if len(docs) == 0 {
@@ -140,6 +143,13 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		w["/usr/share/man/man8/"+filepath.Base(m)] = wantFile{mode: "-rw-r--r--", doc: true}
 	}
 	return w
+}
+
+// zshCompletion is where each distribution's zsh looks for a package's
+// completion functions.
+var zshCompletion = map[string]string{
+	"rpm": "/usr/share/zsh/site-functions/_tracer",
+	"deb": "/usr/share/zsh/vendor-completions/_tracer",
 }
 
 // wantVersion is the package version for the binary in the packages:
@@ -378,6 +388,21 @@ func TestDeb(t *testing.T) {
 		}
 		if out, err := exec.Command("sh", "-n", filepath.Join(control, script)).CombinedOutput(); err != nil {
 			t.Errorf("sh -n %s: %v\n%s", script, err, out)
+		}
+	}
+
+	// The completion scripts are the packaged binary's own.
+	for shell, path := range map[string]string{
+		"bash": "usr/share/bash-completion/completions/tracer", "zsh": strings.TrimPrefix(zshCompletion["deb"], "/"),
+		"fish": "usr/share/fish/vendor_completions.d/tracer.fish",
+	} {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			t.Errorf("deb: %v", err)
+			continue
+		}
+		if want := run(t, filepath.Join(root, "usr/bin/tracer"), "completion", shell); string(got) != want || !strings.Contains(want, "tracer") {
+			t.Errorf("deb's /%s is not tracer completion %s", path, shell)
 		}
 	}
 

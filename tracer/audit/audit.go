@@ -4,15 +4,14 @@
 // rule set from package auditrules through go-libaudit, reads the kernel's
 // records, and reassembles them into tracer.Events.
 //
-// It is audit-aware: when nobody holds the audit PID it takes it, sizes the
-// backlog for bursts, keeps audited processes from waiting on it and gives
-// everything back at Close; when auditd (or another tracer) holds it, it
-// reads the multicast copy of the records and manages its rules through a
-// second socket that never claims the PID, so auditd keeps its PID, its
-// rules and its log. Tracers share the node: each one's rules carry a key
-// of its own, the audit PID passes to a tracer still running when its
-// holder exits, and the node's settings are restored by the last to leave
-// (state.go).
+// It is audit-aware: it never takes the audit PID (the node's audit
+// daemon's) and reads the multicast copy of the records, managing its
+// rules through a socket that never claims the PID, so auditd keeps its
+// PID, its rules and its log. When no daemon holds the PID it sizes the
+// backlog for bursts, keeps audited processes from waiting on it and
+// gives everything back at Close. Tracers share the node: each one's
+// rules carry a key of its own, and the node's settings are restored by
+// the last to leave (state.go).
 package audit
 
 import (

@@ -18,22 +18,38 @@ import (
 // NewSink returns the sink for a --format value: "text", "json", or a
 // format registered with RegisterFormat.
 func NewSink(format string, w io.Writer, opts OutputOptions) (tracer.Sink, error) {
+	if err := CheckFormat(format, opts.Time); err != nil {
+		return nil, err
+	}
 	switch format {
 	case "text", "":
 		return NewTextSink(w, opts), nil
 	case "json":
-		if opts.Time != TimeClock {
-			return nil, vocab.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
-		}
 		return NewJSONSink(w, opts), nil
 	}
-	if enc, ok := formats[format]; ok {
-		if opts.Time != TimeClock {
-			return nil, vocab.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+	return NewLineSink(w, formats[format], opts), nil
+}
+
+// CheckFormat refuses what NewSink would refuse: an unknown format, or a
+// time mode with a format whose time is fixed. It lets a command refuse
+// before it creates its output file.
+func CheckFormat(format string, t TimeMode) error {
+	switch format {
+	case "text", "":
+		return nil
+	case "json":
+		if t != TimeClock {
+			return vocab.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
 		}
-		return NewLineSink(w, enc, opts), nil
+		return nil
 	}
-	return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	if _, ok := formats[format]; !ok {
+		return vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	}
+	if t != TimeClock {
+		return vocab.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+	}
+	return nil
 }
 
 // Encoder appends one event's line to b, without the newline.
