@@ -440,6 +440,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		if !p.havePath && len(e.Argv) > 0 {
 			e.Filename = e.Argv[0]
 		}
+		e.Filename, e.FilenameTruncated = tracer.CapString(e.Filename, tracer.FilenameMax)
 		if sc.Exit == 0 {
 			r.setComm(sc.PID, sc.PPID, comm)
 		}
