@@ -579,8 +579,10 @@ func daemonSetTracers(t *testing.T) map[string]k8sContainer {
 // TestUnitTakesTheDaemonSetsFlags: the unit passes every flag the
 // DaemonSets pass, each from a variable of the config file, so that a node
 // with the package and a pod of the DaemonSet watch alike; fleet.md names
-// each variable. The unit adds only --output (a pod writes to its log,
-// stdout) and $TRACER_FLAGS.
+// each variable. The unit adds only --output and --output-max-size (a
+// pod writes to its log, stdout, which the kubelet rotates) and
+// $TRACER_FLAGS. The shipped config bounds what a flood costs: the
+// file's size and each cgroup's event rate.
 func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 	u := unit(t, "files/tracer.service")
 	conf := envFile(t, "files/tracer.conf")
@@ -615,7 +617,7 @@ func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 			t.Errorf("files/tracer.conf sets %s, which the unit does not use", v)
 		}
 	}
-	used := map[string]bool{"--output": true}
+	used := map[string]bool{"--output": true, "--output-max-size": true}
 	for name, c := range daemonSetTracers(t) {
 		if len(c.Args) == 0 || c.Args[0] != "watch" {
 			t.Fatalf("%s: args %v", name, c.Args)
@@ -638,6 +640,16 @@ func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 	for flag := range fromVar {
 		if !used[flag] {
 			t.Errorf("the unit passes %s, which no DaemonSet does", flag)
+		}
+	}
+	for _, v := range []string{"TRACER_OUTPUT_MAX_SIZE", "TRACER_RATE_LIMIT"} {
+		if conf[v] == "" {
+			t.Errorf("files/tracer.conf ships no %s: a flood would fill the disk or the output", v)
+		}
+	}
+	for name, c := range daemonSetTracers(t) {
+		if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--rate-limit=") }) {
+			t.Errorf("%s passes no --rate-limit: one pod's flood would cost every pod's events", name)
 		}
 	}
 	if b := conf["TRACER_BACKEND"]; b != "audit" {

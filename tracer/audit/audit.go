@@ -251,7 +251,7 @@ func (b *Backend) setup() error {
 	if err != nil {
 		return fmt.Errorf("reading audit status: %w", err)
 	}
-	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid())}
+	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid()), Signals: b.cfg.Types.Has(vocab.TypeSignal)}
 	me.Key = auditrules.InstanceKey(me.PID, me.Start)
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
 		return err
@@ -305,10 +305,17 @@ func (b *Backend) leanRecords() error {
 			return nil
 		}
 	}
-	types := auditrules.LeanExcludes
+	// Exclude rules are global: OBJ_PID stays while any tracer watches
+	// signals, and one an earlier tracer excluded goes.
+	signals := b.cfg.Types.Has(vocab.TypeSignal) || signalsWatched()
+	types := auditrules.LeanTypes(signals, other != "")
 	if other != "" {
-		types = auditrules.LeanExcludesBeside
 		b.note(fmt.Sprintf("lean records: the node's audit log misses %s records while tracer runs", strings.Join(types, ", ")))
+	}
+	if signals {
+		if err := removeExclude(b.ctl, "OBJ_PID"); err != nil {
+			return err
+		}
 	}
 	present, err := b.ctl.GetRules()
 	if err != nil {

@@ -349,7 +349,8 @@ func (s *JSONSink) remember(e *tracer.Event) {
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
 func sameButTime(a, b *tracer.Event) bool {
 	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
-		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
+		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.FilenameTruncated == b.FilenameTruncated &&
+		a.CgroupTruncated == b.CgroupTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
 		a.CoreDumped == b.CoreDumped && a.CoreUnknown == b.CoreUnknown && a.OOMKill == b.OOMKill &&
 		a.Code == b.Code && a.HasCode == b.HasCode && a.Origin == b.Origin && a.Result == b.Result &&
@@ -407,9 +408,9 @@ const (
 	segUser                        // comm, uid, auid
 	segExecID                      // exec_id
 	segParentExecID                // parent_exec_id
-	segCgroup                      // cgroup, container_id, unit
+	segCgroup                      // cgroup, cgroup_truncated, container_id, unit
 	segAncestors                   // ancestors
-	segExec                        // ppid, filename, argv, argv_truncated, ret
+	segExec                        // ppid, filename, filename_truncated, argv, argv_truncated, ret
 	segFork                        // child_pid, syscall
 	segTargetPID                   // target_pid
 	segSignal                      // signal ... target_comm
@@ -527,7 +528,8 @@ func changedSegs(a, b *tracer.Event) segSet {
 	if a.ParentExecID != b.ParentExecID {
 		m |= 1 << segParentExecID
 	}
-	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) {
+	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) ||
+		a.CgroupTruncated != b.CgroupTruncated {
 		m |= 1 << segCgroup
 	}
 	if !slices.Equal(a.Ancestors, b.Ancestors) {
@@ -536,7 +538,7 @@ func changedSegs(a, b *tracer.Event) segSet {
 	switch a.Type {
 	case vocab.TypeExec:
 		if a.PPID != b.PPID || !sameString(a.Filename, b.Filename) || !slices.Equal(a.Argv, b.Argv) ||
-			a.ArgvTruncated != b.ArgvTruncated || a.Ret != b.Ret {
+			a.ArgvTruncated != b.ArgvTruncated || a.FilenameTruncated != b.FilenameTruncated || a.Ret != b.Ret {
 			m |= 1 << segExec
 		}
 	case vocab.TypeFork:
@@ -589,6 +591,9 @@ func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	b = appendUint(b, uint64(e.PPID))
 	b = append(b, `,"filename":`...)
 	b = appendString(b, e.Filename)
+	if e.FilenameTruncated {
+		b = append(b, `,"filename_truncated":true`...)
+	}
 	b = appendArgvJSON(b, e)
 	b = append(b, `,"ret":`...)
 	return appendInt(b, e.Ret)
