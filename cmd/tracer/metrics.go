@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -302,4 +303,36 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
+}
+
+// removeStaleSockets removes the Unix sockets in dir that nothing listens
+// on any more: a killed tracer's --metrics-addr unix:dir/NAME (the
+// package's is /run/tracer/metrics.sock). A socket that answers, and
+// anything that is not a socket, stays.
+func removeStaleSockets(dir string) []string {
+	dfd, err := host.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	ents, err := os.ReadDir("/proc/self/fd/" + strconv.Itoa(dfd))
+	if err != nil {
+		return nil
+	}
+	var done []string
+	for _, e := range ents {
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			continue
+		}
+		c, err := net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(dfd)+"/"+e.Name())
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) && unix.Unlinkat(dfd, e.Name(), 0) == nil {
+			done = append(done, "removed the socket "+filepath.Join(dir, e.Name())+", which nothing serves on any more")
+		}
+	}
+	return done
 }

@@ -186,3 +186,32 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// tracer cleanup's part for metrics sockets: a socket nothing listens on
+// (a killed tracer's) goes, a live one and a file stay.
+func TestRemoveStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	stale, err := net.Listen("unix", dir+"/stale.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	live, err := net.Listen("unix", dir+"/live.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := os.WriteFile(dir+"/audit-1.json", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := removeStaleSockets(dir)
+	if len(done) != 1 || !strings.Contains(done[0], "stale.sock") {
+		t.Errorf("removed %q, want stale.sock alone", done)
+	}
+	for name, want := range map[string]bool{"stale.sock": false, "live.sock": true, "audit-1.json": true} {
+		if _, err := os.Lstat(dir + "/" + name); (err == nil) != want {
+			t.Errorf("%s: %v, want there %v", name, err, want)
+		}
+	}
+}
