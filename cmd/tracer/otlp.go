@@ -32,7 +32,7 @@ func otlpDestination(o *watchOptions) (func(sink.OutputOptions) (tracer.Sink, er
 		return nil, vocab.Usagef("--time is for text lines: an OTLP log record carries the event's time: drop --time")
 	}
 	target := o.output
-	so := sink.OTLPOptions{Version: version, CAFile: o.dest.otlpCAFile, AllowCleartext: o.dest.allowCleartext}
+	so := sink.OTLPOptions{Version: version, CAFile: o.dest.caFile, AllowCleartext: o.dest.allowCleartext}
 	// The URL is checked now, before any rule or probe is loaded.
 	if err := sink.CheckOTLP(target, so); err != nil {
 		return nil, err
@@ -48,23 +48,26 @@ func otlpDestination(o *watchOptions) (func(sink.OutputOptions) (tracer.Sink, er
 // destFlags are how watch may reach a destination over the network.
 type destFlags struct {
 	allowCleartext bool   // --allow-cleartext
-	otlpCAFile     string // --otlp-ca-file
+	caFile         string // --output-ca-file
 }
 
 func (d *destFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&d.allowCleartext, "allow-cleartext", false, "send --output otlp://HOST:PORT unencrypted (refused by default: whoever holds the port, any user of the node on loopback, gets every command line; never with OTLP headers)")
-	cmd.Flags().StringVar(&d.otlpCAFile, "otlp-ca-file", "", "otlps://: trust only the CA certificates in FILE (PEM) for the collector, instead of the system's")
+	cmd.Flags().BoolVar(&d.allowCleartext, "allow-cleartext", false, "send --output otlp://, syslog:// or syslog+udp:// unencrypted (refused by default: whoever holds the port, any user of the node on loopback, gets every command line; never with OTLP headers)")
+	cmd.Flags().StringVar(&d.caFile, "output-ca-file", "", "otlps:// and syslog+tls://: trust only the CA certificates in FILE (PEM) for the server, instead of the system's")
 }
 
 // checkDestFlags refuses the destination flags where --output has no use
 // for them.
 func checkDestFlags(o *watchOptions) error {
-	scheme, _, _ := strings.Cut(o.output, ":")
-	if o.dest.otlpCAFile != "" && scheme != "otlps" {
-		return vocab.Usagef("--otlp-ca-file is for --output otlps://HOST:PORT")
+	scheme, _, found := strings.Cut(o.output, "://")
+	if !found {
+		scheme = "" // a file, journal, syslog, syslog:/SOCKET, otlp:/SOCKET
 	}
-	if o.dest.allowCleartext && scheme != "otlp" {
-		return vocab.Usagef("--allow-cleartext is for --output otlp://HOST:PORT: drop it")
+	if o.dest.caFile != "" && scheme != "otlps" && scheme != "syslog+tls" {
+		return vocab.Usagef("--output-ca-file is for --output otlps://HOST:PORT or syslog+tls://HOST:PORT")
+	}
+	if o.dest.allowCleartext && scheme != "otlp" && scheme != "syslog" && scheme != "syslog+tcp" && scheme != "syslog+udp" {
+		return vocab.Usagef("--allow-cleartext is for --output otlp://, syslog:// or syslog+udp:// (HOST:PORT): drop it")
 	}
 	return nil
 }

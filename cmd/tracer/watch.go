@@ -81,7 +81,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 			return runWatch(cmd.Context(), &o)
 		},
 	}
-	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlps://HOST:PORT, otlp:/SOCKET, otlp://HOST:PORT (with --allow-cleartext)")
+	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog+tls://HOST:PORT, otlps://HOST:PORT, otlp:/SOCKET; with --allow-cleartext syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")

@@ -58,7 +58,7 @@ func CheckOTLP(target string, o OTLPOptions) error {
 	}
 	if o.CAFile != "" {
 		if !t.secure {
-			return vocab.Usagef("--otlp-ca-file is for otlps:// (TLS): use --output otlps://HOST:PORT or drop --otlp-ca-file")
+			return vocab.Usagef("--output-ca-file is for otlps:// (TLS): use --output otlps://HOST:PORT or drop --output-ca-file")
 		}
 		if _, err := loadCA(o.CAFile); err != nil {
 			return err
@@ -71,7 +71,7 @@ func CheckOTLP(target string, o OTLPOptions) error {
 		return vocab.Usagef("%s over cleartext %s would hand its headers (tokens) to whoever holds the port: use otlps://%s (TLS) or otlp:/SOCKET", h, target, t.endpoint)
 	}
 	if !o.AllowCleartext {
-		return vocab.Usagef("--output %s is cleartext: every command line would go to whoever holds %s (any user of the node can bind a free port while the collector restarts): use otlps://%s (TLS; --otlp-ca-file CA.pem pins the collector's CA) or otlp:/SOCKET, or add --allow-cleartext", target, t.endpoint, t.endpoint)
+		return vocab.Usagef("--output %s is cleartext: every command line would go to whoever holds %s (any user of the node can bind a free port while the collector restarts): use otlps://%s (TLS; --output-ca-file CA.pem pins the collector's CA) or otlp:/SOCKET, or add --allow-cleartext", target, t.endpoint, t.endpoint)
 	}
 	return nil
 }
@@ -94,15 +94,15 @@ func otlpHeadersVar() string {
 	return ""
 }
 
-// loadCA reads the PEM certificates of --otlp-ca-file.
+// loadCA reads the PEM certificates of --output-ca-file.
 func loadCA(file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
-		return nil, vocab.Usagef("--otlp-ca-file: %v", err)
+		return nil, vocab.Usagef("--output-ca-file: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, vocab.Usagef("--otlp-ca-file %s holds no PEM certificate: give the CA that signed the collector's certificate", file)
+		return nil, vocab.Usagef("--output-ca-file %s holds no PEM certificate: give the CA that signed the collector's certificate", file)
 	}
 	return pool, nil
 }
@@ -326,7 +326,7 @@ type otlpTarget struct {
 func (t otlpTarget) cleartext() bool { return t.socket == "" && !t.secure }
 
 // parseOTLPTarget reads otlp://HOST[:PORT][/PATH] (plain HTTP),
-// otlps:// (TLS, checked against the system's roots or --otlp-ca-file) or
+// otlps:// (TLS, checked against the system's roots or --output-ca-file) or
 // otlp:/SOCKET (plain HTTP on a Unix socket).
 func parseOTLPTarget(target string) (otlpTarget, error) {
 	bad := func(why string) error {
