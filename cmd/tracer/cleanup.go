@@ -24,7 +24,8 @@ func newCleanupCmd() *cobra.Command {
 deleted with --force) left on the node: audit rules with their instance key
 (tracer-PID-START), the lean-records exclude rules they recorded, their state
 files in /run/tracer, and, when no tracer runs any more, the audit settings
-they changed, each only while it still holds the value a tracer set. Rules
+they changed, each only while it still holds the value a tracer set, and
+metrics sockets there that nothing serves on any more. Rules
 of running tracers, the node's own rules and rules persisted from
 'tracer rules' are never touched. The audit DaemonSet runs it at every pod
 start.`,
@@ -41,6 +42,9 @@ start.`,
 			benchDone, benchErr := bench.Cleanup()
 			removed = append(removed, benchDone...)
 			removed = append(removed, tracer.RemoveStalePeers(auditstate.StateDir)...)
+			// A killed tracer.service's metrics socket; rmdir of the
+			// state directory on package removal needs it gone.
+			removed = append(removed, removeStaleSockets(auditstate.StateDir)...)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}

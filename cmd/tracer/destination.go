@@ -14,7 +14,7 @@ import (
 
 // logDestination returns how watch makes its sink when --output names a
 // log daemon, which takes events rather than lines: journal[:/SOCKET],
-// syslog[:/SOCKET], syslog[+tcp|+udp]://HOST:PORT (tracer/sink), and
+// syslog[:/SOCKET], syslog[+tcp|+udp|+tls]://HOST:PORT (tracer/sink), and
 // what SIGHUP does then: connect to the daemon anew (a service's reload;
 // there is no file to reopen, and ending the watch would stop the
 // service). It returns nil for every other value (stdout, FILE,
@@ -54,6 +54,20 @@ func logDestination(o *watchOptions) (newSink func(sink.OutputOptions) (tracer.S
 		if err != nil {
 			return nil, nil, err
 		}
+		// As for otlp://: the messages name every command line, and
+		// whoever holds the port (any user, on loopback) would get them.
+		if cfg.Cleartext() {
+			if !o.dest.allowCleartext {
+				return nil, nil, vocab.Usagef("--output %s is cleartext: every command line would go to whoever holds %s: use syslog+tls://%s (TLS; --output-ca-file CA.pem pins the server's CA) or the local socket (syslog, syslog:/SOCKET), or add --allow-cleartext", out, cfg.Addr, cfg.Addr)
+			}
+			slog.Warn("--allow-cleartext: events go to " + out + " unencrypted and unauthenticated; whoever holds the port gets every command line (use syslog+tls://)")
+		}
+		if cfg.TLS && o.dest.caFile != "" {
+			if err := sink.CheckSyslogCA(o.dest.caFile); err != nil {
+				return nil, nil, err
+			}
+			cfg.CAFile = o.dest.caFile
+		}
 		if timeGiven {
 			return nil, nil, vocab.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
 		}
@@ -77,7 +91,7 @@ func logDestination(o *watchOptions) (newSink func(sink.OutputOptions) (tracer.S
 		}, hangup, nil
 	}
 	if scheme, _, found := strings.Cut(out, "://"); found && !strings.HasPrefix(scheme, "otlp") && !strings.ContainsAny(scheme, "/.") {
-		return nil, nil, vocab.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog://HOST:PORT, syslog+udp://HOST:PORT or otlp://HOST:PORT", out, scheme)
+		return nil, nil, vocab.Usagef("--output %q: unknown destination %s://: use FILE, journal, syslog, syslog+tls://HOST:PORT, syslog://HOST:PORT, syslog+udp://HOST:PORT, otlps://HOST:PORT, otlp:/SOCKET or otlp://HOST:PORT", out, scheme)
 	}
 	return nil, nil, nil
 }

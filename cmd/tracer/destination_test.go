@@ -35,6 +35,10 @@ func newDestWorkload(t *testing.T) *destWorkload {
 }
 
 func (d *destWorkload) watchArgs(output string, more ...string) []string {
+	if strings.HasPrefix(output, "syslog://") {
+		// The test's own server on loopback.
+		more = append(more, "--allow-cleartext")
+	}
 	return append([]string{"--backend", "ebpf", "--events", "all", "--cgroup", "/" + d.rel, "--output", output}, more...)
 }
 
@@ -230,7 +234,13 @@ func TestDestinationUsageErrors(t *testing.T) {
 		{[]string{"--output", "journal", "--time", "iso"}, "drop --time"},
 		{[]string{"--output", "syslog", "--time", "relative"}, "drop --time"},
 		{[]string{"--output", "syslog://logs.example.com"}, "HOST:PORT"},
-		{[]string{"--output", "syslog+tls://h:6514"}, "unknown syslog transport"},
+		{[]string{"--output", "syslog+tlz://h:6514"}, "unknown syslog transport"},
+		{[]string{"--output", "syslog://127.0.0.1:514"}, "--allow-cleartext"},
+		{[]string{"--output", "syslog+udp://127.0.0.1:514"}, "syslog+tls://127.0.0.1:514"},
+		{[]string{"--output", "otlp://127.0.0.1:4318"}, "--allow-cleartext"},
+		{[]string{"--output", "syslog", "--allow-cleartext"}, "drop it"},
+		{[]string{"--output", "otlp://127.0.0.1:4318", "--output-ca-file", "/etc/hostname"}, "--output-ca-file is for"},
+		{[]string{"--output", "syslog+tls://127.0.0.1:6514", "--output-ca-file", "/etc/hostname"}, "no PEM certificate"},
 		{[]string{"--output", "syslog", "--format", "xml"}, "unknown format"},
 		{[]string{"--output", "kafka://h:9092"}, "unknown destination"},
 		{[]string{"--output", "journal", "--output-max-size", "10MB"}, "--output-max-size rotates a file"},

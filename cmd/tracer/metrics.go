@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,27 +65,40 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if err != nil {
 		return nil, err
 	}
-	ln, err := listenMetrics(addr)
-	if err != nil {
-		return nil, err
-	}
 	// Handshake errors (a scanner, a client speaking plain HTTP to TLS) are
 	// the client's business: logged at debug level only.
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(webLogger().Handler(), slog.LevelDebug)}
 	webFlags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &o.webConfig}
-	go func() {
-		if err := web.Serve(ln, hs, webFlags, webLogger()); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("metrics server stopped", "addr", addr, "err", err)
-		}
-	}()
+	serve := func(ln net.Listener) {
+		slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
+		go func() {
+			if err := web.Serve(ln, hs, webFlags, webLogger()); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				slog.Error("metrics server stopped", "addr", addr, "err", err)
+			}
+		}()
+	}
+	ln, err := listenMetrics(addr)
+	switch {
+	case err == nil:
+		serve(ln)
+	case addrBusy(err):
+		// Any user of the node can bind a free port first; exiting would
+		// keep the service down (exit 2 is not restarted), so the watch
+		// goes on and the metrics come once the address is free.
+		srv.ListenFailed()
+		slog.Warn("cannot serve metrics yet: the address is held by another process; watching goes on, binding is retried (tracer_metrics_listen_failures_total counts the attempts)",
+			"addr", addr, "err", err)
+		go retryListen(ctx, addr, srv, serve)
+	default:
+		return nil, err
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()
-	slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
 	return srv.SetReady, nil
 }
 
@@ -128,20 +142,74 @@ func checkMetricsFlags(addr string, o metricsOptions) error {
 	return nil
 }
 
+// The binds of a busy metrics address are retried after 500ms, then
+// twice as long each time, up to every 15s.
+const (
+	metricsRetryFirst = 500 * time.Millisecond
+	metricsRetryMax   = 15 * time.Second
+)
+
+// retryListen binds addr until it succeeds or ctx ends, counting each
+// failure, and serves on it then.
+func retryListen(ctx context.Context, addr string, srv *metrics.Server, serve func(net.Listener)) {
+	delay := metricsRetryFirst
+	for failures := 1; ; failures++ {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ln, err := listenMetrics(addr)
+		if err == nil {
+			if ctx.Err() != nil {
+				ln.Close()
+				return
+			}
+			slog.Info("serving metrics now", "addr", addr, "failed_attempts", failures)
+			serve(ln)
+			return
+		}
+		srv.ListenFailed()
+		if addrBusy(err) {
+			slog.Debug("metrics address still held", "addr", addr, "err", err)
+		} else {
+			slog.Warn("cannot serve metrics; binding is retried", "addr", addr, "err", err)
+		}
+		delay = min(2*delay, metricsRetryMax)
+	}
+}
+
+// addrBusy reports whether a bind failed for a reason that may pass:
+// another process holds the address, or the address is not on the node
+// yet (a network still coming up at boot).
+func addrBusy(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL)
+}
+
 // listenMetrics binds --metrics-addr: HOST:PORT, or unix:PATH, a socket
 // only root and the socket directory's group may connect to (0660; a pod
 // shares it with kube-rbac-proxy alone, where a port on a hostNetwork
-// pod's loopback is open to every user of the node).
+// pod's loopback is open to every user of the node). An address another
+// process holds is an error addrBusy reports; any other failure is a
+// usage error.
 func listenMetrics(addr string) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok {
 		ln, err := net.Listen("tcp", addr)
+		if addrBusy(err) {
+			return nil, err
+		}
 		if err != nil {
-			return nil, vocab.Usagef("cannot serve metrics on --metrics-addr %s: %v (give a free HOST:PORT, e.g. 127.0.0.1:9477, the port docs/fleet.md gives tracer, or unix:PATH)", addr, err)
+			return nil, vocab.Usagef("cannot serve metrics on --metrics-addr %s: %v (give HOST:PORT, e.g. 127.0.0.1:9477, the port docs/fleet.md gives tracer, or unix:PATH)", addr, err)
 		}
 		return ln, nil
 	}
 	ln, err := listenUnix(path)
+	if addrBusy(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, vocab.Usagef("cannot serve metrics on --metrics-addr %s: %v", addr, err)
 	}
@@ -171,6 +239,13 @@ func listenUnix(path string) (net.Listener, error) {
 		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 			unix.Close(dfd)
 			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		// A tracer that still serves there keeps its socket: this one
+		// waits, as for a busy port.
+		if c, err := net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(dfd)+"/"+name); err == nil {
+			c.Close()
+			unix.Close(dfd)
+			return nil, fmt.Errorf("%s: a live process serves on it: %w", path, syscall.EADDRINUSE)
 		}
 		if err := unix.Unlinkat(dfd, name, 0); err != nil {
 			unix.Close(dfd)
@@ -238,4 +313,36 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
+}
+
+// removeStaleSockets removes the Unix sockets in dir that nothing listens
+// on any more: a killed tracer's --metrics-addr unix:dir/NAME (the
+// package's is /run/tracer/metrics.sock). A socket that answers, and
+// anything that is not a socket, stays.
+func removeStaleSockets(dir string) []string {
+	dfd, err := host.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dfd)
+	ents, err := os.ReadDir("/proc/self/fd/" + strconv.Itoa(dfd))
+	if err != nil {
+		return nil
+	}
+	var done []string
+	for _, e := range ents {
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			continue
+		}
+		c, err := net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(dfd)+"/"+e.Name())
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) && unix.Unlinkat(dfd, e.Name(), 0) == nil {
+			done = append(done, "removed the socket "+filepath.Join(dir, e.Name())+", which nothing serves on any more")
+		}
+	}
+	return done
 }

@@ -34,6 +34,7 @@ type watchOptions struct {
 	// maxDelay is --max-delay (eBPF); maxDelaySet says it was given.
 	maxDelay    time.Duration
 	maxDelaySet bool
+	dest        destFlags // otlp.go
 }
 
 // maxMaxDelay bounds --max-delay: longer, the ring buffer and the batches
@@ -80,13 +81,14 @@ backend loads probes; neither changes what the node's auditd logs.`,
 			return runWatch(cmd.Context(), &o)
 		},
 	}
-	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
+	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog+tls://HOST:PORT, otlps://HOST:PORT, otlp:/SOCKET; with --allow-cleartext syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
 	o.target.register(cmd)
 	o.rate.register(cmd)
 	o.rotate.register(cmd)
+	o.dest.register(cmd)
 	cmd.Flags().DurationVar(&o.maxDelay, "max-delay", 100*time.Millisecond, "ebpf: the most an event may wait in the kernel and the output before it is written; the reader then wakes a few times a second instead of per event (0: woken per event)")
 	return cmd
 }
@@ -122,6 +124,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	if o.duration < 0 {
 		return vocab.Usagef("--duration must be positive")
+	}
+	if err := checkDestFlags(o); err != nil {
+		return err
 	}
 	newSink, hangup, err := logDestination(o) // destination.go: the journal, syslog
 	if err != nil {

@@ -251,7 +251,7 @@ func TestWatchExportsToCollector(t *testing.T) {
 	addr := startReceiver(t, sink)
 	m := marker(t)
 	before := time.Now()
-	w := startWatch(t, "--exe", m, "--output", "otlp://"+addr)
+	w := startWatch(t, "--exe", m, "--allow-cleartext", "--output", "otlp://"+addr)
 	pids := runMarker(t, m)
 	deadline := time.Now().Add(15 * time.Second)
 	for sink.LogRecordCount() < execs && time.Now().Before(deadline) {
@@ -329,7 +329,7 @@ func TestWatchCollectorDown(t *testing.T) {
 	needRoot(t)
 	m := marker(t)
 	// --format= empty, as tracer.service passes TRACER_FORMAT left empty.
-	w := startWatch(t, "--exe", m, "--format=", "--output", "otlp://"+freeAddr(t))
+	w := startWatch(t, "--exe", m, "--format=", "--allow-cleartext", "--output", "otlp://"+freeAddr(t))
 	runMarker(t, m)
 	w.waitFor(t, "connection refused", 15*time.Second)
 	stop := time.Now()
@@ -362,7 +362,7 @@ func TestWatchCollectorSlow(t *testing.T) {
 	addr := startReceiver(t, stuck)
 	defer close(release)
 	m := marker(t)
-	w := startWatch(t, "--exe", m, "--output", "otlp://"+addr, "--duration", "3s")
+	w := startWatch(t, "--exe", m, "--allow-cleartext", "--output", "otlp://"+addr, "--duration", "3s")
 	runMarker(t, m)
 	seen, lost, lostOutput := w.wait(t, 20*time.Second)
 	if d := time.Since(w.start); d > 12*time.Second {
@@ -397,7 +397,7 @@ func TestWatchStormAddsUp(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	addr := startReceiver(t, sink)
 	m := marker(t)
-	w := startWatch(t, "--exe", m, "--output", "otlp://"+addr)
+	w := startWatch(t, "--exe", m, "--allow-cleartext", "--output", "otlp://"+addr)
 	const n = 1200 // more than one batch (1,024)
 	// One shell execs the marker n times: no Go fork per exec.
 	sh := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do "$0" storm; i=$((i+1)); done`, m)

@@ -15,7 +15,8 @@ import (
 // TestFleetOverlaySwitchesToOTLP: the kustomize overlay docs/fleet.md
 // gives applies to both DaemonSets as they are (its test op finds
 // --format=json where it replaces it) and leaves the tracer container
-// with --output otlp:// and without --format, which that output refuses.
+// with --output otlp:// and --allow-cleartext, and without --format,
+// which that output refuses.
 func TestFleetOverlaySwitchesToOTLP(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/fleet.md")
 	if err != nil {
@@ -71,7 +72,9 @@ func TestFleetOverlaySwitchesToOTLP(t *testing.T) {
 		for _, a := range c["args"].([]any) {
 			args = append(args, a.(string))
 		}
+		// otlp:// is cleartext, which watch refuses without --allow-cleartext.
 		if c["name"] != "tracer" || args[0] != "watch" || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--output=otlp://") }) ||
+			!slices.Contains(args, "--allow-cleartext") ||
 			slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--format") }) {
 			t.Errorf("%s: the tracer container after the patch: %s %q", ds, c["name"], args)
 		}
@@ -98,7 +101,8 @@ func get(v any, path string) any {
 }
 
 // applyOp applies one RFC 6902 op of the kinds the overlay uses: test,
-// replace (an existing element), add (a member of an object).
+// replace (an existing element), add (a member of an object, or /- at
+// an array's end).
 func applyOp(doc any, op, path string, value any) error {
 	i := strings.LastIndex(path, "/")
 	parent, last := get(doc, path[:i]), path[i+1:]
@@ -119,6 +123,16 @@ func applyOp(doc any, op, path string, value any) error {
 			x[last] = value
 		}
 	case "add":
+		if x, ok := parent.([]any); ok && last == "-" {
+			// The end of an array: its parent holds it under its name.
+			j := strings.LastIndex(path[:i], "/")
+			holder, ok := get(doc, path[:j]).(map[string]any)
+			if !ok {
+				return fmt.Errorf("no object holds %s", path[:i])
+			}
+			holder[path[j+1:i]] = append(x, value)
+			return nil
+		}
 		x, ok := parent.(map[string]any)
 		if !ok {
 			return fmt.Errorf("no object to add to")

@@ -121,7 +121,7 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		"/usr/bin/tracer":                                  {mode: "-rwxr-xr-x"},
 		"/usr/lib/systemd/system/tracer.service":           {mode: "-rw-r--r--"},
 		"/usr/lib/tmpfiles.d/tracer.conf":                  {mode: "-rw-r--r--"},
-		confDir:                                            {mode: "-rw-r--r--", conf: true},
+		confDir:                                            {mode: "-rw-------", conf: true}, // may hold OTLP headers
 		"/etc/logrotate.d/tracer":                          {mode: "-rw-r--r--", conf: true},
 		"/var/log/tracer":                                  {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer":                            {mode: "drwxr-xr-x"},

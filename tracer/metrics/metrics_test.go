@@ -196,6 +196,8 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_exits_total{cause="signal"}`:                   0,
 		`tracer_exits_total{cause="oom"}`:                      0,
 		`tracer_exits_total{cause="core"}`:                     0,
+		// The metrics address was free.
+		`tracer_metrics_listen_failures_total{}`: 0,
 	}
 	diffValues(t, values(t, s.Registry(), "tracer_"), want)
 

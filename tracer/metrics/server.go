@@ -27,13 +27,21 @@ type Server struct {
 	reg   *prometheus.Registry
 	ready atomic.Bool
 	mux   *http.ServeMux
+	// listenFailures counts binds of the metrics address that failed
+	// (another process holds it): the caller retries rather than give up,
+	// and this says how often it tried.
+	listenFailures prometheus.Counter
 }
 
 // New registers the collectors for p and b on a private registry, so that
 // a tracer embedded in another program exports nothing twice.
 func New(p *tracer.Pipeline, b tracer.Backend, o Options) (*Server, error) {
-	s := &Server{reg: prometheus.NewRegistry(), mux: http.NewServeMux()}
+	s := &Server{reg: prometheus.NewRegistry(), mux: http.NewServeMux(),
+		listenFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "metrics_listen_failures_total",
+			Help: "Failed attempts to bind the metrics address (in use by another process, or not yet on the node); each is retried."}),
+	}
 	cs := []prometheus.Collector{
+		s.listenFailures,
 		NewCollector(p, b, o.Version),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -66,6 +74,9 @@ func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
 // Handler serves /metrics, /healthz and a small index page at /.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// ListenFailed counts a failed attempt to bind the metrics address.
+func (s *Server) ListenFailed() { s.listenFailures.Inc() }
 
 // SetReady makes /healthz answer 200: call it once rules or probes are in place.
 func (s *Server) SetReady() { s.ready.Store(true) }

@@ -18,8 +18,20 @@ func init() { RegisterFormat("ecs", AppendECS) }
 // AppendECS appends e as one Elastic Common Schema document (a JSON
 // object, no newline), as docs/events.md maps each field. process.* is
 // the event's process, as pid is in the JSON lines; what ECS has no field
-// for is under tracer.*. Strings are escaped as in the JSON lines.
+// for is under tracer.*. Strings are escaped as in the JSON lines, but a
+// byte that is not UTF-8 becomes U+FFFD, the raw bytes under
+// tracer.raw_base64 (utf8.go).
 func AppendECS(b []byte, e *tracer.Event) []byte {
+	if !eventUTF8(e) {
+		c := utf8Event(e)
+		return appendECS(b, &c, e)
+	}
+	return appendECS(b, e, nil)
+}
+
+// appendECS appends e's document; raw, when not nil, is the event e was
+// made UTF-8 from.
+func appendECS(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `{"@timestamp":"`...)
 	b = appendTime(b, e.Time)
 	b = append(b, `","ecs":{"version":"`+ECSVersion+`"},"event":{"kind":"event","category":["process"],"type":["`...)
@@ -44,7 +56,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, '}')
-	if h := nodeHostname(); h != "" {
+	if h := validUTF8(nodeHostname()); h != "" {
 		b = append(b, `,"host":{"name":`...)
 		b = AppendJSONString(b, h)
 		b = append(b, `,"hostname":`...)
@@ -69,7 +81,7 @@ func AppendECS(b []byte, e *tracer.Event) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = appendECSTracer(b, e)
+	b = appendECSTracer(b, e, raw)
 	return append(b, '}')
 }
 
@@ -162,7 +174,7 @@ func appendECSParent(b []byte, e *tracer.Event) []byte {
 
 // appendECSTracer appends tracer: the fields ECS has none for, named as
 // in the JSON lines.
-func appendECSTracer(b []byte, e *tracer.Event) []byte {
+func appendECSTracer(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"tracer":{"auid":`...)
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
 	b = appendCgroupUnit(b, e)
@@ -202,6 +214,9 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 		b = appendThrottle(b, e)
 	}
 	b = appendAncestors(b, e, `,"name":`, `,"entity_id":"`)
+	if raw != nil {
+		b = appendRawBase64(b, raw)
+	}
 	return append(b, '}')
 }
 

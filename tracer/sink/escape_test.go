@@ -367,6 +367,9 @@ func checkJSON(t *testing.T, e *tracer.Event) {
 			t.Fatalf("argv[%d] %q decodes to %q", i, a, got.Argv[i])
 		}
 	}
+	// The schemas' documents: strict JSON whatever the bytes.
+	strictJSON(t, "ecs", AppendECS(nil, e))
+	strictJSON(t, "ocsf", AppendOCSF(nil, e))
 }
 
 func TestJSONValidForAnyBytes(t *testing.T) {

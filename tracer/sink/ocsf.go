@@ -34,8 +34,19 @@ const ocsfClass = `,"category_uid":1,"category_name":"System Activity","class_ui
 // (the process that execs, forks, signals, or kills), process is what it
 // acted on (the new program, the child, the signalled process, the
 // process that ended). What OCSF has no attribute for is under unmapped.
-// Strings are escaped as in the JSON lines.
+// Strings are escaped as in the JSON lines, but a byte that is not UTF-8
+// becomes U+FFFD, the raw bytes under unmapped.raw_base64 (utf8.go).
 func AppendOCSF(b []byte, e *tracer.Event) []byte {
+	if !eventUTF8(e) {
+		c := utf8Event(e)
+		return appendOCSF(b, &c, e)
+	}
+	return appendOCSF(b, e, nil)
+}
+
+// appendOCSF appends e's event; raw, when not nil, is the event e was
+// made UTF-8 from.
+func appendOCSF(b []byte, e, raw *tracer.Event) []byte {
 	activity, name := ocsfActivity(e)
 	b = append(b, `{"activity_id":`...)
 	b = strconv.AppendInt(b, int64(activity), 10)
@@ -81,7 +92,7 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 	b = AppendJSONString(b, e.Backend)
 	b = append(b, `,"profiles":["container","linux/linux_users"],"extensions":[{"name":"linux","uid":"1","version":"`+OCSFVersion+`"}]}`...)
 	b = append(b, `,"device":{"type_id":0,"type":"Unknown"`...)
-	if h := nodeHostname(); h != "" {
+	if h := validUTF8(nodeHostname()); h != "" {
 		b = append(b, `,"hostname":`...)
 		b = AppendJSONString(b, h)
 	}
@@ -92,7 +103,7 @@ func AppendOCSF(b []byte, e *tracer.Event) []byte {
 	b = append(b, '}')
 	b = appendOCSFActor(b, e)
 	b = appendOCSFTarget(b, e)
-	b = appendOCSFUnmapped(b, e)
+	b = appendOCSFUnmapped(b, e, raw)
 	return append(b, '}')
 }
 
@@ -279,7 +290,7 @@ func appendOCSFProcRef(b []byte, pid int64, name string, id tracer.ExecID) []byt
 
 // appendOCSFUnmapped appends unmapped: tracer's fields that OCSF has no
 // attribute for, named as in the JSON lines.
-func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
+func appendOCSFUnmapped(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"unmapped":{"type":"`...)
 	b = append(b, e.Type.String()...)
 	b = append(b, '"')
@@ -301,6 +312,9 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 		b = appendDeath(b, e)
 	case vocab.TypeThrottle:
 		b = appendThrottle(b, e)
+	}
+	if raw != nil {
+		b = appendRawBase64(b, raw)
 	}
 	return append(b, '}')
 }

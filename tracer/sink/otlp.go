@@ -2,16 +2,23 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
@@ -20,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -37,11 +45,67 @@ const (
 	otlpDefaultPort    = "4318"
 )
 
-// CheckOTLP checks an otlp:// or otlps:// --output value, in a one-line
-// usage error.
-func CheckOTLP(target string) error {
-	_, _, _, err := parseOTLPTarget(target)
-	return err
+// CheckOTLP checks an otlp://, otlps:// or otlp:/SOCKET --output value
+// and the options that go with it, in a one-line usage error. Cleartext
+// otlp:// is refused unless o.AllowCleartext: the events name every
+// command line, and whoever holds the port while the collector restarts
+// (any user of the node, on loopback) would get them. Headers
+// (OTEL_EXPORTER_OTLP_HEADERS, an Authorization token) are refused over
+// cleartext even then.
+func CheckOTLP(target string, o OTLPOptions) error {
+	t, err := parseOTLPTarget(target)
+	if err != nil {
+		return err
+	}
+	if o.CAFile != "" {
+		if !t.secure {
+			return vocab.Usagef("--output-ca-file is for otlps:// (TLS): use --output otlps://HOST:PORT or drop --output-ca-file")
+		}
+		if _, err := loadCA(o.CAFile); err != nil {
+			return err
+		}
+	}
+	if !t.cleartext() {
+		return nil
+	}
+	if h := otlpHeadersVar(); h != "" {
+		return vocab.Usagef("%s over cleartext %s would hand its headers (tokens) to whoever holds the port: use otlps://%s (TLS) or otlp:/SOCKET", h, target, t.endpoint)
+	}
+	if !o.AllowCleartext {
+		return vocab.Usagef("--output %s is cleartext: every command line would go to whoever holds %s (any user of the node can bind a free port while the collector restarts): use otlps://%s (TLS; --output-ca-file CA.pem pins the collector's CA) or otlp:/SOCKET, or add --allow-cleartext", target, t.endpoint, t.endpoint)
+	}
+	return nil
+}
+
+// OTLPCleartext reports whether target, a valid --output for OTLP, sends
+// in cleartext over the network.
+func OTLPCleartext(target string) bool {
+	t, err := parseOTLPTarget(target)
+	return err == nil && t.cleartext()
+}
+
+// otlpHeadersVar is the name of the set variable that gives the exporter
+// headers, or "".
+func otlpHeadersVar() string {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
+		if strings.TrimSpace(os.Getenv(v)) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// loadCA reads the PEM certificates of --output-ca-file.
+func loadCA(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, vocab.Usagef("--output-ca-file: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, vocab.Usagef("--output-ca-file %s holds no PEM certificate: give the CA that signed the collector's certificate", file)
+	}
+	return pool, nil
 }
 
 // OTLPOptions tune an OTLPSink beyond the watch's output options.
@@ -52,6 +116,12 @@ type OTLPOptions struct {
 	QueueEvents int
 	// CloseTimeout bounds how long Close waits for the collector (0: 5 s).
 	CloseTimeout time.Duration
+	// CAFile, for otlps://, is the only CA the collector's certificate
+	// may chain to (PEM); "" uses the system's roots, or
+	// OTEL_EXPORTER_OTLP_CERTIFICATE.
+	CAFile string
+	// AllowCleartext lets CheckOTLP pass otlp://HOST:PORT.
+	AllowCleartext bool
 }
 
 // OTLPSink exports events as OpenTelemetry log records over OTLP/HTTP
@@ -100,33 +170,100 @@ type OTLPSink struct {
 }
 
 // NewOTLPSink exports to target, an otlp:// or otlps:// URL (HOST:PORT,
-// port 4318 when left out, path /v1/logs unless given).
+// port 4318 when left out, path /v1/logs unless given), or otlp:/SOCKET
+// (a Unix socket, path /v1/logs). It does not apply CheckOTLP's policy:
+// the caller checks first.
 func NewOTLPSink(target string, opts OutputOptions, o OTLPOptions) (*OTLPSink, error) {
-	endpoint, secure, path, err := parseOTLPTarget(target)
+	t, err := parseOTLPTarget(target)
 	if err != nil {
 		return nil, err
 	}
 	scheme := "http"
-	if secure {
+	if t.secure {
 		scheme = "https"
 	}
+	path := t.path
 	if path == "" {
 		path = "/v1/logs"
+	}
+	endpoint := t.endpoint
+	if t.socket != "" {
+		endpoint = "localhost" // the Host header; the socket is dialled
 	}
 	// The whole URL, so that --output wins over OTEL_EXPORTER_OTLP_ENDPOINT
 	// and _INSECURE; the SDK's other variables (headers, a CA, a client
 	// certificate, compression) apply as in any OpenTelemetry SDK.
-	exp, err := otlploghttp.New(context.Background(),
-		otlploghttp.WithEndpointURL(scheme+"://"+endpoint+path),
+	eo := []otlploghttp.Option{
+		otlploghttp.WithEndpointURL(scheme + "://" + endpoint + path),
 		otlploghttp.WithTimeout(otlpRequestTimeout),
 		otlploghttp.WithRetry(otlploghttp.RetryConfig{
 			Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: otlpRetryFor,
 		}),
-	)
+	}
+	if o.CAFile != "" {
+		pool, err := loadCA(o.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tc := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		// A client certificate from the SDK's variables still applies.
+		if cert, ok, err := otlpClientCert(); err != nil {
+			return nil, err
+		} else if ok {
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		eo = append(eo, otlploghttp.WithTLSClientConfig(tc))
+	}
+	if t.socket != "" {
+		socket := t.socket
+		eo = append(eo, otlploghttp.WithHTTPClient(&http.Client{
+			Timeout: otlpRequestTimeout,
+			Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialUnixNoFollow(ctx, socket)
+			}},
+		}))
+	}
+	exp, err := otlploghttp.New(context.Background(), eo...)
 	if err != nil {
 		return nil, fmt.Errorf("making the OTLP exporter: %w", err)
 	}
 	return newOTLPSink(exp, opts, o)
+}
+
+// otlpClientCert loads the client certificate the SDK's variables name,
+// which WithTLSClientConfig would otherwise drop.
+func otlpClientCert() (tls.Certificate, bool, error) {
+	get := func(names ...string) string {
+		for _, n := range names {
+			if v := os.Getenv(n); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	cert := get("OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
+	key := get("OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")
+	if cert == "" || key == "" {
+		return tls.Certificate{}, false, nil
+	}
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, false, fmt.Errorf("loading the OTLP client certificate: %w", err)
+	}
+	return c, true, nil
+}
+
+// dialUnixNoFollow connects to the Unix socket at path, reached through
+// no symbolic link another user controls (host.OpenDirNoFollow): the
+// socket is named in the directory opened so.
+func dialUnixNoFollow(ctx context.Context, path string) (net.Conn, error) {
+	dir, name := filepath.Split(path)
+	fd, err := host.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return (&net.Dialer{}).DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(fd)+"/"+name)
 }
 
 // newOTLPSink exports through exp.
@@ -185,33 +322,52 @@ func otlpResource(version string) (*resource.Resource, error) {
 	return res, nil
 }
 
-// parseOTLPTarget reads otlp://HOST[:PORT][/PATH] (plain HTTP) or
-// otlps:// (TLS, checked against the system's roots).
-func parseOTLPTarget(target string) (endpoint string, secure bool, path string, err error) {
+// otlpTarget is an --output for OTLP, parsed.
+type otlpTarget struct {
+	endpoint string // HOST:PORT; "" for a socket
+	secure   bool   // otlps://
+	path     string // the URL path; "" for /v1/logs
+	socket   string // otlp:/SOCKET
+}
+
+// cleartext reports whether t sends over the network without TLS.
+func (t otlpTarget) cleartext() bool { return t.socket == "" && !t.secure }
+
+// parseOTLPTarget reads otlp://HOST[:PORT][/PATH] (plain HTTP),
+// otlps:// (TLS, checked against the system's roots or --output-ca-file) or
+// otlp:/SOCKET (plain HTTP on a Unix socket).
+func parseOTLPTarget(target string) (otlpTarget, error) {
 	bad := func(why string) error {
-		return vocab.Usagef("bad --output %q: %s (use otlp://HOST:PORT, e.g. otlp://127.0.0.1:4318, or otlps:// for TLS)", target, why)
+		return vocab.Usagef("bad --output %q: %s (use otlps://HOST:PORT for TLS, otlp:/SOCKET for a collector's Unix socket, or otlp://HOST:PORT with --allow-cleartext)", target, why)
+	}
+	if rest, ok := strings.CutPrefix(target, "otlp:"); ok && !strings.HasPrefix(rest, "//") {
+		if !strings.HasPrefix(rest, "/") || strings.HasSuffix(rest, "/") {
+			return otlpTarget{}, bad("a socket is otlp:/PATH, an absolute path")
+		}
+		return otlpTarget{socket: filepath.Clean(rest)}, nil
 	}
 	u, perr := url.Parse(target)
 	switch {
 	case perr != nil:
-		return "", false, "", bad("not a URL")
+		return otlpTarget{}, bad("not a URL")
 	case u.Scheme != "otlp" && u.Scheme != "otlps":
-		return "", false, "", bad("the scheme is otlp or otlps")
+		return otlpTarget{}, bad("the scheme is otlp or otlps")
 	case u.Host == "" || u.Hostname() == "":
-		return "", false, "", bad("no host")
+		return otlpTarget{}, bad("no host")
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return "", false, "", bad("only a host, a port and a path")
+		return otlpTarget{}, bad("only a host, a port and a path")
 	}
 	port := u.Port()
 	if port == "" {
 		port = otlpDefaultPort
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", false, "", bad("the port is a number from 1 to 65535")
+		return otlpTarget{}, bad("the port is a number from 1 to 65535")
 	}
+	t := otlpTarget{endpoint: net.JoinHostPort(u.Hostname(), port), secure: u.Scheme == "otlps"}
 	if u.Path != "" && u.Path != "/" {
-		path = u.Path
+		t.path = u.Path
 	}
-	return net.JoinHostPort(u.Hostname(), port), u.Scheme == "otlps", path, nil
+	return t, nil
 }
 
 // Write queues a copy of e; it never waits in drop mode.

@@ -495,8 +495,8 @@ func TestOTLPBlockWaitsForRoom(t *testing.T) {
 
 func TestOTLPTargets(t *testing.T) {
 	for _, tc := range []struct {
-		in, endpoint, path string
-		secure, bad        bool
+		in, endpoint, path, socket string
+		secure, bad                bool
 	}{
 		{in: "otlp://127.0.0.1:4318", endpoint: "127.0.0.1:4318"},
 		{in: "otlp://collector", endpoint: "collector:4318"},
@@ -509,8 +509,15 @@ func TestOTLPTargets(t *testing.T) {
 		{in: "otlp://user:pw@host:4318", bad: true},
 		{in: "otlp://host:4318?x=1", bad: true},
 		{in: "http://host:4318", bad: true},
+		{in: "otlp:/run/otelcol/otlp.sock", socket: "/run/otelcol/otlp.sock"},
+		{in: "otlp:run/otlp.sock", bad: true},
+		{in: "otlp:/run/", bad: true},
 	} {
-		endpoint, secure, path, err := parseOTLPTarget(tc.in)
+		tgt, err := parseOTLPTarget(tc.in)
+		endpoint, secure, path := tgt.endpoint, tgt.secure, tgt.path
+		if tgt.socket != tc.socket {
+			t.Errorf("%q: socket %q, want %q", tc.in, tgt.socket, tc.socket)
+		}
 		if tc.bad {
 			if err == nil || !errors.Is(err, vocab.ErrUsage) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("%q: error %v, want a one-line usage error", tc.in, err)

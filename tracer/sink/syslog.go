@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,13 +27,21 @@ type SyslogConfig struct {
 	Network string
 	// Addr is the socket's path, or HOST:PORT.
 	Addr string
+	// TLS: tcp in TLS (RFC 5425, syslog+tls://), the server's certificate
+	// checked against the system's roots, or CAFile's alone when set.
+	TLS    bool
+	CAFile string
 }
+
+// Cleartext reports whether cfg sends over the network without TLS.
+func (cfg SyslogConfig) Cleartext() bool { return cfg.Network != "unixgram" && !cfg.TLS }
 
 // ParseSyslog reads an --output value that names a syslog destination:
 // syslog (the local socket, /dev/log), syslog:/PATH (another local
 // socket), syslog://HOST:PORT or syslog+tcp://HOST:PORT (TCP, each message
-// framed by its length as RFC 6587 says), syslog+udp://HOST:PORT (UDP, a
-// message a datagram). ok is false when v names no syslog destination.
+// framed by its length as RFC 6587 says), syslog+tls://HOST:PORT (the
+// same in TLS, RFC 5425), syslog+udp://HOST:PORT (UDP, a message a
+// datagram). ok is false when v names no syslog destination.
 func ParseSyslog(v string) (cfg SyslogConfig, ok bool, err error) {
 	if v == "syslog" {
 		return SyslogConfig{Network: "unixgram", Addr: DevLog}, true, nil
@@ -50,10 +59,12 @@ func ParseSyslog(v string) (cfg SyslogConfig, ok bool, err error) {
 	switch scheme {
 	case "syslog", "syslog+tcp":
 		cfg.Network = "tcp"
+	case "syslog+tls":
+		cfg.Network, cfg.TLS = "tcp", true
 	case "syslog+udp":
 		cfg.Network = "udp"
 	default:
-		return cfg, true, vocab.Usagef("--output %q: unknown syslog transport %q: use syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v, strings.TrimPrefix(scheme, "syslog+"))
+		return cfg, true, vocab.Usagef("--output %q: unknown syslog transport %q: use syslog+tls://HOST:PORT (TLS), syslog://HOST:PORT (TCP) or syslog+udp://HOST:PORT", v, strings.TrimPrefix(scheme, "syslog+"))
 	}
 	u, perr := url.Parse(v)
 	if perr != nil || u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
@@ -122,12 +133,44 @@ func NewSyslog(cfg SyslogConfig, format string, opts OutputOptions) (*Syslog, er
 	case "tcp":
 		c := &tcpTransport{}
 		c.l.dial = func() (net.Conn, error) { return net.DialTimeout("tcp", cfg.Addr, dialTimeout) }
+		if cfg.TLS {
+			tc, err := syslogTLS(cfg)
+			if err != nil {
+				return nil, err
+			}
+			c.l.dial = func() (net.Conn, error) {
+				return tls.DialWithDialer(&net.Dialer{Timeout: dialTimeout}, "tcp", cfg.Addr, tc)
+			}
+		}
 		t = c
 	default:
 		return nil, fmt.Errorf("syslog network %q: want unixgram, tcp or udp", cfg.Network)
 	}
 	s.s = newSender(t, opts)
 	return s, nil
+}
+
+// syslogTLS is the TLS client configuration for cfg: the server's name
+// from Addr, CAFile's certificates as the only roots when set.
+func syslogTLS(cfg SyslogConfig) (*tls.Config, error) {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("syslog address %q: %w", cfg.Addr, err)
+	}
+	tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		if tc.RootCAs, err = loadCA(cfg.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	return tc, nil
+}
+
+// CheckSyslogCA checks --output-ca-file for syslog+tls://, in a one-line
+// usage error.
+func CheckSyslogCA(file string) error {
+	_, err := loadCA(file)
+	return err
 }
 
 // hostname is RFC 5424's HOSTNAME: printable ASCII without spaces, at
@@ -280,6 +323,9 @@ func (t *tcpTransport) close() error { return t.l.close() }
 // peerClosed reports whether the server closed its end: a syslog server
 // never writes, so anything readable is its EOF or an error.
 func peerClosed(c net.Conn) bool {
+	if tc, ok := c.(*tls.Conn); ok {
+		return tlsPeerClosed(tc)
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
@@ -296,4 +342,17 @@ func peerClosed(c net.Conn) bool {
 		return true
 	})
 	return closed
+}
+
+// tlsPeerClosed is peerClosed through TLS, whose server may send records
+// of its own (TLS 1.3 session tickets) that a peek would take for data:
+// a read of at most a millisecond consumes them and sees the server's
+// close_notify or EOF; a timeout means the connection is open. A read
+// timeout leaves a tls.Conn usable.
+func tlsPeerClosed(c *tls.Conn) bool {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := c.Read(b[:])
+	_ = c.SetReadDeadline(time.Time{})
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
