@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package metrics exports a running tracer to Prometheus.
 //
 // Collector reads the Pipeline's counters and the Backend's Stats at scrape
