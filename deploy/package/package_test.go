@@ -105,9 +105,10 @@ func run(t *testing.T, name string, args ...string) string {
 
 // wantFile is a file the packages hold.
 type wantFile struct {
-	mode string // ls -l's
-	doc  bool   // rpm: %doc
-	conf bool   // config, noreplace
+	mode    string // ls -l's
+	doc     bool   // rpm: %doc
+	conf    bool   // config, noreplace
+	license bool   // rpm: %license
 }
 
 // wantFiles is what each package must hold, exactly (directories the
@@ -126,6 +127,13 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		"/usr/share/doc/tracer":                  {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer/docs":             {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer/README.md":        {mode: "-rw-r--r--", doc: true},
+	}
+	switch format {
+	case "rpm":
+		w["/usr/share/licenses/tracer"] = wantFile{mode: "drwxr-xr-x"}
+		w["/usr/share/licenses/tracer/LICENSE"] = wantFile{mode: "-rw-r--r--", license: true}
+	case "deb":
+		w["/usr/share/doc/tracer/copyright"] = wantFile{mode: "-rw-r--r--", doc: true}
 	}
 	docs, _ := filepath.Glob(filepath.Join(built.dir, "build", "doc", "docs", "*.md"))
 	if len(docs) == 0 {
@@ -196,7 +204,7 @@ func TestRPM(t *testing.T) {
 	}
 	qpi := run(t, "rpm", "-qpi", rpm)
 	t.Logf("rpm -qpi:\n%s", qpi)
-	for _, f := range []string{"Summary     : Who forks", "URL         : https://github.com/tracer-dev/tracer", "Description :"} {
+	for _, f := range []string{"Summary     : Who forks", "URL         : https://github.com/tracer-dev/tracer", "Description :", "License     : Apache-2.0 AND (GPL-2.0-only OR MIT)\n"} {
 		if !strings.Contains(qpi, f) {
 			t.Errorf("rpm -qpi lacks %q", f)
 		}
@@ -224,6 +232,9 @@ func TestRPM(t *testing.T) {
 		}
 		if w.doc {
 			wantFlags = "d"
+		}
+		if w.license {
+			wantFlags = "l"
 		}
 		if mode != w.mode || owner != "root:root" || flags != wantFlags {
 			t.Errorf("rpm: %s %s %q %s, want %s root:root %q", mode, owner, flags, path, w.mode, wantFlags)
@@ -293,6 +304,17 @@ func TestRPM(t *testing.T) {
 func TestRPMLint(t *testing.T) {
 	need(t, "rpmlint")
 	rpm, _ := packages(t)
+	rc, err := os.ReadFile("tracer.rpmlintrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The License tag is set (TestRPM checks its value): rpmlint's
+	// no-license error is not filtered out. Debian's rpmlint lists no
+	// valid licenses (ValidLicenses is each distribution's SPDX list), so
+	// its invalid-license warnings name every license and are only logged.
+	if regexp.MustCompile(`(?mi)^addFilter\(.*licen`).Match(rc) {
+		t.Errorf("tracer.rpmlintrc filters out a license finding")
+	}
 	out, err := exec.Command("rpmlint", "-r", "tracer.rpmlintrc", rpm).CombinedOutput()
 	var warnings, errs []string
 	for _, l := range strings.Split(string(out), "\n") {
