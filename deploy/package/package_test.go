@@ -681,3 +681,32 @@ func TestUnitCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitJournalNotRateLimited: --output journal sends every event as a
+// journal entry from the service; journald's per-service rate limit
+// (10,000 per 30 s by default) would drop them where tracer cannot count
+// them, so the unit turns it off. systemd checks the setting's syntax.
+func TestUnitJournalNotRateLimited(t *testing.T) {
+	u := unit(t, "files/tracer.service")
+	if got := strings.Join(u["LogRateLimitIntervalSec"], "|"); got != "0" {
+		t.Errorf("LogRateLimitIntervalSec=%s, want 0 (journald's rate limit off for tracer's events)", got)
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("no systemd-analyze: make deps installs systemd")
+	}
+	// The unit as it is but for its commands, which need not be installed
+	// for systemd to check the settings.
+	b, err := os.ReadFile("files/tracer.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), "/usr/bin/tracer", "/bin/true")
+	s = regexp.MustCompile(`(?m)^Documentation=.*\n`).ReplaceAllString(s, "")
+	p := filepath.Join(t.TempDir(), "tracer.service")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("systemd-analyze", "verify", p).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
