@@ -224,6 +224,11 @@ type Stats struct {
 	// loss (throttle events say whose they were).
 	Throttled [vocab.NumTypes]uint64
 
+	// RotationsFailed counts the rotations of --output FILE that failed
+	// (tried at most once a second); not loss itself: the events FILE
+	// could not take meanwhile are counted at stage output.
+	RotationsFailed uint64
+
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats
 }

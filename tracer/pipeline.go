@@ -163,6 +163,9 @@ func (p *Pipeline) Stats(b Backend) Stats {
 			st.Lost[LostQueue] += l.Queue
 			st.Lost[LostOutput] += l.Output
 		}
+		if r, ok := s.(RotationReporter); ok {
+			st.RotationsFailed += r.RotationsFailed()
+		}
 	}
 	return st
 }

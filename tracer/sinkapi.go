@@ -25,6 +25,12 @@ type LossReporter interface {
 	Loss() OutputLoss
 }
 
+// RotationReporter is a sink (or the file it writes) that rotates its
+// output file and counts the rotations that failed.
+type RotationReporter interface {
+	RotationsFailed() uint64
+}
+
 // Kicker is a sink that can pass buffered events on without waiting.
 type Kicker interface {
 	Kick()
