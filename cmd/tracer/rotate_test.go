@@ -35,6 +35,23 @@ func TestOutputRotationBadInput(t *testing.T) {
 		{[]string{"--output-max-size", "10MB", "--output-keep", "0", "-o", out}, "keep from 1 to 1000"},
 		{[]string{"--output-max-size", "10MB", "--output-keep", "5000", "-o", out}, "keep from 1 to 1000"},
 	}
+	// A directory other users can write: one of them could put a
+	// directory at FILE.1 (mkdir /tmp/ev.log.1) and stop rotation for good.
+	shared := filepath.Join(t.TempDir(), "shared")
+	mustDo(t, os.Mkdir(shared, 0o700), os.Chmod(shared, os.ModeSticky|0o777))
+	cases = append(cases, struct {
+		args []string
+		want string
+	}{[]string{"--output-max-size", "10MB", "-o", filepath.Join(shared, "ev.log")}, "other users can write its directory"})
+	if os.Geteuid() == 0 {
+		// As root: a directory that belongs to nobody, 0755.
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		mustDo(t, os.Mkdir(theirs, 0o755), os.Chown(theirs, 65534, 65534))
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"--output-max-size", "10MB", "-o", filepath.Join(theirs, "ev.log")}, "belongs to uid 65534"})
+	}
 	for _, c := range cases {
 		args := append([]string{"watch", "--backend", "ebpf", "--duration", "1s"}, c.args...)
 		code, stdout, stderr := runTracer(t, nil, args...)
@@ -42,8 +59,14 @@ func TestOutputRotationBadInput(t *testing.T) {
 			t.Errorf("tracer %v: exit %d, stderr %q; want exit 2 and one line containing %q", args, code, stderr, c.want)
 		}
 	}
-	if _, err := os.Lstat(out); err == nil {
-		t.Error("a refused watch created --output")
+	for _, c := range cases {
+		for i, a := range c.args {
+			if a == "-o" {
+				if _, err := os.Lstat(c.args[i+1]); err == nil {
+					t.Errorf("a refused watch created --output %s", c.args[i+1])
+				}
+			}
+		}
 	}
 }
 
@@ -61,8 +84,10 @@ func TestWatchOutputRotatesAndReopens(t *testing.T) {
 	const kills = 3000
 	const limit = 1_000_000 // 1MB
 	storm := buildStorm(t, false)
+	// Links nobody left while the directory was theirs to write: rotating
+	// in a directory other users can write is refused.
 	dir := filepath.Join(t.TempDir(), "tmp")
-	mustDo(t, os.Mkdir(dir, 0o755), os.Chmod(dir, 0o1777))
+	mustDo(t, os.Mkdir(dir, 0o755))
 	victim := filepath.Join(t.TempDir(), "victim")
 	mustDo(t, os.WriteFile(victim, []byte("keep me\n"), 0o644))
 	out := filepath.Join(dir, "events.jsonl")

@@ -346,10 +346,11 @@ func (r *RotatingFile) RotationsFailed() uint64 { return r.failures.Load() }
 // CheckRotationDir reports, as a usage error, a directory of path that
 // OpenRotatingFile would refuse to rotate in (other users can write it),
 // without creating anything: for checking flags before a watch starts.
+// A directory it cannot open is left for OpenRotatingFile to report.
 func CheckRotationDir(path string) error {
 	dir, _, err := OpenOutputDir(path)
 	if err != nil {
-		return err
+		return nil
 	}
 	defer dir.Close()
 	return dir.private(path)
