@@ -307,3 +307,56 @@ func TestWatchUnderLogrotate(t *testing.T) {
 		t.Errorf("lost %d (%s)", lost, stages)
 	}
 }
+
+// A rotation root cannot do (a directory at FILE.1) leaves FILE within
+// --output-max-size: a storm of 2,000 signals (about 900KB of JSON) into a
+// 64KiB FILE; what FILE holds plus what the summary counts lost at stage
+// output is every event seen; the failed rotations are in the summary,
+// --stats-file and nowhere silent.
+func TestWatchRotationFailureBounded(t *testing.T) {
+	tracertest.NeedRoot(t)
+	tracertest.LockAudit(t)
+	const kills = 2000
+	const limit = 64 << 10
+	storm := buildStorm(t, false)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "events.jsonl")
+	mustDo(t, os.Mkdir(out+".1", 0o700))
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--signal", "USR1", "--format", "json",
+		"--output", out, "--output-max-size", "64KiB", "--output-keep", "1", "--stats-file", stats)
+	cmd := exec.Command(storm, strconv.Itoa(kills))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		w.stop(t)
+		t.Fatalf("storm: %v %s", err, b)
+	}
+	time.Sleep(500 * time.Millisecond) // --max-delay 100ms: the storm's events reach the output
+	w.stop(t)
+	seen, lost, stages := w.summary(t)
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, lines := countSignalLines(t, out, cmd.Process.Pid, 10)
+	t.Logf("%d signals: FILE %d bytes, %d lines (%d of the storm); watch saw %d, lost %d (%s)", kills, fi.Size(), lines, mine, seen, lost, stages)
+	if fi.Size() > limit {
+		t.Errorf("FILE holds %d bytes, past --output-max-size 64KiB", fi.Size())
+	}
+	if !strings.Contains(stages, "output "+strconv.Itoa(lost)) || lost == 0 || lines+lost != seen {
+		t.Errorf("FILE holds %d lines, the summary says %d seen, %d lost (%s): want the rest lost at stage output", lines, seen, lost, stages)
+	}
+	if !strings.Contains(w.stderr(), "tracer: rotating --output failed") {
+		t.Errorf("no line about the failed rotations in watch's stderr:\n%s", w.stderr())
+	}
+	var sf struct {
+		Failed uint64            `json:"output_rotations_failed"`
+		Lost   map[string]uint64 `json:"lost"`
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatalf("--stats-file: %v", err)
+	}
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Failed == 0 || sf.Lost["output"] != uint64(lost) {
+		t.Errorf("--stats-file: output_rotations_failed %d, lost %v (%v); want failures and %d lost at stage output", sf.Failed, sf.Lost, err, lost)
+	}
+}
