@@ -7,10 +7,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // Idle connections to --metrics-addr cannot take tracer's descriptors: a
@@ -123,4 +127,82 @@ func acceptedConns(t *testing.T, port string) int {
 		f.Close()
 	}
 	return n
+}
+
+// The same against a running `tracer watch --backend audit`, whose
+// events take exec_id and cgroup from /proc: with its descriptors capped
+// (prlimit) below what 1,000 idle metrics clients would take, the server
+// holds at most metricsMaxConns and every exec still has both.
+func TestWatchMetricsIdleConnectionsKeepExecID(t *testing.T) {
+	tracertest.NeedRoot(t)
+	tracertest.LockAudit(t)
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("no prlimit (util-linux)")
+	}
+	const clients, execs = 1000, 20
+	addr := freeLoopback(t)
+	_, port, _ := net.SplitHostPort(addr)
+	out := filepath.Join(t.TempDir(), "events.jsonl")
+	w := startWatcherCmd(t, nil, exec.Command("prlimit", "--nofile=400:400", "--", tracerBin, "watch", "--backend", "audit",
+		"--events", "exec", "--format", "json", "--output", out, "--metrics-addr", addr))
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range clients {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			w.stop(t)
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	held := acceptedConns(t, port)
+	// Alive while the watch reads their /proc files: a process gone by
+	// then has no exec_id on audit with or without idle clients.
+	var sleeps []*exec.Cmd
+	for range execs {
+		c := exec.Command("/bin/sleep", "2")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sleeps = append(sleeps, c)
+	}
+	for _, c := range sleeps {
+		_ = c.Wait()
+	}
+	w.stop(t)
+	t.Logf("%d idle connections: the watch's server held %d (limit %d)", clients, held, metricsMaxConns)
+	if held > metricsMaxConns {
+		t.Errorf("the watch's metrics server holds %d connections of %d idle clients, want at most %d", held, clients, metricsMaxConns)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, without := 0, 0
+	for l := range strings.Lines(string(b)) {
+		var e struct {
+			PPID   int    `json:"ppid"`
+			ExecID string `json:"exec_id"`
+			Cgroup string `json:"cgroup"`
+		}
+		if json.Unmarshal([]byte(l), &e) != nil || e.PPID != os.Getpid() {
+			continue
+		}
+		mine++
+		if e.ExecID == "" || e.Cgroup == "" {
+			without++
+			if without <= 3 {
+				t.Logf("exec without exec_id or cgroup: %s", strings.TrimSpace(l))
+			}
+		}
+	}
+	t.Logf("%d of the test's %d execs written, %d without exec_id or cgroup", mine, execs, without)
+	if mine != execs || without > 0 {
+		t.Errorf("%d of %d execs written, %d of them without exec_id or cgroup; want all, with both", mine, execs, without)
+	}
 }
