@@ -81,7 +81,7 @@ DIST ?= dist
 # RHEL 9's. The package's version is the one the binary reports, made rpm-
 # and deb-safe (deploy/package/main.go). Needs an amd64 host: the binary
 # writes its own man pages.
-package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nfpm): binary, tracer.service, config, logrotate, docs, man pages
+package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nfpm): binary, tracer.service, config, logrotate, docs, man pages, bash/zsh/fish completion
 	rm -rf $(PKG_BUILD) && mkdir -p $(PKG_BUILD)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(PKG_BUILD)/tracer ./cmd/tracer
 	$(PKG_BUILD)/tracer man $(PKG_BUILD)/man && gzip -9n $(PKG_BUILD)/man/*.8
@@ -91,7 +91,7 @@ package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nf
 # The demo is the Red Hat measurement of what audit rules cost (a shell
 # script's elapsed, user, sys and CPU with and without rules, on SSD and on
 # a spinning disk) and its question, a cheaper way to trace a killer: the
-# CIS shell loop and a kill storm (20,000 kill(SIGUSR1)), then exec and
+# CIS shell loop and a kill storm (10,000 kill(SIGUSR1)), then exec and
 # signal events paced at 300 a second for their CPU per event. Every way of
 # watching runs on SSD and on a simulated HDD, auditd with the node's flush
 # mode (Debian's and RHEL's auditd.conf: INCREMENTAL_ASYNC, which never
@@ -101,7 +101,7 @@ package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nf
 # (a single cis-shell round took over 5 minutes): SSD only. Rounds go on within DEMO_BUDGET while a mode's
 # 95% interval overlaps its neighbour's. docs/overhead.md#the-demo says the
 # same; the doc test checks that both name this command.
-DEMO_WORKLOADS := cis-shell,signal-storm:20000,exec-rate:300,signal-rate:300
+DEMO_WORKLOADS := cis-shell,signal-storm:10000,exec-rate:300,signal-rate:300
 DEMO_MODES := audit,ebpf,audit-floor,ebpf-floor,auditd,auditd-incremental,auditd-sync@ssd,laurel,bpftrace,libbpf-tools
 DEMO_BUDGET := 6m
 DEMO_FLAGS := --workload $(DEMO_WORKLOADS) --rate 300 --modes $(DEMO_MODES) --storage ssd,hdd --target 300ms --budget $(DEMO_BUDGET)

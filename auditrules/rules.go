@@ -266,6 +266,9 @@ func ArchValue(machine string, b32 bool) uint32 { return abi.Arch(machine, b32) 
 // one arch table).
 func RuntimeMachine() string { return abi.MachineOf(runtime.GOARCH) }
 
+// Machines lists the machines rules can be built for (--machine).
+func Machines() []string { return abi.Machines() }
+
 // CheckArch says whether arch is an Options.Arch: auto (or ""), b64, b32
 // or both.
 func CheckArch(arch string) error {
@@ -438,18 +441,41 @@ func ArchSyscallName(arch uint32, nr int) string { return abi.SyscallName(arch, 
 // while it holds the audit PID ("lean records"): it reads none of them, and
 // each costs the audited process kernel time at syscall exit. PROCTITLE
 // repeats the comm and argv; CWD is not reported; OBJ_PID names a signal's
-// target, which the syscall's arguments give (and, for pidfd_send_signal,
-// the sender's fdinfo); EOE only ends an event, and tracer knows from the
-// SYSCALL record which records it still waits for. Exclude rules are
-// global: auditd's log would miss these types too, which is why tracer
-// adds them only where no other consumer reads the records, or when asked
-// (and then keeps EOE: LeanExcludesBeside).
+// target, which the syscall's arguments give, except pidfd_send_signal's
+// (LeanTypes keeps it while signals are watched); EOE only ends an event,
+// and tracer knows from the SYSCALL record which records it still waits
+// for. Exclude rules are global: auditd's log would miss these types too,
+// which is why tracer adds them only where no other consumer reads the
+// records, or when asked (and then keeps EOE: LeanExcludesBeside).
 var LeanExcludes = []string{"PROCTITLE", "CWD", "OBJ_PID", "EOE"}
 
 // LeanExcludesBeside are the lean records beside another consumer
 // (auditd, with --lean-records): its event assembly and ausearch end each
 // event at its EOE record, so that one stays.
 var LeanExcludesBeside = LeanExcludes[:3]
+
+// LeanTypes is the lean records of a watch: LeanExcludes, or
+// LeanExcludesBeside beside another consumer, less OBJ_PID when signals
+// are watched. A pidfd_send_signal's target is in no argument, and the
+// sender's descriptor may name another process by the time its fdinfo is
+// read (dup2 of another pidfd onto it): only OBJ_PID, written by the
+// kernel as it sends, names the target for sure.
+func LeanTypes(signals, beside bool) []string {
+	types := LeanExcludes
+	if beside {
+		types = LeanExcludesBeside
+	}
+	if !signals {
+		return types
+	}
+	var out []string
+	for _, t := range types {
+		if t != "OBJ_PID" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // ExcludeRule is the exclude rule for one record type, in auditctl syntax.
 // The kernel's exclude list takes no key, so these rules are tracked by

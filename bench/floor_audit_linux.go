@@ -142,7 +142,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	}
 
 	if lean && st.Beside == "" {
-		added, remove, err := audit.AddLeanExcludes(ctl)
+		added, remove, err := audit.AddLeanExcludes(ctl, true) // its rules watch signals
 		if err != nil {
 			return st, err
 		}

@@ -259,7 +259,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		}
 	}
 	if root && (touchesAudit || o.RestartAuditd || slices.Contains(kinds, "hdd")) {
-		b.state = &benchState{PID: os.Getpid()}
+		b.state = newBenchState()
 		if touchesAudit || o.RestartAuditd {
 			if b.state.Audit, err = readAuditSettings(); err != nil {
 				b.state.Audit = nil // audit not in this kernel: the audit modes skip themselves
@@ -469,7 +469,7 @@ func splitWorkloadCounts(in []string) ([]string, map[string]int64, error) {
 // simulated HDD is about to enable.
 func (b *Bench) recordControllers(enabled []string) error {
 	if b.state == nil {
-		b.state = &benchState{PID: os.Getpid()}
+		b.state = newBenchState()
 	}
 	b.state.IOEnabled = append(b.state.IOEnabled, enabled...)
 	return b.state.write()

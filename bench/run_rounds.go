@@ -240,7 +240,7 @@ loop:
 				settled = r.settled(states, base, w)
 				left := 0
 				for _, st := range states {
-					if st != base && st.ready && st.err == nil && !settled[st] {
+					if st != base && st.ready && st.err == nil && st.failed[w] == nil && !settled[st] {
 						left++
 					}
 				}

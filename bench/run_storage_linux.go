@@ -316,8 +316,18 @@ func stalePrefix() string { return fmt.Sprintf("tracer-bench-%d-", os.Getpid()) 
 
 // removeStale undoes what a bench killed with SIGKILL left under /var/tmp:
 // a simulated disk's throttle, mount and loop device, and the directories.
-func removeStale() {
-	dirs, _ := filepath.Glob("/var/tmp/tracer-bench-*-*")
+func removeStale() { removeStaleIn("/var/tmp") }
+
+// detachLoop detaches a loop device (replaced in tests).
+var detachLoop = func(dev string) error { return exec.Command("losetup", "-d", dev).Run() }
+
+// removeStaleIn is removeStale in base. Any user can make a directory
+// named like bench's in /var/tmp, and mount there what names any device
+// (a FUSE mount's fsname): only root's own 0700 directories, as
+// os.MkdirTemp makes them, are bench's, and only a loop device whose
+// backing file lies in one is its simulated disk.
+func removeStaleIn(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "tracer-bench-*-*"))
 	for _, dir := range dirs {
 		f := strings.SplitN(strings.TrimPrefix(filepath.Base(dir), "tracer-bench-"), "-", 2)
 		pid, err := strconv.Atoi(f[0])
@@ -327,6 +337,9 @@ func removeStale() {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
 			continue // its bench still runs
 		}
+		if !benchOwnDir(dir) {
+			continue
+		}
 		mounted := false
 		mounts, _ := hostFacts.Mounts()
 		for _, m := range mounts {
@@ -334,6 +347,9 @@ func removeStale() {
 				continue
 			}
 			mounted = true
+			if !loopBackedIn(m.Source, dir) {
+				continue // not bench's disk: left as it is, and dir with it
+			}
 			var st unix.Stat_t
 			if unix.Stat(m.Source, &st) == nil {
 				dev := fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
@@ -345,13 +361,38 @@ func removeStale() {
 			}
 			if unix.Unmount(m.MountPoint, 0) == nil {
 				mounted = false
-				_ = exec.Command("losetup", "-d", m.Source).Run()
+				_ = detachLoop(m.Source)
 			}
 		}
 		if !mounted {
 			_ = os.RemoveAll(dir)
 		}
 	}
+}
+
+// benchOwnDir reports whether dir is a directory (not a link) owned by
+// root with mode 0700: one bench made.
+func benchOwnDir(dir string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == 0 && st.Mode&0o7777 == 0o700
+}
+
+// loopBackedIn reports whether dev is a loop device whose backing file
+// lies in dir (sysfs names it; "(deleted)" follows a removed one).
+func loopBackedIn(dev, dir string) bool {
+	name := filepath.Base(dev)
+	if !strings.HasPrefix(dev, "/dev/loop") || strings.ContainsAny(name, "/.") {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join("/sys/block", name, "loop/backing_file"))
+	if err != nil {
+		return false
+	}
+	file := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+	return strings.HasPrefix(file, filepath.Clean(dir)+"/")
 }
 
 // diskName names the whole disks of d ("sda", "sda, sdb"), or its device.

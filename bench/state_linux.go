@@ -509,6 +509,9 @@ func isAuditRule(line string) bool {
 // `tracer cleanup` can undo it after a SIGKILL.
 type benchState struct {
 	PID int `json:"pid"`
+	// Start is the bench's start time (/proc/PID/stat field 22): with the
+	// pid it tells the bench from a process that reused its pid.
+	Start uint64 `json:"start_time,omitempty"`
 	// Audit is the audit settings as bench found them.
 	Audit *auditSettings `json:"audit,omitempty"`
 	// StoppedAuditd is the node's auditd that --restart-auditd stopped.
@@ -594,7 +597,7 @@ func Cleanup() ([]string, error) {
 		if json.Unmarshal(b, &s) != nil || s.PID == 0 {
 			continue
 		}
-		if s.PID != os.Getpid() && tracer.ProcessAlive(s.PID) && isTracer(s.PID) {
+		if s.PID != os.Getpid() && s.running() {
 			continue // still running: it puts back its own
 		}
 		if !host && (s.StoppedAuditd != nil || len(s.IOEnabled) > 0) {
@@ -641,6 +644,34 @@ func hostNamespaces() (bool, string) {
 		return false, "mount namespace"
 	}
 	return true, ""
+}
+
+// newBenchState is the state of this bench, named by its pid and start.
+func newBenchState() *benchState {
+	return &benchState{PID: os.Getpid(), Start: processStart(os.Getpid())}
+}
+
+// processStart is pid's start time, 0 when it is gone.
+func processStart(pid int) uint64 {
+	st, err := host.ReadProcStat(uint32(pid))
+	if err != nil {
+		return 0
+	}
+	return st.Start
+}
+
+// running reports whether the bench that wrote s still runs: its pid is
+// alive with the start time it recorded. A name says nothing (any user
+// can name a process tracer-x, and pids are reused). A state file of a
+// bench that recorded no start time falls back to the name.
+func (s *benchState) running() bool {
+	if !tracer.ProcessAlive(s.PID) {
+		return false
+	}
+	if s.Start == 0 {
+		return isTracer(s.PID)
+	}
+	return processStart(s.PID) == s.Start
 }
 
 func isTracer(pid int) bool {

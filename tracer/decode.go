@@ -31,6 +31,7 @@ type jsonEvent struct {
 	ExecID       string         `json:"exec_id"`
 	ParentExecID string         `json:"parent_exec_id"`
 	Cgroup       jsonString     `json:"cgroup"`
+	CgroupCut    bool           `json:"cgroup_truncated"`
 	ContainerID  jsonString     `json:"container_id"`
 	Unit         jsonString     `json:"unit"`
 	Ancestors    []jsonAncestor `json:"ancestors"`
@@ -39,6 +40,7 @@ type jsonEvent struct {
 	Filename jsonString   `json:"filename"`
 	Argv     []jsonString `json:"argv"`
 	ArgvCut  bool         `json:"argv_truncated"`
+	FileCut  bool         `json:"filename_truncated"`
 	Ret      int64        `json:"ret"`
 	ChildPID uint32       `json:"child_pid"`
 	Syscall  jsonString   `json:"syscall"`
@@ -101,7 +103,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("unknown event type %q", j.Type)
 	}
 	e.Backend, e.PID, e.Comm, e.UID, e.AUID = string(j.Backend), j.PID, string(j.Comm), j.UID, j.AUID
-	e.Cgroup, e.ContainerID, e.Unit = string(j.Cgroup), string(j.ContainerID), string(j.Unit)
+	e.Cgroup, e.ContainerID, e.Unit, e.CgroupTruncated = string(j.Cgroup), string(j.ContainerID), string(j.Unit), j.CgroupCut
 	ids := []struct {
 		s  string
 		id *ExecID
@@ -127,7 +129,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 				e.Argv[i] = string(a)
 			}
 		}
-		e.ArgvTruncated = j.ArgvCut
+		e.ArgvTruncated, e.FilenameTruncated = j.ArgvCut, j.FileCut
 	case vocab.TypeFork:
 		e.ChildPID, e.Syscall = j.ChildPID, string(j.Syscall)
 	case vocab.TypeSignal:

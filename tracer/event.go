@@ -11,6 +11,7 @@ package tracer
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -28,8 +29,10 @@ type Event struct {
 
 	// exec
 	PPID     uint32
-	Filename string
-	Argv     []string // at most ArgvMax arguments, ArgvBytesMax bytes with their NULs
+	Filename string // at most FilenameMax bytes
+	// FilenameTruncated: Filename is the beginning of a longer one.
+	FilenameTruncated bool
+	Argv              []string // at most ArgvMax arguments, ArgvBytesMax bytes with their NULs
 	// ArgvTruncated: argv had more than ArgvMax arguments or ArgvBytesMax
 	// bytes, or the backend could not read it whole; Argv is its beginning.
 	ArgvTruncated bool
@@ -68,9 +71,11 @@ type Event struct {
 	// zero or empty when the backend could not know.
 	ExecID       ExecID
 	ParentExecID ExecID // of the real parent at the time of the event
-	Cgroup       string // cgroup v2 path, or the v1 name=systemd path
-	ContainerID  string
-	Unit         string
+	Cgroup       string // cgroup v2 path, or the v1 name=systemd path; at most CgroupMax bytes
+	// CgroupTruncated: Cgroup is the beginning of a longer path.
+	CgroupTruncated bool
+	ContainerID     string
+	Unit            string
 	// Ancestors: the parent, its parent... (--ancestry N; ancestry.go).
 	Ancestors []Ancestor
 
@@ -78,6 +83,31 @@ type Event struct {
 	// (ratelimit.go). PID, Comm, UID, AUID, ExecID and the cgroup fields
 	// are those of the first process whose event was left out.
 	Throttle Throttle
+}
+
+// FilenameMax and CgroupMax bound an event's filename and cgroup path, in
+// bytes: a user can make either 4 KiB and longer (a deep directory, a deep
+// delegated cgroup), and escaped for JSON six times that, in every event
+// of theirs. What is cut is flagged (FilenameTruncated, CgroupTruncated).
+const (
+	FilenameMax = 1024
+	CgroupMax   = 1024
+)
+
+// CapString cuts s to at most n bytes, at the start of a UTF-8 sequence
+// where one begins in its last 3 bytes, and reports whether it cut.
+func CapString(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	cut := n
+	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			cut = i
+			break
+		}
+	}
+	return s[:cut], true
 }
 
 // KilledBy is the sender of the signal that killed a process.

@@ -57,14 +57,20 @@ func ParseExecID(s string) (ExecID, bool) {
 
 // CgroupInfo is a cgroup path with the container id and unit it names,
 // worked out once per path: backends cache it per cgroup.
-type CgroupInfo struct{ Path, ContainerID, Unit string }
+type CgroupInfo struct {
+	Path, ContainerID, Unit string
+	Truncated               bool // Path is cut to CgroupMax bytes
+}
 
-// NewCgroupInfo parses path.
+// NewCgroupInfo parses path, and keeps CgroupMax bytes of it: the
+// container id and unit come from the whole path.
 func NewCgroupInfo(path string) CgroupInfo {
-	return CgroupInfo{Path: path, ContainerID: host.ContainerID(path), Unit: host.Unit(path)}
+	c := CgroupInfo{ContainerID: host.ContainerID(path), Unit: host.Unit(path)}
+	c.Path, c.Truncated = CapString(path, CgroupMax)
+	return c
 }
 
 // SetCgroup fills e's cgroup, container id and unit.
 func (e *Event) SetCgroup(c CgroupInfo) {
-	e.Cgroup, e.ContainerID, e.Unit = c.Path, c.ContainerID, c.Unit
+	e.Cgroup, e.ContainerID, e.Unit, e.CgroupTruncated = c.Path, c.ContainerID, c.Unit, c.Truncated
 }

@@ -434,21 +434,30 @@ func hddLines(n *Node, gs []*group, modes *modeTable) (explain, disk []string) {
 		if !hddStorage(g.Storage) || p == nil || g.Limit != "" {
 			continue
 		}
-		ssd, hdd := p.row("auditd"), g.row("auditd")
-		if ssd == nil || hdd == nil {
-			continue
-		}
-		a, b := measureOf(*ssd, "", false), measureOf(*hdd, "", false)
-		if !a.ok || !b.ok || a.v <= 0 {
-			continue
-		}
 		on := storageName(g.Storage)
-		var s string
-		if g.Paced {
-			s = fmt.Sprintf("auditd on %s: %s per event on SSD, %s on %s: %.1fx the CPU per event", g.Workload, a.text, b.text, on, b.v/a.v)
-		} else {
-			s = fmt.Sprintf("auditd on %s: %s on SSD, %s on %s: the disk makes it %.1fx slower", g.Workload, a.text, b.text, on, b.v/a.v)
+		var parts []string
+		for _, m := range diskModes {
+			ssd, hdd := p.row(m), g.row(m)
+			if ssd == nil || hdd == nil {
+				continue
+			}
+			a, b := measureOf(*ssd, "", false), measureOf(*hdd, "", false)
+			if !a.ok || !b.ok || a.v <= 0 {
+				continue
+			}
+			switch {
+			case g.Paced:
+				parts = append(parts, fmt.Sprintf("%s %s per event on SSD, %s on %s (%.1fx)", m, a.text, b.text, on, b.v/a.v))
+			case b.v/a.v < 1.1:
+				parts = append(parts, fmt.Sprintf("%s %s on SSD, %s on %s: the disk costs it nothing more", m, a.text, b.text, on))
+			default:
+				parts = append(parts, fmt.Sprintf("%s %s on SSD, %s on %s: the disk makes it %.1fx slower", m, a.text, b.text, on, b.v/a.v))
+			}
 		}
+		if len(parts) == 0 {
+			continue
+		}
+		s := g.Workload + ": " + strings.Join(parts, "; ")
 		var beside []string
 		for _, m := range []string{"audit", "ebpf"} {
 			if r := g.row(m); r != nil {

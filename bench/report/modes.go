@@ -166,6 +166,11 @@ func (t *modeTable) counterpart(mode string) string {
 // tables, ordered and coloured from the file.
 var headlineModes = []string{"audit", "ebpf", "auditd", "laurel"}
 
+// diskModes are the modes whose cost the log's disk can change (auditd
+// writes every record, in each flush mode, and laurel's auditd too): the
+// headline gives each one's SSD against HDD.
+var diskModes = []string{"auditd", "auditd-incremental", "auditd-sync", "auditd-data", "laurel"}
+
 // legacyModes is, for result files of earlier tracers only (no run.modes),
 // what their modes were as bench then registered them. Files that say what
 // their modes are never read it; a mode added since needs no line here.

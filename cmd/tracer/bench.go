@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,8 +113,23 @@ func newBenchCmd() *cobra.Command {
 	fl.BoolVar(&o.sweep, "sweep", false, "also raise the event rate of signal-storm and exec-storm step by step: each mode's highest rate with nothing lost")
 	fl.BoolVar(&o.restartAuditd, "restart-auditd", false, "stop the node's running auditd for the bench (a private one per run in mode auditd) and start it again after")
 	fl.StringVar(&o.cgroup, "cgroup", "", "run the workloads in a cgroup made below this cgroup v2 (a pod, a service) and have the tracer modes watch only it and what is below it")
+	_ = cmd.RegisterFlagCompletionFunc("modes", completeList(bench.ModeNames...))
+	_ = cmd.RegisterFlagCompletionFunc("workload", completeList(workloadChoices()...))
+	_ = cmd.RegisterFlagCompletionFunc("storage", completeList("ssd", "hdd"))
 	cmd.AddCommand(newWorkloadCmd())
 	return cmd
+}
+
+// workloadChoices are the names --workload completes: the built-in, rate
+// and application workloads, and apps.
+func workloadChoices() []string {
+	out := bench.Builtins()
+	for _, r := range bench.RateWorkloads {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return append(append(out, bench.Apps()...), "apps")
 }
 
 func joinRates(rs []float64) string {

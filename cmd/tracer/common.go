@@ -65,7 +65,7 @@ func (f *streamFlags) register(cmd *cobra.Command, formats []string, formatHelp,
 	fl.StringVar(&f.arch, "arch", "auto", "audit: "+archHelp)
 	fl.BoolVar(&f.auidSet, "auid-set", false, "audit: only processes with a login uid (-F auid!=unset)")
 	fl.BoolVar(&f.leanRecords, "lean-records", true, "audit: ask the kernel not to build the records tracer does not read (PROCTITLE, CWD, OBJ_PID, EOE; global exclude rules); default: only where no other consumer such as auditd reads the records; --lean-records forces it beside auditd (EOE then stays), --lean-records=false turns it off")
-	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: become the audit daemon even when the failure mode is 2 (panic): if tracer were killed, a full backlog could panic the node")
+	fl.BoolVar(&f.allowPanic, "allow-panic-failure-mode", false, "audit: run even when the failure mode is 2 (panic) and no audit daemon holds the audit PID: tracer reads the multicast copy of the records, so those of its rules wait in the kernel's hold queue for a daemon, and the queue overflowing panics the node")
 	fl.BoolVar(&f.enableAudit, "enable-audit", false, "audit: run even when audit=0 is on the kernel command line (processes older than tracer are not audited)")
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints), fentry, or default (sched; syscalls where the kernel lacks sched's tracepoints, where what is asked for is seen only at the syscall, and for trace's counts unless --metrics-addr streams its events)")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
@@ -107,6 +107,16 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		cfg.Cgroup = f.cgroup
 	}
 	if cfg.Backpressure, err = tracer.ParseBackpressure(f.backpressure); err != nil {
+		return cfg, err
+	}
+	// Checked here as well as at Start: before the root check, so that a
+	// user without root hears of the value.
+	if f.backend == "ebpf" && f.ringBytes != 0 {
+		if err := bpfbackend.CheckRingBytes(f.ringBytes); err != nil {
+			return cfg, err
+		}
+	}
+	if err := checkMetricsFlags(f.metricsAddr, metricsOptions{byComm: f.metricsComm}); err != nil {
 		return cfg, err
 	}
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats

@@ -39,6 +39,7 @@ func newDoctorCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
 	cmd.Flags().StringSliceVar(&o.bench, "bench", nil, "a bench result file: state the measured syscall tax next to the rule findings")
+	_ = cmd.RegisterFlagCompletionFunc("format", completeOne("text", "json"))
 	return cmd
 }
 

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
@@ -41,9 +44,6 @@ func TestFirstHourRefusals(t *testing.T) {
 		{[]string{"watch", "--backend", "ebpf", "--time", "epoch"}, "unknown --time"},
 		{[]string{"watch", "--backend", "ebpf", "--time", "iso", "--format", "json"}, "--time is for text output"},
 	} {
-		if c.want == "--time is for text output" && os.Geteuid() != 0 {
-			continue // refused where the output is opened, after the root check
-		}
 		code, stdout, stderr := runTracerWithin(t, 10*time.Second, c.args...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		if code != 2 || len(lines) != 1 || !strings.Contains(stderr, c.want) || stdout != "" {
@@ -111,6 +111,69 @@ func TestManPage(t *testing.T) {
 	}
 }
 
+// Each page is headed by its own name and has the sections a man page
+// reader looks for; watch's names its text columns.
+func TestManPageSections(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runTracer(t, nil, "man", dir); code != 0 {
+		t.Fatalf("tracer man: exit %d: %s", code, stderr)
+	}
+	pages, _ := filepath.Glob(filepath.Join(dir, "*.8"))
+	if len(pages) < 10 {
+		t.Fatalf("tracer man wrote %v", pages)
+	}
+	var cmds []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				walk(s)
+			}
+		}
+	}
+	walk(newRootCmd())
+	for _, c := range cmds {
+		name := strings.ReplaceAll(c.CommandPath(), " ", "-")
+		b, err := os.ReadFile(filepath.Join(dir, name+".8"))
+		if err != nil {
+			t.Errorf("no page for %s: %v", c.CommandPath(), err)
+			continue
+		}
+		page := string(b)
+		if th := `.TH "` + strings.ToUpper(name) + `" "8"`; !strings.Contains(page, th) {
+			t.Errorf("%s.8 is not headed %s:\n%.200s", name, th, page)
+		}
+		want := []string{".SH EXIT STATUS"}
+		if c.Example != "" {
+			want = append(want, ".SH EXAMPLES")
+		}
+		switch name {
+		case "tracer":
+			want = append(want, ".SH ENVIRONMENT", ".SH FILES", ".SH EXAMPLES", "SUDO_UID", "OTEL_EXPORTER_OTLP_HEADERS", "GOMAXPROCS",
+				"/run/tracer", "/etc/sysconfig/tracer", "/etc/default/tracer", "/var/log/tracer", "/usr/share/bash-completion/completions/tracer")
+		case "tracer-watch":
+			want = append(want, ".SH OUTPUT", "docs/events.md")
+			want = append(want, strings.Fields(sink.TextHeader)...)
+		case "tracer-trace":
+			want = append(want, ".SH OUTPUT", "@exec_calls")
+		}
+		for _, w := range want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s.8 has no %q", name, w)
+			}
+		}
+		for _, code := range []string{"0", "1", "2"} {
+			if !strings.Contains(page, `\fB`+code+`\fP`) {
+				t.Errorf("%s.8: EXIT STATUS does not give %s", name, code)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tracer-completion-powershell.8")); err == nil {
+		t.Error("tracer man wrote a page for powershell completion")
+	}
+}
+
 func TestFlagValueCompletion(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -124,6 +187,18 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"watch", "--format", ""}, []string{"text", "json"}},
 		{[]string{"trace", "--format", ""}, []string{"table", "json"}},
 		{[]string{"watch", "--time", ""}, []string{"iso", "relative", "none"}},
+		{[]string{"bench", "--modes", ""}, []string{"none", "audit", "ebpf", "auditd", "laurel"}},
+		{[]string{"bench", "--modes", "none,au"}, []string{"none,audit", "none,auditd"}},
+		{[]string{"bench", "--workload", ""}, []string{"cis-shell", "signal-storm", "exec-rate", "redis", "apps"}},
+		{[]string{"bench", "--workload", "cis-shell,"}, []string{"cis-shell,signal-storm"}},
+		{[]string{"bench", "--storage", ""}, []string{"ssd", "hdd"}},
+		{[]string{"bench", "--storage", "ssd,"}, []string{"ssd,hdd"}},
+		{[]string{"report", "--format", ""}, []string{"md", "html"}},
+		{[]string{"doctor", "--format", ""}, []string{"text", "json"}},
+		{[]string{"rules", "--machine", ""}, []string{"x86_64", "aarch64", "ppc64le", "s390x"}},
+		{[]string{"watch", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+		{[]string{"watch", "--probes", ""}, []string{"default", "sched", "syscalls", "fentry"}},
+		{[]string{"trace", "--backpressure", ""}, []string{"drop", "block"}},
 	} {
 		code, stdout, _ := runTracer(t, nil, append([]string{"__complete"}, c.args...)...)
 		got := strings.Split(stdout, "\n")

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,20 +74,11 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if o.webConfig == "" {
 		o.webConfig = webConfigFile
 	}
-	if addr == "" {
-		if o.byComm {
-			return nil, vocab.Usagef("--metrics-comm needs --metrics-addr HOST:PORT")
-		}
-		if o.webConfig != "" {
-			return nil, vocab.Usagef("--web.config.file needs --metrics-addr HOST:PORT")
-		}
-		return func() {}, nil
+	if err := checkMetricsFlags(addr, o); err != nil {
+		return nil, err
 	}
-	// A bad file fails here, before anything is installed, not at the
-	// first scrape. The file is read again for each connection and
-	// request, so certificates and passwords can change while tracer runs.
-	if err := web.Validate(o.webConfig); err != nil {
-		return nil, vocab.Usagef("bad --web.config.file %s: %v", o.webConfig, strings.ReplaceAll(err.Error(), "\n", " "))
+	if addr == "" {
+		return func() {}, nil
 	}
 	srv, err := metrics.New(p, b, metrics.Options{Version: version, ByComm: o.byComm})
 	if err != nil {
@@ -116,6 +109,46 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	}()
 	slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
 	return srv.SetReady, nil
+}
+
+// checkMetricsFlags refuses metrics flags that cannot work: it runs before
+// the root check (so that a user without root hears of the value) and
+// again before anything is installed. The address is only parsed here;
+// whether it is free shows when startMetrics binds it.
+func checkMetricsFlags(addr string, o metricsOptions) error {
+	if o.webConfig == "" {
+		o.webConfig = webConfigFile
+	}
+	if addr == "" {
+		if o.byComm {
+			return vocab.Usagef("--metrics-comm needs --metrics-addr HOST:PORT")
+		}
+		if o.webConfig != "" {
+			return vocab.Usagef("--web.config.file needs --metrics-addr HOST:PORT")
+		}
+		return nil
+	}
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if name := filepath.Base(path); path == "" || strings.HasSuffix(path, "/") || name == "." || name == ".." {
+			return vocab.Usagef("--metrics-addr %s names no socket file: give unix:PATH, e.g. unix:/run/tracer/metrics.sock", addr)
+		}
+	} else if _, port, err := net.SplitHostPort(addr); err != nil {
+		return vocab.Usagef("bad --metrics-addr %s: %v (give HOST:PORT, e.g. 127.0.0.1:9477, or unix:PATH)", addr, err)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return vocab.Usagef("bad --metrics-addr %s: no port %q (give HOST:PORT, e.g. 127.0.0.1:9477, or unix:PATH)", addr, port)
+	}
+	// A bad file fails here, before anything is installed, not at the
+	// first scrape. The file is read again for each connection and
+	// request, so certificates and passwords can change while tracer runs.
+	if err := web.Validate(o.webConfig); err != nil {
+		// Its key may be root's alone: without root, unreadable is
+		// not yet wrong (the root check comes next).
+		if os.Geteuid() != 0 && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
+			return nil
+		}
+		return vocab.Usagef("bad --web.config.file %s: %v", o.webConfig, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return nil
 }
 
 // listenMetrics binds --metrics-addr: HOST:PORT, or unix:PATH, a socket

@@ -39,6 +39,7 @@ func newReportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.format, "format", "md", "output format: md or html")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the report to FILE instead of stdout (mode 0600; under sudo, owned by the user who ran sudo)")
 	cmd.Flags().StringVar(&o.mode, "mode", "", "the file mode of -o FILE, octal (e.g. 0644 to share it)")
+	_ = cmd.RegisterFlagCompletionFunc("format", completeOne("md", "html"))
 	return cmd
 }
 

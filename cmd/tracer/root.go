@@ -25,6 +25,12 @@ func newRootCmd() *cobra.Command {
 		Short: "Who forks, execs and signals what on this node, and what watching it costs",
 		Long: "tracer watches process events (exec, fork, signal, exit) with the Linux audit\n" +
 			"subsystem or with eBPF, and measures what each way of watching costs.",
+		Example: `  sudo tracer doctor
+  sudo tracer watch --backend ebpf
+  sudo tracer trace --backend ebpf -- make -j2
+  sudo tracer bench --quick -o bench.json
+  tracer report --format html -o bench.html bench.json
+  tracer rules > /etc/audit/rules.d/tracer.rules`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -32,6 +38,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of tracer itself to FILE")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	_ = root.RegisterFlagCompletionFunc("log-level", completeOne("debug", "info", "warn", "error"))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		lvl, _ := cmd.Flags().GetString("log-level")
 		var l slog.Level
@@ -64,7 +71,32 @@ func newRootCmd() *cobra.Command {
 	// watch, trace, cleanup, bench and their hidden helpers (commands_linux.go);
 	// elsewhere each says in one line that it needs Linux (commands_other.go).
 	root.AddCommand(linuxCommands()...)
+	initCompletionCmd(root)
 	return root
+}
+
+// initCompletionCmd adds cobra's completion command, made to refuse a
+// shell it has no script for (cobra prints its help and exits 0), and
+// without a man page for powershell, which no Linux node runs.
+func initCompletionCmd(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return vocab.Usagef("unknown shell %q: use bash, zsh, fish or powershell (e.g. tracer completion bash)", args[0])
+		}
+		for _, sh := range c.Commands() {
+			if sh.Name() == "powershell" {
+				sh.Hidden = true
+			}
+		}
+	}
 }
 
 // run executes the CLI and maps errors to exit statuses: 2 for what the user

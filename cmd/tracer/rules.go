@@ -66,14 +66,15 @@ without root, and off Linux (--machine names the node's architecture).`,
 			if _, err = fmt.Fprint(cmd.OutOrStdout(), set.Text()); err != nil {
 				return err
 			}
+			lean := auditrules.LeanTypes(types.Has(vocab.TypeSignal), false)
 			if !o.lean {
 				fmt.Fprintf(os.Stderr, "tracer: note: watch and trace also exclude %s records while no other consumer (auditd) reads them: tracer rules --lean-records prints those rules\n",
-					strings.Join(auditrules.LeanExcludes, ", "))
+					strings.Join(lean, ", "))
 				return nil
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "# lean records: global exclude rules; auditd's log misses these record types while they are loaded")
 			fmt.Fprintln(cmd.OutOrStdout(), "# (beside auditd, with --lean-records, the EOE rule is left out: auditd ends events at their EOE)")
-			for _, typ := range auditrules.LeanExcludes {
+			for _, typ := range lean {
 				fmt.Fprintln(cmd.OutOrStdout(), auditrules.ExcludeRule(typ).Text())
 			}
 			return nil
@@ -90,5 +91,6 @@ without root, and off Linux (--machine names the node's architecture).`,
 	fl.StringVar(&o.machine, "machine", "", "rules for another machine (x86_64, aarch64, ppc64le, s390x); default this one")
 	registerEventCompletions(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("arch", completeOne("auto", "b64", "b32", "both"))
+	_ = cmd.RegisterFlagCompletionFunc("machine", completeOne(auditrules.Machines()...))
 	return cmd
 }

@@ -134,6 +134,12 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			return err
 		}
 	}
+	if newSink == nil {
+		// Before FILE is created: a refused flag leaves none behind.
+		if err := sink.CheckFormat(o.format, timeMode); err != nil {
+			return err
+		}
+	}
 	b, err := newBackend(o.backend)
 	if err != nil {
 		return err

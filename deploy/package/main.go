@@ -3,7 +3,8 @@
 // Command package builds tracer's RPM and deb, tracer-VERSION.x86_64.rpm
 // and tracer_VERSION_amd64.deb, from nfpm.yaml with nfpm's library: the
 // static binary, tracer.service, its config file, a logrotate snippet, the
-// docs and the man pages. make package runs it.
+// docs, the man pages and the shell completion (bash, zsh, fish) the
+// binary writes. make package runs it.
 //
 // It is a module of its own, apart from the tracer module and from the
 // deploy module's manifest tests: nfpm brings some forty modules (the RPM
@@ -95,9 +96,17 @@ func build(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	compDir, err := os.MkdirTemp("", "tracer-completion-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(compDir)
+	if err := writeCompletions(o.Binary, compDir); err != nil {
+		return nil, err
+	}
 	env := map[string]string{
 		"VERSION": version, "BINARY": o.Binary, "MANDIR": o.ManDir, "DOCDIR": o.DocDir,
-		"MAINTAINER": o.Maintainer,
+		"COMPDIR": compDir, "MAINTAINER": o.Maintainer,
 	}
 	// nfpm reads the scripts and other relative sources from the working
 	// directory.
@@ -191,6 +200,27 @@ func expandDocGlobs(in files.Contents) (files.Contents, error) {
 		}
 	}
 	return out, nil
+}
+
+// completions are the shells whose completion the packages hold, with the
+// file name each shell's directory wants.
+var completions = []struct{ shell, file string }{
+	{"bash", "tracer"}, {"zsh", "_tracer"}, {"fish", "tracer.fish"},
+}
+
+// writeCompletions writes the binary's own completion scripts to dir: they
+// complete the flags and values of the binary packaged with them.
+func writeCompletions(bin, dir string) error {
+	for _, c := range completions {
+		out, err := exec.Command(bin, "completion", c.shell).Output()
+		if err != nil {
+			return fmt.Errorf("asking %s for its %s completion: %w", bin, c.shell, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.file), out, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // binaryVersion is the version the binary reports: tracer version's

@@ -118,15 +118,18 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 	t.Helper()
 	confDir := map[string]string{"rpm": "/etc/sysconfig/tracer", "deb": "/etc/default/tracer"}[format]
 	w := map[string]wantFile{
-		"/usr/bin/tracer":                        {mode: "-rwxr-xr-x"},
-		"/usr/lib/systemd/system/tracer.service": {mode: "-rw-r--r--"},
-		"/usr/lib/tmpfiles.d/tracer.conf":        {mode: "-rw-r--r--"},
-		confDir:                                  {mode: "-rw-r--r--", conf: true},
-		"/etc/logrotate.d/tracer":                {mode: "-rw-r--r--", conf: true},
-		"/var/log/tracer":                        {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer":                  {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer/docs":             {mode: "drwxr-xr-x"},
-		"/usr/share/doc/tracer/README.md":        {mode: "-rw-r--r--", doc: true},
+		"/usr/share/bash-completion/completions/tracer":    {mode: "-rw-r--r--"},
+		zshCompletion[format]:                              {mode: "-rw-r--r--"},
+		"/usr/share/fish/vendor_completions.d/tracer.fish": {mode: "-rw-r--r--"},
+		"/usr/bin/tracer":                                  {mode: "-rwxr-xr-x"},
+		"/usr/lib/systemd/system/tracer.service":           {mode: "-rw-r--r--"},
+		"/usr/lib/tmpfiles.d/tracer.conf":                  {mode: "-rw-r--r--"},
+		confDir:                                            {mode: "-rw-r--r--", conf: true},
+		"/etc/logrotate.d/tracer":                          {mode: "-rw-r--r--", conf: true},
+		"/var/log/tracer":                                  {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer":                            {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer/docs":                       {mode: "drwxr-xr-x"},
+		"/usr/share/doc/tracer/README.md":                  {mode: "-rw-r--r--", doc: true},
 	}
 	switch format {
 	case "rpm":
@@ -150,6 +153,13 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		w["/usr/share/man/man8/"+filepath.Base(m)] = wantFile{mode: "-rw-r--r--", doc: true}
 	}
 	return w
+}
+
+// zshCompletion is where each distribution's zsh looks for a package's
+// completion functions.
+var zshCompletion = map[string]string{
+	"rpm": "/usr/share/zsh/site-functions/_tracer",
+	"deb": "/usr/share/zsh/vendor-completions/_tracer",
 }
 
 // wantVersion is the package version for the binary in the packages:
@@ -405,6 +415,21 @@ func TestDeb(t *testing.T) {
 		}
 	}
 
+	// The completion scripts are the packaged binary's own.
+	for shell, path := range map[string]string{
+		"bash": "usr/share/bash-completion/completions/tracer", "zsh": strings.TrimPrefix(zshCompletion["deb"], "/"),
+		"fish": "usr/share/fish/vendor_completions.d/tracer.fish",
+	} {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			t.Errorf("deb: %v", err)
+			continue
+		}
+		if want := run(t, filepath.Join(root, "usr/bin/tracer"), "completion", shell); string(got) != want || !strings.Contains(want, "tracer") {
+			t.Errorf("deb's /%s is not tracer completion %s", path, shell)
+		}
+	}
+
 	// One static amd64 binary for every RHEL's glibc.
 	bin := filepath.Join(root, "usr/bin/tracer")
 	f, err := elf.Open(bin)
@@ -578,8 +603,10 @@ func daemonSetTracers(t *testing.T) map[string]k8sContainer {
 // TestUnitTakesTheDaemonSetsFlags: the unit passes every flag the
 // DaemonSets pass, each from a variable of the config file, so that a node
 // with the package and a pod of the DaemonSet watch alike; fleet.md names
-// each variable. The unit adds only --output (a pod writes to its log,
-// stdout) and $TRACER_FLAGS.
+// each variable. The unit adds only --output and --output-max-size (a
+// pod writes to its log, stdout, which the kubelet rotates) and
+// $TRACER_FLAGS. The shipped config bounds what a flood costs: the
+// file's size and each cgroup's event rate.
 func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 	u := unit(t, "files/tracer.service")
 	conf := envFile(t, "files/tracer.conf")
@@ -614,7 +641,7 @@ func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 			t.Errorf("files/tracer.conf sets %s, which the unit does not use", v)
 		}
 	}
-	used := map[string]bool{"--output": true}
+	used := map[string]bool{"--output": true, "--output-max-size": true}
 	for name, c := range daemonSetTracers(t) {
 		if len(c.Args) == 0 || c.Args[0] != "watch" {
 			t.Fatalf("%s: args %v", name, c.Args)
@@ -637,6 +664,16 @@ func TestUnitTakesTheDaemonSetsFlags(t *testing.T) {
 	for flag := range fromVar {
 		if !used[flag] {
 			t.Errorf("the unit passes %s, which no DaemonSet does", flag)
+		}
+	}
+	for _, v := range []string{"TRACER_OUTPUT_MAX_SIZE", "TRACER_RATE_LIMIT"} {
+		if conf[v] == "" {
+			t.Errorf("files/tracer.conf ships no %s: a flood would fill the disk or the output", v)
+		}
+	}
+	for name, c := range daemonSetTracers(t) {
+		if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--rate-limit=") }) {
+			t.Errorf("%s passes no --rate-limit: one pod's flood would cost every pod's events", name)
 		}
 	}
 	if b := conf["TRACER_BACKEND"]; b != "audit" {

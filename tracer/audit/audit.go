@@ -6,15 +6,14 @@
 // rule set from package auditrules through go-libaudit, reads the kernel's
 // records, and reassembles them into tracer.Events.
 //
-// It is audit-aware: when nobody holds the audit PID it takes it, sizes the
-// backlog for bursts, keeps audited processes from waiting on it and gives
-// everything back at Close; when auditd (or another tracer) holds it, it
-// reads the multicast copy of the records and manages its rules through a
-// second socket that never claims the PID, so auditd keeps its PID, its
-// rules and its log. Tracers share the node: each one's rules carry a key
-// of its own, the audit PID passes to a tracer still running when its
-// holder exits, and the node's settings are restored by the last to leave
-// (state.go).
+// It is audit-aware: it never takes the audit PID (the node's audit
+// daemon's) and reads the multicast copy of the records, managing its
+// rules through a socket that never claims the PID, so auditd keeps its
+// PID, its rules and its log. When no daemon holds the PID it sizes the
+// backlog for bursts, keeps audited processes from waiting on it and
+// gives everything back at Close. Tracers share the node: each one's
+// rules carry a key of its own, and the node's settings are restored by
+// the last to leave (state.go).
 package audit
 
 import (
@@ -254,7 +253,7 @@ func (b *Backend) setup() error {
 	if err != nil {
 		return fmt.Errorf("reading audit status: %w", err)
 	}
-	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid())}
+	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid()), Signals: b.cfg.Types.Has(vocab.TypeSignal)}
 	me.Key = auditrules.InstanceKey(me.PID, me.Start)
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
 		return err
@@ -308,10 +307,17 @@ func (b *Backend) leanRecords() error {
 			return nil
 		}
 	}
-	types := auditrules.LeanExcludes
+	// Exclude rules are global: OBJ_PID stays while any tracer watches
+	// signals, and one an earlier tracer excluded goes.
+	signals := b.cfg.Types.Has(vocab.TypeSignal) || signalsWatched()
+	types := auditrules.LeanTypes(signals, other != "")
 	if other != "" {
-		types = auditrules.LeanExcludesBeside
 		b.note(fmt.Sprintf("lean records: the node's audit log misses %s records while tracer runs", strings.Join(types, ", ")))
+	}
+	if signals {
+		if err := removeExclude(b.ctl, "OBJ_PID"); err != nil {
+			return err
+		}
 	}
 	present, err := b.ctl.GetRules()
 	if err != nil {

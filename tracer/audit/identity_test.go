@@ -170,3 +170,31 @@ func TestProcReadsPerSpawn(t *testing.T) {
 		t.Errorf("exit: exec_id %v cgroup %q", exit.ExecID, exit.Cgroup)
 	}
 }
+
+// Lean records without EOE: a pidfd_send_signal waits for its OBJ_PID,
+// which names the target as the kernel sent to it, rather than end at its
+// SYSCALL record and read the sender's descriptor, which by then may name
+// another process.
+func TestPidfdSignalWaitsForObjPID(t *testing.T) {
+	const sh, victim = 4300, 4301
+	r := identityReassembler(nil, nil)
+	var rc recorder
+	r.setExcluded(recEOE, rc.emit)
+	head := "audit(1796011828.799:20): "
+	r.feed(typeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\"", sh)), rc.emit)
+	if len(rc.events) != 0 {
+		t.Fatalf("ended at SYSCALL, before its OBJ_PID: %+v", rc.events[0])
+	}
+	r.feed(typeObjPID, []byte(head+fmt.Sprintf("opid=%d oauid=-1 ouid=0 oses=-1 ocomm=\"nginx\"", victim)), rc.emit)
+	if len(rc.events) != 1 || rc.events[0].TargetPID != victim || rc.events[0].TargetComm != "nginx" {
+		t.Fatalf("events: %+v", rc.events)
+	}
+	// A failed one (ESRCH: no OBJ_PID comes) ends at SYSCALL; so does
+	// every pidfd_send_signal where the kernel excludes OBJ_PID.
+	r.feed(typeSyscall, []byte("audit(1796011828.799:21): arch=c000003e syscall=424 success=no exit=-3 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
+	r.setExcluded(recEOE|recObjPID, rc.emit)
+	r.feed(typeSyscall, []byte("audit(1796011828.799:22): arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
+	if len(rc.events) != 3 {
+		t.Fatalf("%d events, want 3", len(rc.events))
+	}
+}

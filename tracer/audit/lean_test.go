@@ -45,8 +45,8 @@ func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string
 	return b, during, countEvents(events, cfg)
 }
 
-// Lean records: the kernel builds no PROCTITLE, CWD, OBJ_PID or EOE
-// records while tracer holds the PID, every event is still exact (ended
+// Lean records: the kernel builds no PROCTITLE, CWD or EOE records (nor
+// OBJ_PID where signals are not watched) while tracer holds the PID, every event is still exact (ended
 // without its EOE), and the exclude rules are gone afterwards.
 func TestLeanRecords(t *testing.T) {
 	tracertest.LockAudit(t)
@@ -62,8 +62,10 @@ func TestLeanRecords(t *testing.T) {
 		t.Skipf("the node has exclude rules of its own: %v", before)
 	}
 	b, during, got := runLean(t, tracer.LeanAuto)
-	if !b.lean || len(during) != len(auditrules.LeanExcludes) || !strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
-		t.Errorf("lean=%v, exclude rules while running: %v, want %v", b.lean, during, auditrules.LeanExcludes)
+	// The workload watches signals: OBJ_PID stays.
+	want := auditrules.LeanTypes(true, false)
+	if !b.lean || len(during) != len(want) || !strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") || strings.Contains(strings.Join(during, "\n"), "msgtype=OBJ_PID") {
+		t.Errorf("lean=%v, exclude rules while running: %v, want %v", b.lean, during, want)
 	}
 	if !mapsEqual(got, knownCounts) {
 		t.Errorf("counts with lean records:\n got  %v\n want %v", got, knownCounts)
@@ -96,8 +98,9 @@ func TestLeanRecordsBesideAuditd(t *testing.T) {
 	}
 	b, during, got = runLean(t, tracer.LeanOn)
 	// auditd ends events at their EOE: that one stays.
-	if !b.lean || len(during) != len(auditrules.LeanExcludesBeside) || strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
-		t.Errorf("beside auditd with --lean-records: lean=%v, exclude rules %v; want %v", b.lean, during, auditrules.LeanExcludesBeside)
+	want := auditrules.LeanTypes(true, true)
+	if !b.lean || len(during) != len(want) || strings.Contains(strings.Join(during, "\n"), "msgtype=EOE") {
+		t.Errorf("beside auditd with --lean-records: lean=%v, exclude rules %v; want %v", b.lean, during, want)
 	}
 	if !mapsEqual(got, knownCounts) {
 		t.Errorf("counts beside auditd, lean:\n got  %v\n want %v", got, knownCounts)

@@ -62,9 +62,9 @@ type reassembler struct {
 	maxSerial uint64
 	// syscalls counts SYSCALL records, which pace eviction.
 	syscalls uint64
-	// eoeless: the kernel excludes EOE records; pathless: PATH records
-	// (setExcluded).
-	eoeless, pathless bool
+	// eoeless: the kernel excludes EOE records; pathless: PATH records;
+	// objless: OBJ_PID records (setExcluded).
+	eoeless, pathless, objless bool
 
 	comms  map[uint32]commEntry // pid -> comm, to name the caller of an exec as it was before the exec
 	intern map[string]string
@@ -149,7 +149,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	}
 	if typ == typeSyscall {
 		p := r.startEvent(t, serial, body, emit)
-		if p != nil && r.eoeless && p.whole(r.pathless) {
+		if p != nil && r.eoeless && p.whole(r.pathless) && !r.awaitsObjPID(p) {
 			r.complete(p, emit)
 		}
 		// Paced by SYSCALL records, not all records: when no SYSCALL
@@ -182,6 +182,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 			p.objPID = parseObjPID(body)
 			p.objComm = r.str(parseObjComm(body))
 		}
+		if r.eoeless && p.whole(r.pathless) {
+			r.complete(p, emit)
+		}
 	case typeEOE:
 		r.complete(p, emit)
 	}
@@ -194,6 +197,16 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 func (p *pending) whole(pathless bool) bool {
 	return p.info.class != vocab.TypeExec || p.havePath || p.sc.Items == 0 ||
 		pathless && (p.sc.Exit != 0 || p.args.complete())
+}
+
+// awaitsObjPID reports whether an event whole at its SYSCALL record
+// should still wait for its OBJ_PID: a pidfd_send_signal names its target
+// nowhere else for sure (auditrules.LeanTypes). The kernel writes OBJ_PID
+// when the signal reached the permission check, which a success or EPERM
+// says; where none comes, the sweep ends the event as whole.
+func (r *reassembler) awaitsObjPID(p *pending) bool {
+	return !r.objless && p.info.class == vocab.TypeSignal && p.objPID == 0 &&
+		auditrules.TargetArg[p.info.name] < 0 && (p.sc.Exit == 0 || p.sc.Exit == -1) // -1: EPERM
 }
 
 func (r *reassembler) complete(p *pending, emit func(*tracer.Event)) {
@@ -210,10 +223,11 @@ const (
 	recPath
 	recExecve
 	recSyscall
+	recObjPID
 )
 
 // recordSetTypes names recordSet's bits, in order.
-var recordSetTypes = []string{"EOE", "PATH", "EXECVE", "SYSCALL"}
+var recordSetTypes = []string{"EOE", "PATH", "EXECVE", "SYSCALL", "OBJ_PID"}
 
 func (s recordSet) has(t recordSet) bool { return s&t != 0 }
 
@@ -224,7 +238,7 @@ func (s recordSet) has(t recordSet) bool { return s&t != 0 }
 // come end now, in serial order.
 func (r *reassembler) setExcluded(ex recordSet, emit func(*tracer.Event)) {
 	on := ex.has(recEOE)
-	r.pathless = ex.has(recPath)
+	r.pathless, r.objless = ex.has(recPath), ex.has(recObjPID)
 	if on == r.eoeless {
 		return
 	}
@@ -428,6 +442,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		if !p.havePath && len(e.Argv) > 0 {
 			e.Filename = e.Argv[0]
 		}
+		e.Filename, e.FilenameTruncated = tracer.CapString(e.Filename, tracer.FilenameMax)
 		if sc.Exit == 0 {
 			r.setComm(sc.PID, sc.PPID, comm)
 		}

@@ -42,6 +42,9 @@ type owner struct {
 	// Port is the netlink port of its multicast socket: the readers of the
 	// audit multicast group that are tracers (otherReaders).
 	Port uint32 `json:"port,omitempty"`
+	// Signals: it watches signal events, so no tracer excludes OBJ_PID
+	// records while it runs (auditrules.LeanTypes).
+	Signals bool `json:"signals,omitempty"`
 }
 
 // nodeSettings is what tracers recorded of the node's settings.
@@ -157,6 +160,37 @@ func forgetExclude(typ string) error {
 		s.Excludes = slices.Delete(s.Excludes, i, i+1)
 	}
 	return writeJSON(nodePath(), &s)
+}
+
+// signalsWatched reports whether a live tracer other than this process
+// watches signal events.
+func signalsWatched() bool {
+	live, _ := owners()
+	for _, o := range live {
+		if o.PID != os.Getpid() && o.Signals {
+			return true
+		}
+	}
+	return false
+}
+
+// removeExclude deletes one lean-records exclude rule tracers recorded
+// (another tracer's, now in this one's way) and forgets it. The state
+// lock is held.
+func removeExclude(c *libaudit.AuditClient, typ string) error {
+	s, err := readSettings()
+	if err != nil || !slices.Contains(s.Excludes, typ) {
+		return err
+	}
+	wf, err := auditrules.ExcludeRule(typ).Wire()
+	if err != nil {
+		return err
+	}
+	if err := c.DeleteRule(wf); err != nil && !strings.Contains(err.Error(), "no such file") {
+		return fmt.Errorf("removing the %s exclude rule: %w", typ, err)
+	}
+	changed("remove exclude " + typ)
+	return forgetExclude(typ)
 }
 
 // removeExcludes deletes every lean-records exclude rule tracers recorded
@@ -352,8 +386,9 @@ func ReturnSettings(want Originals, apply func() error) (handedOver bool, err er
 // that must make the kernel build the same records (bench's audit floor).
 // Each is recorded in the state directory before it is added, so that
 // `tracer cleanup` removes it if the caller is killed; types already
-// excluded are left alone, and not removed by remove either.
-func AddLeanExcludes(c *libaudit.AuditClient) (added []string, remove func() error, err error) {
+// excluded are left alone, and not removed by remove either. signals:
+// the caller's rules watch signals, so OBJ_PID stays (auditrules.LeanTypes).
+func AddLeanExcludes(c *libaudit.AuditClient, signals bool) (added []string, remove func() error, err error) {
 	unlock, err := lockState()
 	if err != nil {
 		return nil, nil, err
@@ -377,7 +412,7 @@ func AddLeanExcludes(c *libaudit.AuditClient) (added []string, remove func() err
 		}
 		return errors.Join(errs...)
 	}
-	for _, typ := range auditrules.LeanExcludes {
+	for _, typ := range auditrules.LeanTypes(signals, false) {
 		wf, err := auditrules.ExcludeRule(typ).Wire()
 		if err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("building the %s exclude rule: %w", typ, err), undo())

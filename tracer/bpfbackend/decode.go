@@ -331,6 +331,9 @@ func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
 		return fmt.Errorf("%w: exec record of %d bytes holds %d", errShortRecord, len(raw), offData+fnSize+argvSize)
 	}
 	e.Filename = d.intern(cstring(data[:fnSize]))
+	// The kernel side keeps FilenameMax bytes: one that filled them may
+	// have been longer (or exactly that long).
+	e.FilenameTruncated = len(e.Filename) >= FilenameMax
 	args := data[fnSize : fnSize+argvSize]
 	// After a successful exec the kernel side reads the argument area as
 	// one block, of at most vocab.ArgvBytesMax bytes: it may hold more

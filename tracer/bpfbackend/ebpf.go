@@ -190,6 +190,15 @@ func syscallsOnly(cfg tracer.Config) string {
 	return ""
 }
 
+// CheckRingBytes refuses a ring buffer size the kernel would not take: a
+// power of two of at least a page.
+func CheckRingBytes(n int) error {
+	if page := os.Getpagesize(); n < page || n&(n-1) != 0 {
+		return vocab.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", n, page)
+	}
+	return nil
+}
+
 // normalize fills defaults and checks what the user gave.
 func normalize(cfg *tracer.Config) error {
 	if cfg.Types == 0 {
@@ -204,8 +213,8 @@ func normalize(cfg *tracer.Config) error {
 	if cfg.RingBytes == 0 {
 		cfg.RingBytes = DefaultRingBytes
 	}
-	if page := os.Getpagesize(); cfg.RingBytes < page || cfg.RingBytes&(cfg.RingBytes-1) != 0 {
-		return vocab.Usagef("--ring-size %d is not a power of two of at least %d bytes: use e.g. 8388608", cfg.RingBytes, page)
+	if err := CheckRingBytes(cfg.RingBytes); err != nil {
+		return err
 	}
 	if why := syscallsOnly(*cfg); why != "" && cfg.Probes != ProbesDefault && cfg.Probes != ProbesSyscalls {
 		return vocab.Usagef("%s are seen only at the syscall: use --probes syscalls (or default) with them, not --probes %s", why, cfg.Probes)

@@ -162,6 +162,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			names = append(names, fmt.Sprintf("%d %s", pr.PID, pr.Comm))
 		}
 		bits = fmt.Sprintf("%d: %s (audit rules need b32 copies)", len(p.Bits32), strings.Join(names, ", "))
+	} else if p.Unreadable > 0 && !f.Root {
+		// An unread executable may be 32-bit: no answer without root.
+		bits = fmt.Sprintf("unknown: read %d of %d processes (the others are other users'; run as root)", p.Scanned, p.Scanned+p.Unreadable)
 	} else if p.Scanned > 0 {
 		bits = "none (b64 rules suffice)"
 	}

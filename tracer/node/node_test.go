@@ -453,3 +453,45 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		t.Errorf("rule cost: %+v", back.RuleCost)
 	}
 }
+
+// TestThirtyTwoBitUnknownWithoutRoot: a scan that read only some
+// processes' executables (the others are other users') cannot say that
+// none is 32-bit.
+func TestThirtyTwoBitUnknownWithoutRoot(t *testing.T) {
+	f := loadFacts(t, "rhel86.json")
+	f.Root = false
+	f.Procs = Procs{Scanned: 1, Unreadable: 86}
+	r := NewReport(f)
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	text := buf.String()
+	if !strings.Contains(text, "unknown: read 1 of 87 processes") || strings.Contains(text, "none (b64 rules suffice)") {
+		t.Errorf("32-bit processes after reading 1 of 87 without root:\n%s", text)
+	}
+	notes := strings.Join(VerdictFor(r.Verdicts, "audit").Notes, "\n")
+	if strings.Contains(notes, "no 32-bit process runs") || !strings.Contains(notes, "32-bit processes unknown") {
+		t.Errorf("audit notes after reading 1 of 87 without root: %q", notes)
+	}
+	// As root, an executable gone between listing and reading changes
+	// nothing: the processes that remain were read.
+	f.Root = true
+	notes = strings.Join(VerdictFor(Verdicts(f), "audit").Notes, "\n")
+	if !strings.Contains(notes, "no 32-bit process runs") {
+		t.Errorf("audit notes as root: %q", notes)
+	}
+}
+
+// TestBacklogNoteWithoutDaemon: tracer never takes the audit PID; where
+// no daemon holds it, tracer raises the backlog while it runs.
+func TestBacklogNoteWithoutDaemon(t *testing.T) {
+	f := loadFacts(t, "rhel86.json")
+	st := *f.Audit.Status
+	st.PID, st.BacklogLimit = 0, 64
+	f.Audit.Status = &st
+	notes := strings.Join(VerdictFor(Verdicts(f), "audit").Notes, "\n")
+	if !strings.Contains(notes, "backlog limit 64: the tracer raises it while it runs and no audit daemon holds the audit PID") || strings.Contains(notes, "while it holds the audit PID") {
+		t.Errorf("backlog note without a daemon: %q", notes)
+	}
+}

@@ -109,7 +109,7 @@ func auditVerdict(f Facts) Verdict {
 			if st.PID != 0 {
 				b.limit("backlog limit %d: a burst of more records is lost or stalls the processes for up to backlog_wait_time; raise it (auditctl -b %d)", st.BacklogLimit, RecommendedBacklog)
 			} else {
-				b.note("backlog limit %d: the tracer raises it while it holds the audit PID (and restores it); auditd would need auditctl -b %d", st.BacklogLimit, RecommendedBacklog)
+				b.note("backlog limit %d: the tracer raises it while it runs and no audit daemon holds the audit PID (and restores it); auditd would need auditctl -b %d", st.BacklogLimit, RecommendedBacklog)
 			}
 		}
 		if st.Lost > 0 {
@@ -121,6 +121,8 @@ func auditVerdict(f Facts) Verdict {
 	}
 	if f.Has32Bit() {
 		b.note("%d 32-bit %s (e.g. %s): rules need b32 copies (tracer rules --arch both)", len(f.Procs.Bits32), plural(len(f.Procs.Bits32), "process runs", "processes run"), f.Procs.Bits32[0].Comm)
+	} else if f.Procs.Unreadable > 0 && !f.Root {
+		b.note("32-bit processes unknown: read the executables of only %d of %d processes (the others are other users'); run tracer doctor as root", f.Procs.Scanned, f.Procs.Scanned+f.Procs.Unreadable)
 	} else if f.Procs.Scanned > 0 {
 		b.note("no 32-bit process runs: b64 rules suffice (tracer rules --arch b64)")
 	}

@@ -39,6 +39,9 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 // appendCgroupJSON appends cgroup, container_id and unit.
 func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
 	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	if e.CgroupTruncated {
+		b = append(b, `,"cgroup_truncated":true`...)
+	}
 	b = appendOptString(b, `,"container_id":`, e.ContainerID)
 	return appendOptString(b, `,"unit":`, e.Unit)
 }

@@ -172,6 +172,9 @@ func appendECSTracer(b []byte, e *tracer.Event) []byte {
 	case vocab.TypeExec:
 		b = append(b, `,"comm":`...)
 		b = AppendJSONString(b, e.Comm)
+		if e.FilenameTruncated {
+			b = append(b, `,"filename_truncated":true`...)
+		}
 		if e.ArgvTruncated {
 			b = append(b, `,"argv_truncated":true`...)
 		}
@@ -289,5 +292,8 @@ func appendDeath(b []byte, e *tracer.Event) []byte {
 // lines, that neither schema has attributes for.
 func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
 	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
+	if e.CgroupTruncated {
+		b = append(b, `,"cgroup_truncated":true`...)
+	}
 	return appendOptString(b, `,"unit":`, e.Unit)
 }

@@ -20,22 +20,38 @@ import (
 // NewSink returns the sink for a --format value: "text", "json", or a
 // format registered with RegisterFormat.
 func NewSink(format string, w io.Writer, opts OutputOptions) (tracer.Sink, error) {
+	if err := CheckFormat(format, opts.Time); err != nil {
+		return nil, err
+	}
 	switch format {
 	case "text", "":
 		return NewTextSink(w, opts), nil
 	case "json":
-		if opts.Time != TimeClock {
-			return nil, vocab.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
-		}
 		return NewJSONSink(w, opts), nil
 	}
-	if enc, ok := formats[format]; ok {
-		if opts.Time != TimeClock {
-			return nil, vocab.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+	return NewLineSink(w, formats[format], opts), nil
+}
+
+// CheckFormat refuses what NewSink would refuse: an unknown format, or a
+// time mode with a format whose time is fixed. It lets a command refuse
+// before it creates its output file.
+func CheckFormat(format string, t TimeMode) error {
+	switch format {
+	case "text", "":
+		return nil
+	case "json":
+		if t != TimeClock {
+			return vocab.Usagef("--time is for text output: JSON's time is always RFC 3339 (drop --time or use --format text)")
 		}
-		return NewLineSink(w, enc, opts), nil
+		return nil
 	}
-	return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	if _, ok := formats[format]; !ok {
+		return vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	}
+	if t != TimeClock {
+		return vocab.Usagef("--time is for text output: %s's time is always RFC 3339 (drop --time or use --format text)", format)
+	}
+	return nil
 }
 
 // Encoder appends one event's line to b, without the newline.
@@ -335,7 +351,8 @@ func (s *JSONSink) remember(e *tracer.Event) {
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
 func sameButTime(a, b *tracer.Event) bool {
 	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
-		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
+		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.FilenameTruncated == b.FilenameTruncated &&
+		a.CgroupTruncated == b.CgroupTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
 		a.CoreDumped == b.CoreDumped && a.CoreUnknown == b.CoreUnknown && a.OOMKill == b.OOMKill &&
 		a.Code == b.Code && a.HasCode == b.HasCode && a.Origin == b.Origin && a.Result == b.Result &&
@@ -393,9 +410,9 @@ const (
 	segUser                        // comm, uid, auid
 	segExecID                      // exec_id
 	segParentExecID                // parent_exec_id
-	segCgroup                      // cgroup, container_id, unit
+	segCgroup                      // cgroup, cgroup_truncated, container_id, unit
 	segAncestors                   // ancestors
-	segExec                        // ppid, filename, argv, argv_truncated, ret
+	segExec                        // ppid, filename, filename_truncated, argv, argv_truncated, ret
 	segFork                        // child_pid, syscall
 	segTargetPID                   // target_pid
 	segSignal                      // signal ... target_comm
@@ -513,7 +530,8 @@ func changedSegs(a, b *tracer.Event) segSet {
 	if a.ParentExecID != b.ParentExecID {
 		m |= 1 << segParentExecID
 	}
-	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) {
+	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) ||
+		a.CgroupTruncated != b.CgroupTruncated {
 		m |= 1 << segCgroup
 	}
 	if !slices.Equal(a.Ancestors, b.Ancestors) {
@@ -522,7 +540,7 @@ func changedSegs(a, b *tracer.Event) segSet {
 	switch a.Type {
 	case vocab.TypeExec:
 		if a.PPID != b.PPID || !sameString(a.Filename, b.Filename) || !slices.Equal(a.Argv, b.Argv) ||
-			a.ArgvTruncated != b.ArgvTruncated || a.Ret != b.Ret {
+			a.ArgvTruncated != b.ArgvTruncated || a.FilenameTruncated != b.FilenameTruncated || a.Ret != b.Ret {
 			m |= 1 << segExec
 		}
 	case vocab.TypeFork:
@@ -575,6 +593,9 @@ func appendExecJSON(b []byte, e *tracer.Event) []byte {
 	b = appendUint(b, uint64(e.PPID))
 	b = append(b, `,"filename":`...)
 	b = appendString(b, e.Filename)
+	if e.FilenameTruncated {
+		b = append(b, `,"filename_truncated":true`...)
+	}
 	b = appendArgvJSON(b, e)
 	b = append(b, `,"ret":`...)
 	return appendInt(b, e.Ret)

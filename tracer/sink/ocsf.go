@@ -289,6 +289,9 @@ func appendOCSFUnmapped(b []byte, e *tracer.Event) []byte {
 	switch e.Type {
 	case vocab.TypeExec:
 		// cmd_line is one string; the arguments as the process got them.
+		if e.FilenameTruncated {
+			b = append(b, `,"filename_truncated":true`...)
+		}
 		b = appendArgvJSON(b, e)
 	case vocab.TypeFork:
 		b = append(b, `,"syscall":`...)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
@@ -81,13 +82,17 @@ type OTLPSink struct {
 	closing  chan struct{}
 	done     chan struct{}
 
-	mu       sync.Mutex
-	pending  []tracer.Event // filled by Write, swapped out by the converter
-	limit    int
-	room     chan struct{} // closed when the converter takes pending (block mode)
-	closed   bool
-	progress chan struct{} // closed when finished grows
-	accepted uint64        // events queued
+	mu      sync.Mutex
+	pending []tracer.Event // filled by Write, swapped out by the converter
+	limit   int
+	// pendingBytes estimates what pending holds (eventBytes), at most
+	// limitBytes (OutputOptions.QueueBytes): a count alone lets large
+	// events take hundreds of MiB.
+	pendingBytes, limitBytes int
+	room                     chan struct{} // closed when the converter takes pending (block mode)
+	closed                   bool
+	progress                 chan struct{} // closed when finished grows
+	accepted                 uint64        // events queued
 	// finished are accepted events exported or counted lost; lostOutput
 	// and lostQueue as OutputLoss says.
 	finished, lostOutput, lostQueue uint64
@@ -131,6 +136,9 @@ func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPS
 	if o.QueueEvents <= 0 {
 		o.QueueEvents = otlpQueueEvents
 	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = defaultQueueBytes
+	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = otlpCloseTimeout
 	}
@@ -153,7 +161,7 @@ func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPS
 		logger: provider.Logger("tracer", otellog.WithInstrumentationVersion(o.Version)),
 		proc:   proc, ctx: ctx, cancel: cancel,
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
-		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents,
+		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents, limitBytes: opts.QueueBytes,
 		room: make(chan struct{}), progress: make(chan struct{}),
 	}
 	go s.run()
@@ -210,8 +218,9 @@ func parseOTLPTarget(target string) (endpoint string, secure bool, path string, 
 
 // Write queues a copy of e; it never waits in drop mode.
 func (s *OTLPSink) Write(e *tracer.Event) error {
+	size := eventBytes(e)
 	s.mu.Lock()
-	for !s.closed && len(s.pending) >= s.limit {
+	for !s.closed && (len(s.pending) >= s.limit || len(s.pending) > 0 && s.pendingBytes+size > s.limitBytes) {
 		if s.opts.Backpressure != tracer.BackpressureBlock {
 			s.lostQueue++
 			s.mu.Unlock()
@@ -246,12 +255,27 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 		s.pending = append(s.pending, c)
 	}
 	s.accepted++
+	s.pendingBytes += size
 	full := len(s.pending) >= min(otlpBatch, s.limit)
 	s.mu.Unlock()
 	if full {
 		s.Kick()
 	}
 	return nil
+}
+
+// eventBytes estimates the memory a queued copy of e holds: the event,
+// its strings and its slices.
+func eventBytes(e *tracer.Event) int {
+	n := int(unsafe.Sizeof(*e)) + len(e.Comm) + len(e.Filename) + len(e.Cgroup) + len(e.ContainerID) +
+		len(e.Unit) + len(e.TargetComm) + len(e.KilledBy.Comm)
+	for _, a := range e.Argv {
+		n += int(unsafe.Sizeof(a)) + len(a)
+	}
+	for _, a := range e.Ancestors {
+		n += int(unsafe.Sizeof(a)) + len(a.Comm)
+	}
+	return n
 }
 
 // copyEvent makes dst a copy of src that shares no slice with it.
@@ -389,7 +413,7 @@ func (s *OTLPSink) run() {
 		}
 		for {
 			s.mu.Lock()
-			batch, s.pending = s.pending, batch[:0]
+			batch, s.pending, s.pendingBytes = s.pending, batch[:0], 0
 			close(s.room)
 			s.room = make(chan struct{})
 			s.mu.Unlock()

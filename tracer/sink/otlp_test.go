@@ -435,6 +435,47 @@ func TestOTLPSlowCollector(t *testing.T) {
 	}
 }
 
+// TestOTLPQueueBoundedByBytes: large events into a stalled collector
+// fill the queue up to its bytes, not its 16,384 events; the rest is lost
+// at stage queue.
+func TestOTLPQueueBoundedByBytes(t *testing.T) {
+	c := newCollector(t)
+	release := make(chan struct{})
+	c.reply = func(http.ResponseWriter, int) bool {
+		<-release
+		return false
+	}
+	defer close(release)
+	const queueBytes = 256 << 10
+	s, err := NewOTLPSink(c.target(), OutputOptions{QueueBytes: queueBytes}, OTLPOptions{CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := otlpEvents()[0]
+	e.Filename = strings.Repeat("f", 1024)
+	e.Cgroup = strings.Repeat("c", 1024)
+	e.Argv = []string{strings.Repeat("a", 2500)}
+	const n = 20000
+	most := 0
+	for i := range n {
+		e.PID = uint32(1000 + i)
+		if err := s.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		most = max(most, len(s.pending))
+		s.mu.Unlock()
+	}
+	// Each event holds 4.5 KB of strings and more.
+	if limit := queueBytes / 4500; most > limit {
+		t.Errorf("%d events of 4.5 KB queued, bound %d KiB: want at most %d", most, queueBytes>>10, limit)
+	}
+	s.Close()
+	if l := s.Loss(); l.Queue == 0 || l.Queue+l.Output != n {
+		t.Errorf("loss %+v, want all %d, some at queue", l, n)
+	}
+}
+
 // TestOTLPBlockWaitsForRoom: with --backpressure block a full queue
 // waits for the exporter: nothing is dropped.
 func TestOTLPBlockWaitsForRoom(t *testing.T) {

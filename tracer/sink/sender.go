@@ -25,8 +25,13 @@ type transport interface {
 }
 
 const (
-	// queueMessages bounds the messages waiting for the daemon.
+	// queueMessages bounds the messages waiting for the daemon, and
+	// OutputOptions.QueueBytes their bytes (0: defaultQueueBytes): 8,192
+	// messages of the largest events would be hundreds of MiB.
 	queueMessages = 8192
+	// keepBuf: buffers up to this size are reused; a large message's
+	// buffer is not kept in the free list, which would hold it for good.
+	keepBuf = 4 << 10
 	// batchMax is how many queued messages one send takes.
 	batchMax = 256
 )
@@ -49,6 +54,12 @@ type sender struct {
 	q    chan item
 	free chan []byte
 	done chan struct{}
+	// queued is the bytes of the messages queued or being sent, at most
+	// maxBytes (one message alone may be more); room wakes a put waiting
+	// for bytes to go.
+	queued   atomic.Int64
+	maxBytes int64
+	room     chan struct{}
 
 	mu     sync.Mutex // orders Write and Close
 	closed bool
@@ -67,11 +78,16 @@ type sender struct {
 }
 
 func newSender(t transport, opts OutputOptions) *sender {
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = defaultQueueBytes
+	}
 	s := &sender{
 		t: t, opts: opts,
-		q:    make(chan item, queueMessages),
-		free: make(chan []byte, queueMessages),
-		done: make(chan struct{}),
+		q:        make(chan item, queueMessages),
+		free:     make(chan []byte, queueMessages),
+		done:     make(chan struct{}),
+		maxBytes: int64(opts.QueueBytes),
+		room:     make(chan struct{}, 1),
 	}
 	go s.run()
 	return s
@@ -99,10 +115,8 @@ func (s *sender) put(b []byte) {
 	it := item{b: b}
 	// Counted before the sender can see it: abandon's sum never goes below zero.
 	s.accepted.Add(1)
-	select {
-	case s.q <- it:
+	if s.tryQueue(it) {
 		return
-	default:
 	}
 	var timeout <-chan time.Time
 	if s.opts.Backpressure != tracer.BackpressureBlock {
@@ -118,12 +132,36 @@ func (s *sender) put(b []byte) {
 		defer s.timer.Stop()
 		timeout = s.timer.C
 	}
+	for {
+		select {
+		case <-s.room:
+			if s.tryQueue(it) {
+				return
+			}
+		case <-timeout:
+			s.dropped()
+			return
+		case <-s.opts.Abort:
+			s.dropped()
+			return
+		}
+	}
+}
+
+// tryQueue queues it if the queue has room for one more message and its
+// bytes; a message larger than the bound goes alone into an empty queue.
+func (s *sender) tryQueue(it item) bool {
+	n := int64(len(it.b))
+	if q := s.queued.Load(); q > 0 && q+n > s.maxBytes {
+		return false
+	}
+	s.queued.Add(n)
 	select {
 	case s.q <- it:
-	case <-timeout:
-		s.dropped()
-	case <-s.opts.Abort:
-		s.dropped()
+		return true
+	default:
+		s.queued.Add(-n)
+		return false
 	}
 }
 
@@ -163,15 +201,24 @@ func (s *sender) run() {
 			s.sendStart.Store(0)
 			s.count(len(msgs), n, err)
 		}
+		var n int64
 		for _, it := range batch {
 			if it.flushed != nil {
 				close(it.flushed)
-			} else {
+				continue
+			}
+			n += int64(len(it.b))
+			if cap(it.b) <= keepBuf {
 				select {
 				case s.free <- it.b:
 				default:
 				}
 			}
+		}
+		s.queued.Add(-n)
+		select {
+		case s.room <- struct{}{}:
+		default:
 		}
 	}
 }

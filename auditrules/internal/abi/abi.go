@@ -11,7 +11,11 @@
 // same tables without importing auditrules.
 package abi
 
-import "github.com/elastic/go-libaudit/v2/auparse"
+import (
+	"sort"
+
+	"github.com/elastic/go-libaudit/v2/auparse"
+)
 
 // machines maps a machine (uname -m) to the Go architecture that runs on
 // it, the audit arch of its 64-bit ABI and that of its 32-bit one.
@@ -39,6 +43,16 @@ func MachineOf(goarch string) string {
 
 // other32 are further names of 32-bit ABIs that -F arch= may hold.
 var other32 = []string{"i686", "armeb"}
+
+// Machines lists the machines the table has, sorted.
+func Machines() []string {
+	names := make([]string, 0, len(machines))
+	for m := range machines {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // Known reports whether the table has machine.
 func Known(machine string) bool {
