@@ -85,7 +85,7 @@ package: ## dist/tracer-VERSION.x86_64.rpm and dist/tracer_VERSION_amd64.deb (nf
 	rm -rf $(PKG_BUILD) && mkdir -p $(PKG_BUILD)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(PKG_BUILD)/tracer ./cmd/tracer
 	$(PKG_BUILD)/tracer man $(PKG_BUILD)/man && gzip -9n $(PKG_BUILD)/man/*.8
-	mkdir -p $(PKG_BUILD)/doc/docs && cp README.md $(PKG_BUILD)/doc/ && cp docs/*.md $(PKG_BUILD)/doc/docs/
+	mkdir -p $(PKG_BUILD)/doc/docs && cp README.md LICENSE $(PKG_BUILD)/doc/ && cp docs/*.md $(PKG_BUILD)/doc/docs/
 	$(GO) -C deploy/package run . -binary $(abspath $(PKG_BUILD))/tracer -man $(abspath $(PKG_BUILD))/man -doc $(abspath $(PKG_BUILD))/doc -out $(abspath $(DIST))
 
 # The demo is the Red Hat measurement of what audit rules cost (a shell

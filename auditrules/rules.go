@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package auditrules builds the minimal audit rule set that yields tracer's
 // events: the syscalls of each event class, per architecture, with signal
 // filters in the argument register each syscall really uses, and the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bench measures what watching costs: it runs built-in workloads (or
 // any command) untraced and under each way of tracing, interleaving rounds,
 // and reports medians, per-round ratios to the untraced run, the tracer's own

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bench
 
 // joinNote joins two parts of a note with "; ", either part maybe empty

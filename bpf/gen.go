@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpf holds the tracer's BPF programs (tracer.bpf.c) and their
 // compiled objects with the Go bindings bpf2go generated for them, committed
 // so that building the tracer needs no clang. tracer/bpfbackend loads them; bench

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deploy holds the tracer's deployment files: Kubernetes manifests
 // (kubernetes/), a Grafana dashboard (grafana/) and the image's Dockerfile.
 // It is a Go module of its own only so that these offline tests can check

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package tracer
 
 import (
@@ -221,6 +223,11 @@ type Stats struct {
 	// Throttled counts the events --rate-limit left out, by type: never
 	// loss (throttle events say whose they were).
 	Throttled [vocab.NumTypes]uint64
+
+	// RotationsFailed counts the rotations of --output FILE that failed
+	// (tried at most once a second); not loss itself: the events FILE
+	// could not take meanwhile are counted at stage output.
+	RotationsFailed uint64
 
 	// eBPF: per-program statistics when BPFStats is on.
 	Programs []ProgramStats

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tracer holds what every backend shares: the Event model that both
 // the audit and the eBPF backend produce, the Backend interface they
 // implement, the filters applied to their output, the sinks that print events

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package tracer
 
 import (
@@ -160,6 +162,9 @@ func (p *Pipeline) Stats(b Backend) Stats {
 			l := r.Loss()
 			st.Lost[LostQueue] += l.Queue
 			st.Lost[LostOutput] += l.Output
+		}
+		if r, ok := s.(RotationReporter); ok {
+			st.RotationsFailed += r.RotationsFailed()
 		}
 	}
 	return st

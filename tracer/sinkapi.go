@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package tracer
 
 import (
@@ -21,6 +23,12 @@ type OutputLoss struct{ Queue, Output uint64 }
 // LossReporter is a sink that counts its own loss (the queued sinks).
 type LossReporter interface {
 	Loss() OutputLoss
+}
+
+// RotationReporter is a sink (or the file it writes) that rotates its
+// output file and counts the rotations that failed.
+type RotationReporter interface {
+	RotationsFailed() uint64
 }
 
 // Kicker is a sink that can pass buffered events on without waiting.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package tracer
 
 import (
@@ -26,6 +28,9 @@ type StatsFile struct {
 	ThrottledTotal uint64            `json:"throttled_total"`
 	Throttled      map[string]uint64 `json:"throttled"`
 	ThrottleEvents uint64            `json:"throttle_events"`
+	// OutputRotationsFailed is the rotations of --output FILE that
+	// failed; the events FILE could not take meanwhile are in Lost.
+	OutputRotationsFailed uint64 `json:"output_rotations_failed"`
 	// DelayP99Ms is the 99th percentile of the time from an event's kernel
 	// timestamp to its hand-over to the output, in milliseconds (1 ms
 	// buckets, rounded up; absent when no event was timed). The kernel
@@ -41,6 +46,7 @@ func NewStatsFile(p *Pipeline, b Backend) StatsFile {
 		EventsByType: map[string]uint64{}, Lost: map[string]uint64{},
 		FilteredTotal: st.TotalFiltered(), Filtered: map[string]uint64{},
 		ThrottledTotal: st.TotalThrottled(), Throttled: map[string]uint64{}, ThrottleEvents: p.Emitted(vocab.TypeThrottle),
+		OutputRotationsFailed: st.RotationsFailed,
 	}
 	if p.Delay.Count() > 0 {
 		ms := float64(p.Delay.Quantile(0.99)) / float64(time.Millisecond)

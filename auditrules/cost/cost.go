@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cost says what a node's audit rules cost. It reads the rules in
 // auditctl syntax (as `auditctl -l` prints them or as /etc/audit/rules.d
 // holds them) and runs a set of independent checks, after auditctl(8)'s

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package report renders bench result files (package bench/result) for
 // people: the terminal table `tracer bench` prints, and what `tracer report`
 // writes, Markdown or one self-contained HTML page per run or fleet: the

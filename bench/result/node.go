@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package result
 
 // Facts is the node a result file comes from: what `tracer doctor`

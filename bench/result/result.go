@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package result is the file `tracer bench --out` writes and `tracer report`
 // and `tracer doctor --bench` read: File, with the node's facts, how the run
 // was sized, a Row per workload and mode, and the steps of a --sweep. Read

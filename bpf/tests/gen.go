@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tests runs the BPF headers' logic with BPF_PROG_TEST_RUN: small
 // BPF objects (batch.bpf.c) call the functions of ../headers that
 // tracer.bpf.c's programs use, on input the Go tests craft, and the tests

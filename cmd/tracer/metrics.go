@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux
 
 package main
@@ -18,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -39,6 +42,23 @@ type metricsOptions struct {
 // per process): TLS and basic auth for the metrics server, in the
 // Prometheus exporters' web configuration format.
 var webConfigFile string
+
+// metricsMaxConns is the most connections the metrics server holds at
+// once; more wait in the kernel's listen queue, costing tracer no
+// descriptor. Without it, idle connections of any local user would take
+// the descriptors tracer opens /proc files with, and events would lose
+// their exec_id and cgroup. A scraper or two and kube-rbac-proxy need a
+// handful.
+const metricsMaxConns = 128
+
+// metricsTimeouts end connections that send nothing, send slowly or read
+// slowly, so that the slots above come free: a request's headers within
+// 10 s, all of it within 30 s, its answer written within 30 s; a keep-alive
+// connection idle for 2 minutes (longer than any scrape interval, so a
+// Prometheus keeps its connection) is closed.
+var metricsTimeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 10 * time.Second, read: 30 * time.Second, write: 30 * time.Second, idle: 2 * time.Minute,
+}
 
 const webConfigHelp = "serve metrics with TLS and/or basic auth as configured in FILE (Prometheus web configuration format, as node_exporter's --web.config.file)"
 
@@ -65,12 +85,15 @@ func startMetrics(ctx context.Context, addr string, p *tracer.Pipeline, b tracer
 	if err != nil {
 		return nil, err
 	}
-	// Handshake errors (a scanner, a client speaking plain HTTP to TLS) are
-	// the client's business: logged at debug level only.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: srv.Handler(),
+		ReadHeaderTimeout: metricsTimeouts.readHeader, ReadTimeout: metricsTimeouts.read,
+		WriteTimeout: metricsTimeouts.write, IdleTimeout: metricsTimeouts.idle,
+		// Handshake errors (a scanner, a client speaking plain HTTP to
+		// TLS) are the client's business: logged at debug level only.
 		ErrorLog: slog.NewLogLogger(webLogger().Handler(), slog.LevelDebug)}
 	webFlags := &web.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &o.webConfig}
 	serve := func(ln net.Listener) {
+		ln = netutil.LimitListener(ln, metricsMaxConns)
 		slog.Debug("serving metrics", "addr", ln.Addr().String(), "web_config", o.webConfig)
 		go func() {
 			if err := web.Serve(ln, hs, webFlags, webLogger()); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux
 
 package main
@@ -59,9 +61,14 @@ func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
 	if r.keep < 1 || r.keep > maxOutputKeep {
 		return sink.Rotation{}, vocab.Usagef("--output-keep %d: keep from 1 to %d rotated files", r.keep, maxOutputKeep)
 	}
+	// Before the root check and anything installed; OpenRotatingFile
+	// checks again when it opens the directory.
+	if err := sink.CheckRotationDir(output); err != nil {
+		return sink.Rotation{}, err
+	}
 	return sink.Rotation{MaxSize: n, Keep: r.keep, OnError: func(err error) {
 		if err != nil {
-			slog.Warn("rotating --output fails; writing goes on in FILE past --output-max-size, nothing lost, and rotating is tried again", "err", err)
+			slog.Warn("rotating --output fails; FILE takes no more past --output-max-size, its events are counted lost at stage output, and rotating is tried again each second", "err", err)
 		} else {
 			slog.Warn("rotating --output again")
 		}

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux
 
 package main
@@ -33,6 +35,23 @@ func TestOutputRotationBadInput(t *testing.T) {
 		{[]string{"--output-max-size", "10MB", "--output-keep", "0", "-o", out}, "keep from 1 to 1000"},
 		{[]string{"--output-max-size", "10MB", "--output-keep", "5000", "-o", out}, "keep from 1 to 1000"},
 	}
+	// A directory other users can write: one of them could put a
+	// directory at FILE.1 (mkdir /tmp/ev.log.1) and stop rotation for good.
+	shared := filepath.Join(t.TempDir(), "shared")
+	mustDo(t, os.Mkdir(shared, 0o700), os.Chmod(shared, os.ModeSticky|0o777))
+	cases = append(cases, struct {
+		args []string
+		want string
+	}{[]string{"--output-max-size", "10MB", "-o", filepath.Join(shared, "ev.log")}, "other users can write its directory"})
+	if os.Geteuid() == 0 {
+		// As root: a directory that belongs to nobody, 0755.
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		mustDo(t, os.Mkdir(theirs, 0o755), os.Chown(theirs, 65534, 65534))
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"--output-max-size", "10MB", "-o", filepath.Join(theirs, "ev.log")}, "belongs to uid 65534"})
+	}
 	for _, c := range cases {
 		args := append([]string{"watch", "--backend", "ebpf", "--duration", "1s"}, c.args...)
 		code, stdout, stderr := runTracer(t, nil, args...)
@@ -40,8 +59,14 @@ func TestOutputRotationBadInput(t *testing.T) {
 			t.Errorf("tracer %v: exit %d, stderr %q; want exit 2 and one line containing %q", args, code, stderr, c.want)
 		}
 	}
-	if _, err := os.Lstat(out); err == nil {
-		t.Error("a refused watch created --output")
+	for _, c := range cases {
+		for i, a := range c.args {
+			if a == "-o" {
+				if _, err := os.Lstat(c.args[i+1]); err == nil {
+					t.Errorf("a refused watch created --output %s", c.args[i+1])
+				}
+			}
+		}
 	}
 }
 
@@ -59,8 +84,10 @@ func TestWatchOutputRotatesAndReopens(t *testing.T) {
 	const kills = 3000
 	const limit = 1_000_000 // 1MB
 	storm := buildStorm(t, false)
+	// Links nobody left while the directory was theirs to write: rotating
+	// in a directory other users can write is refused.
 	dir := filepath.Join(t.TempDir(), "tmp")
-	mustDo(t, os.Mkdir(dir, 0o755), os.Chmod(dir, 0o1777))
+	mustDo(t, os.Mkdir(dir, 0o755))
 	victim := filepath.Join(t.TempDir(), "victim")
 	mustDo(t, os.WriteFile(victim, []byte("keep me\n"), 0o644))
 	out := filepath.Join(dir, "events.jsonl")
@@ -278,5 +305,58 @@ func TestWatchUnderLogrotate(t *testing.T) {
 	}
 	if _, lost, stages := w.summary(t); lost != 0 {
 		t.Errorf("lost %d (%s)", lost, stages)
+	}
+}
+
+// A rotation root cannot do (a directory at FILE.1) leaves FILE within
+// --output-max-size: a storm of 2,000 signals (about 900KB of JSON) into a
+// 64KiB FILE; what FILE holds plus what the summary counts lost at stage
+// output is every event seen; the failed rotations are in the summary,
+// --stats-file and nowhere silent.
+func TestWatchRotationFailureBounded(t *testing.T) {
+	tracertest.NeedRoot(t)
+	tracertest.LockAudit(t)
+	const kills = 2000
+	const limit = 64 << 10
+	storm := buildStorm(t, false)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "events.jsonl")
+	mustDo(t, os.Mkdir(out+".1", 0o700))
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	w := startWatcher(t, nil, "--backend", "ebpf", "--events", "signal", "--signal", "USR1", "--format", "json",
+		"--output", out, "--output-max-size", "64KiB", "--output-keep", "1", "--stats-file", stats)
+	cmd := exec.Command(storm, strconv.Itoa(kills))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		w.stop(t)
+		t.Fatalf("storm: %v %s", err, b)
+	}
+	time.Sleep(500 * time.Millisecond) // --max-delay 100ms: the storm's events reach the output
+	w.stop(t)
+	seen, lost, stages := w.summary(t)
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, lines := countSignalLines(t, out, cmd.Process.Pid, 10)
+	t.Logf("%d signals: FILE %d bytes, %d lines (%d of the storm); watch saw %d, lost %d (%s)", kills, fi.Size(), lines, mine, seen, lost, stages)
+	if fi.Size() > limit {
+		t.Errorf("FILE holds %d bytes, past --output-max-size 64KiB", fi.Size())
+	}
+	if !strings.Contains(stages, "output "+strconv.Itoa(lost)) || lost == 0 || lines+lost != seen {
+		t.Errorf("FILE holds %d lines, the summary says %d seen, %d lost (%s): want the rest lost at stage output", lines, seen, lost, stages)
+	}
+	if !strings.Contains(w.stderr(), "tracer: rotating --output failed") {
+		t.Errorf("no line about the failed rotations in watch's stderr:\n%s", w.stderr())
+	}
+	var sf struct {
+		Failed uint64            `json:"output_rotations_failed"`
+		Lost   map[string]uint64 `json:"lost"`
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatalf("--stats-file: %v", err)
+	}
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Failed == 0 || sf.Lost["output"] != uint64(lost) {
+		t.Errorf("--stats-file: output_rotations_failed %d, lost %v (%v); want failures and %d lost at stage output", sf.Failed, sf.Lost, err, lost)
 	}
 }

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -74,7 +76,15 @@ type watcher struct {
 // is not needed) and waits for its watching line.
 func startWatcher(t *testing.T, out *os.File, args ...string) *watcher {
 	t.Helper()
-	w := &watcher{cmd: exec.Command(tracerBin, append([]string{"watch"}, args...)...), done: make(chan struct{}), waited: make(chan error, 1)}
+	return startWatcherCmd(t, out, exec.Command(tracerBin, append([]string{"watch"}, args...)...))
+}
+
+// startWatcherCmd is startWatcher for a command line of the caller's (a
+// tracer watch run under prlimit).
+func startWatcherCmd(t *testing.T, out *os.File, cmd *exec.Cmd) *watcher {
+	t.Helper()
+	args := cmd.Args
+	w := &watcher{cmd: cmd, done: make(chan struct{}), waited: make(chan error, 1)}
 	w.cmd.Stdout = out
 	stderr, err := w.cmd.StderrPipe()
 	if err != nil {

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux
 
 package main
@@ -237,6 +239,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	fmt.Fprintf(info, "tracer: %d events seen, %s%d lost (%s), %d filtered as runtime noise (%s)%s%s\n",
 		res.Emitted, map[bool]string{true: ">="}[st.LostIsLowerBound()], st.TotalLost(), st.LossSummary(),
 		st.TotalNoise(), st.FilterSummary(), selected, o.rate.summary(st, res.StatsFile.ThrottleEvents))
+	if st.RotationsFailed > 0 {
+		fmt.Fprintf(info, "tracer: rotating --output failed %d times; the events FILE could not take meanwhile are among those lost at stage output\n", st.RotationsFailed)
+	}
 	if res.CloseErr != nil {
 		slog.Warn("removing rules or probes", "err", res.CloseErr)
 	}

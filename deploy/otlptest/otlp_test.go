@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux
 
 // Package otlptest runs `tracer watch --output otlp://` end to end against

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command package builds tracer's RPM and deb, tracer-VERSION.x86_64.rpm
 // and tracer_VERSION_amd64.deb, from nfpm.yaml with nfpm's library: the
 // static binary, tracer.service, its config file, a logrotate snippet, the

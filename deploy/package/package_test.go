@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -103,9 +105,10 @@ func run(t *testing.T, name string, args ...string) string {
 
 // wantFile is a file the packages hold.
 type wantFile struct {
-	mode string // ls -l's
-	doc  bool   // rpm: %doc
-	conf bool   // config, noreplace
+	mode    string // ls -l's
+	doc     bool   // rpm: %doc
+	conf    bool   // config, noreplace
+	license bool   // rpm: %license
 }
 
 // wantFiles is what each package must hold, exactly (directories the
@@ -127,6 +130,13 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		"/usr/share/doc/tracer":                            {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer/docs":                       {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer/README.md":                  {mode: "-rw-r--r--", doc: true},
+	}
+	switch format {
+	case "rpm":
+		w["/usr/share/licenses/tracer"] = wantFile{mode: "drwxr-xr-x"}
+		w["/usr/share/licenses/tracer/LICENSE"] = wantFile{mode: "-rw-r--r--", license: true}
+	case "deb":
+		w["/usr/share/doc/tracer/copyright"] = wantFile{mode: "-rw-r--r--", doc: true}
 	}
 	docs, _ := filepath.Glob(filepath.Join(built.dir, "build", "doc", "docs", "*.md"))
 	if len(docs) == 0 {
@@ -204,7 +214,7 @@ func TestRPM(t *testing.T) {
 	}
 	qpi := run(t, "rpm", "-qpi", rpm)
 	t.Logf("rpm -qpi:\n%s", qpi)
-	for _, f := range []string{"Summary     : Who forks", "URL         : https://github.com/tracer-dev/tracer", "Description :"} {
+	for _, f := range []string{"Summary     : Who forks", "URL         : https://github.com/tracer-dev/tracer", "Description :", "License     : Apache-2.0 AND (GPL-2.0-only OR MIT)\n"} {
 		if !strings.Contains(qpi, f) {
 			t.Errorf("rpm -qpi lacks %q", f)
 		}
@@ -232,6 +242,9 @@ func TestRPM(t *testing.T) {
 		}
 		if w.doc {
 			wantFlags = "d"
+		}
+		if w.license {
+			wantFlags = "l"
 		}
 		if mode != w.mode || owner != "root:root" || flags != wantFlags {
 			t.Errorf("rpm: %s %s %q %s, want %s root:root %q", mode, owner, flags, path, w.mode, wantFlags)
@@ -301,6 +314,17 @@ func TestRPM(t *testing.T) {
 func TestRPMLint(t *testing.T) {
 	need(t, "rpmlint")
 	rpm, _ := packages(t)
+	rc, err := os.ReadFile("tracer.rpmlintrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The License tag is set (TestRPM checks its value): rpmlint's
+	// no-license error is not filtered out. Debian's rpmlint lists no
+	// valid licenses (ValidLicenses is each distribution's SPDX list), so
+	// its invalid-license warnings name every license and are only logged.
+	if regexp.MustCompile(`(?mi)^addFilter\(.*licen`).Match(rc) {
+		t.Errorf("tracer.rpmlintrc filters out a license finding")
+	}
 	out, err := exec.Command("rpmlint", "-r", "tracer.rpmlintrc", rpm).CombinedOutput()
 	var warnings, errs []string
 	for _, l := range strings.Split(string(out), "\n") {
@@ -692,5 +716,34 @@ func TestUnitCapabilities(t *testing.T) {
 		if got := strings.Join(u[k], "|"); got != v {
 			t.Errorf("%s=%s, want %q", k, got, v)
 		}
+	}
+}
+
+// TestUnitJournalNotRateLimited: --output journal sends every event as a
+// journal entry from the service; journald's per-service rate limit
+// (10,000 per 30 s by default) would drop them where tracer cannot count
+// them, so the unit turns it off. systemd checks the setting's syntax.
+func TestUnitJournalNotRateLimited(t *testing.T) {
+	u := unit(t, "files/tracer.service")
+	if got := strings.Join(u["LogRateLimitIntervalSec"], "|"); got != "0" {
+		t.Errorf("LogRateLimitIntervalSec=%s, want 0 (journald's rate limit off for tracer's events)", got)
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("no systemd-analyze: make deps installs systemd")
+	}
+	// The unit as it is but for its commands, which need not be installed
+	// for systemd to check the settings.
+	b, err := os.ReadFile("files/tracer.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), "/usr/bin/tracer", "/bin/true")
+	s = regexp.MustCompile(`(?m)^Documentation=.*\n`).ReplaceAllString(s, "")
+	p := filepath.Join(t.TempDir(), "tracer.service")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("systemd-analyze", "verify", p).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package auditstate owns the kernel's audit state as tracer changes it:
 // the netlink audit socket (Conn) and the go-libaudit client opened on it
 // (Open), the "audit is locked" check (Locked), the settings a program may

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package auditstate
 
 // DefaultStateDir is where running tracers record what they own and what

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package host is the one reader of the host: /proc (a process's stat,
 // cgroup, comm and executable, the boot id), cgroups (the v2 hierarchy, a
 // cgroup's id, what a cgroup path says of its unit and container), the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package metrics exports a running tracer to Prometheus.
 //
 // Collector reads the Pipeline's counters and the Backend's Stats at scrape
@@ -38,7 +40,7 @@ type Collector struct {
 	version string
 
 	events, backendEvents, lost, lostLower     *prometheus.Desc
-	filtered, throttled                        *prometheus.Desc
+	filtered, throttled, rotationsFailed       *prometheus.Desc
 	auditBacklog, auditBacklogLimit, auditLost *prometheus.Desc
 	auditSocketBuffer                          *prometheus.Desc
 	progSeconds, progRuns                      *prometheus.Desc
@@ -70,6 +72,9 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		throttled: prometheus.NewDesc(fq("events", "throttled_total"),
 			"Events --rate-limit left out, by type (throttle events say whose); not loss.",
 			[]string{"backend", "type"}, nil),
+		rotationsFailed: prometheus.NewDesc(fq("output", "rotations_failed_total"),
+			"Rotations of --output FILE (--output-max-size) that failed, tried at most once a second; meanwhile FILE takes no more and its events count lost at stage output.",
+			[]string{"backend"}, nil),
 		auditBacklog: prometheus.NewDesc(fq("audit", "backlog"),
 			"Audit records queued in the kernel, waiting for the reader (at the backend's last poll).",
 			nil, nil),
@@ -99,7 +104,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled,
+	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled, c.rotationsFailed,
 		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo} {
 		ch <- d
 	}
@@ -132,6 +137,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
 	}
+	ch <- prometheus.MustNewConstMetric(c.rotationsFailed, prometheus.CounterValue, float64(st.RotationsFailed), c.backend)
 	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
 		if r >= vocab.NumNoiseReasons && c.backend == "audit" {
 			continue // audit's rules leave these out uncounted

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package metrics
 
 import (
@@ -184,6 +186,7 @@ func TestCollectorAudit(t *testing.T) {
 		`tracer_events_throttled_total{backend="audit",type="fork"}`:                0,
 		`tracer_events_throttled_total{backend="audit",type="signal"}`:              14,
 		`tracer_events_throttled_total{backend="audit",type="exit"}`:                0,
+		`tracer_output_rotations_failed_total{backend="audit"}`:                     0,
 		`tracer_audit_backlog{}`:                                                    5,
 		`tracer_audit_backlog_limit{}`:                                              8192,
 		`tracer_audit_kernel_lost{}`:                                                1234,

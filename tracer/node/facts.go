@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package node reads the facts of the running node that decide which backend
 // can run and at what cost: OS release, kernel, audit state and loaded rules,
 // eBPF features, 32-bit processes, the disk under the audit log. `tracer

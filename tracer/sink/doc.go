@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sink holds everything that turns events into output: the
 // encoders (tracer's text and JSON lines, and the schemas ECS and OCSF,
 // each a --format value in one registry: RegisterFormat, NewSink), the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sink
 
 // FormatEncoder returns the Encoder of a --format value, for sinks that

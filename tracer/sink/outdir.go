@@ -1,11 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sink
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // OutputDir is the directory of an output file that tracer rotates,
@@ -28,6 +33,33 @@ func OpenOutputDir(path string) (*OutputDir, string, error) {
 }
 
 func (d *OutputDir) join(name string) string { return filepath.Join(d.path, name) }
+
+// private reports, as a usage error, a directory that users other than
+// tracer's own (and root) can write: they could take the names rotation
+// needs (a directory at FILE.1, or at FILE between the rename and the
+// create) and stop it for good. The sticky bit does not help: it keeps
+// them from removing tracer's files, not from making names of their own.
+// The rule is logrotate's, which refuses such directories too, with the
+// owner added.
+func (d *OutputDir) private(file string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return fmt.Errorf("looking at %s: %w", d.path, err)
+	}
+	uid := uint32(os.Geteuid())
+	var who string
+	switch {
+	case st.Uid != uid && st.Uid != 0:
+		who = fmt.Sprintf("it belongs to uid %d", st.Uid)
+	case st.Mode&unix.S_IWOTH != 0:
+		who = "every user can write it"
+	case st.Mode&unix.S_IWGRP != 0 && st.Gid != 0:
+		who = fmt.Sprintf("group %d can write it", st.Gid)
+	default:
+		return nil
+	}
+	return vocab.Usagef("cannot rotate %s: other users can write its directory %s (%s) and could stop rotation: write --output to a directory only root writes, e.g. /var/log/tracer", file, d.path, who)
+}
 
 // Append opens name for appending (O_APPEND): created 0600 when missing;
 // an existing name must pass CreateOutput's checks, and what it holds is

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sink
 
 import (
@@ -408,6 +410,15 @@ func (s *bufSink) Kick() { s.q.kick() }
 func (s *bufSink) Close() error { return s.q.close() }
 
 // Loss reports events dropped by a full queue and events not written.
+// RotationsFailed is the failed rotations of the file the sink writes
+// (a RotatingFile's), 0 for any other output.
+func (s *bufSink) RotationsFailed() uint64 {
+	if r, ok := s.q.w.(tracer.RotationReporter); ok {
+		return r.RotationsFailed()
+	}
+	return 0
+}
+
 func (s *bufSink) Loss() tracer.OutputLoss {
 	return tracer.OutputLoss{Queue: s.q.lostQueue.Load(), Output: s.q.lostOutput.Load()}
 }

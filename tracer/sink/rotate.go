@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sink
 
 import (
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer/vocab"
@@ -29,8 +32,10 @@ type Rotation struct {
 	Keep int
 	// OnError, when set, is told from the writer when rotating fails (a
 	// directory in the way of FILE.N), and with nil when it works again.
-	// Writing goes on in the file open until then, past MaxSize, rather
-	// than lose events; a rotation is tried again at most once a second.
+	// Meanwhile FILE takes no line past MaxSize: Write refuses them with
+	// an error (the output queue counts their events lost), so that a
+	// rotation that cannot be done never fills the disk; it is tried
+	// again at most once a second.
 	OnError func(error)
 }
 
@@ -63,6 +68,8 @@ type RotatingFile struct {
 	failing bool      // the last rotation failed
 	retryAt time.Time // when to try it again
 
+	failures atomic.Uint64 // rotations that failed, read from any goroutine
+
 	// dropping, in tests, is called with the path of a rotated file just
 	// before it is removed for being one more than Keep.
 	dropping func(path string)
@@ -80,6 +87,12 @@ func OpenRotatingFile(path string, rot Rotation) (*RotatingFile, error) {
 	dir, name, err := OpenOutputDir(path)
 	if err != nil {
 		return nil, err
+	}
+	if rot.MaxSize > 0 {
+		if err := dir.private(path); err != nil {
+			dir.Close()
+			return nil, err
+		}
 	}
 	f, err := dir.Append(name)
 	if err != nil {
@@ -134,11 +147,12 @@ func (r *RotatingFile) Write(p []byte) (int, error) {
 				if r.size > 0 && r.rotate() {
 					continue
 				}
-				if r.size == 0 {
-					n = lineLen(p) // a line longer than MaxSize: a file of its own
-				} else {
-					n = len(p) // rotating failed: on in this file, nothing lost
+				if r.size > 0 {
+					// Rotating failed: FILE stays within MaxSize, and
+					// the caller counts what it could not take.
+					return done, fmt.Errorf("%s is full (%d bytes) and rotating it fails: lines dropped until it works", r.path, r.rot.MaxSize)
 				}
+				n = lineLen(p) // a line longer than MaxSize: a file of its own
 			}
 		}
 		k, err := r.write(p[:n])
@@ -279,6 +293,7 @@ func (r *RotatingFile) report(err error) {
 		return
 	}
 	r.retryAt = time.Now().Add(rotateRetry)
+	r.failures.Add(1)
 	if !r.failing {
 		r.failing = true
 		if r.rot.OnError != nil {
@@ -302,6 +317,12 @@ func (r *RotatingFile) Reopen() error {
 	if err != nil {
 		return fmt.Errorf("reopening %s: %w", r.path, err)
 	}
+	if r.rot.MaxSize > 0 {
+		if err := dir.private(r.path); err != nil {
+			dir.Close()
+			return fmt.Errorf("reopening %s: %w", r.path, err)
+		}
+	}
 	f, err := dir.Append(name)
 	if err == nil {
 		err = r.use(f)
@@ -316,6 +337,23 @@ func (r *RotatingFile) Reopen() error {
 	_ = r.dir.Close()
 	r.dir, r.name = dir, name
 	return nil
+}
+
+// RotationsFailed is how many rotations failed: tries, at most one a
+// second while rotating fails.
+func (r *RotatingFile) RotationsFailed() uint64 { return r.failures.Load() }
+
+// CheckRotationDir reports, as a usage error, a directory of path that
+// OpenRotatingFile would refuse to rotate in (other users can write it),
+// without creating anything: for checking flags before a watch starts.
+// A directory it cannot open is left for OpenRotatingFile to report.
+func CheckRotationDir(path string) error {
+	dir, _, err := OpenOutputDir(path)
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	return dir.private(path)
 }
 
 // Close closes the file; later writes fail with fs.ErrClosed.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sink
 
 import (
@@ -275,15 +277,13 @@ func TestRotateAfterLogrotateRenamed(t *testing.T) {
 	}
 }
 
-// hostileDir is a directory like /tmp (1777) where, as root, the links
-// another user could leave belong to nobody.
+// hostileDir is a directory where, as root, links another user left
+// belong to nobody (left while the directory was theirs to write: rotating
+// in a directory they can write is refused, TestRotateRefusesSharedDirectory).
 func hostileDir(t *testing.T) (dir string, own func(string)) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "tmp")
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o1777); err != nil {
 		t.Fatal(err)
 	}
 	return dir, func(p string) {
@@ -356,10 +356,11 @@ func TestRotateNeverFollowsSymlinks(t *testing.T) {
 	}
 }
 
-// A rotation that cannot be done (a directory at FILE.1) is reported, and
-// writing goes on in FILE rather than lose events; once the way is clear
-// it rotates again.
-func TestRotateFailureLosesNothing(t *testing.T) {
+// A rotation that cannot be done (a directory at FILE.1) is reported and
+// counted, and FILE stays within MaxSize: the lines that no longer fit are
+// refused (the output queue counts their events lost at stage output)
+// until the way is clear and it rotates again.
+func TestRotateFailureKeepsFileBounded(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.jsonl")
 	if err := os.Mkdir(path+".1", 0o700); err != nil {
@@ -379,28 +380,157 @@ func TestRotateFailureLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for i := range 3 {
-		if n, err := r.Write(lines(i, 1, 60)); err != nil || n != 60 {
-			t.Fatalf("Write: %d, %v", n, err)
+	if n, err := r.Write(lines(0, 1, 60)); err != nil || n != 60 {
+		t.Fatalf("Write: %d, %v", n, err)
+	}
+	for i := 1; i < 1000; i++ {
+		if n, err := r.Write(lines(i, 1, 60)); err == nil || n != 0 {
+			t.Fatalf("Write past MaxSize with rotating failing: %d, %v; want 0 and an error", n, err)
 		}
 	}
-	if b, _ := os.ReadFile(path); string(b) != string(lines(0, 3, 60)) {
-		t.Errorf("FILE holds %q, want every line", b)
+	if b, _ := os.ReadFile(path); string(b) != string(lines(0, 1, 60)) {
+		t.Errorf("FILE holds %d bytes, want the first line alone (MaxSize 100)", len(b))
 	}
 	if len(reports) != 1 || reports[0] == nil {
 		t.Fatalf("reports %v, want one error", reports)
 	}
+	// Tried again at most once a second: 999 refused writes, one failure.
+	if n := r.RotationsFailed(); n != 1 {
+		t.Errorf("RotationsFailed() = %d, want 1", n)
+	}
 	os.RemoveAll(path + ".1")
 	time.Sleep(rotateRetry + 50*time.Millisecond)
-	r.Write(lines(3, 1, 60))
+	if n, err := r.Write(lines(3, 1, 60)); err != nil || n != 60 {
+		t.Fatalf("Write once the way is clear: %d, %v", n, err)
+	}
 	if len(reports) != 2 || reports[1] != nil {
 		t.Errorf("reports %v, want the error then nil", reports)
 	}
-	if b, _ := os.ReadFile(path + ".1"); string(b) != string(lines(0, 3, 60)) {
+	if b, _ := os.ReadFile(path + ".1"); string(b) != string(lines(0, 1, 60)) {
 		t.Errorf("FILE.1 holds %q", b)
 	}
 	if b, _ := os.ReadFile(path); string(b) != string(lines(3, 1, 60)) {
 		t.Errorf("FILE holds %q", b)
+	}
+	if n := r.RotationsFailed(); n != 1 {
+		t.Errorf("RotationsFailed() = %d after a rotation that worked, want 1", n)
+	}
+}
+
+// Through the JSON sink and the pipeline: the events a failing rotation
+// refused are lost at stage output, the failures are in the stats, and
+// nothing past MaxSize reaches FILE.
+func TestRotateFailureCounted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	if err := os.Mkdir(path+".1", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 4096
+	r, err := OpenRotatingFile(path, Rotation{MaxSize: limit, Keep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewJSONSink(r, OutputOptions{})
+	p := tracer.NewPipeline(tracer.DefaultConfig(), s)
+	const events = 1000
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i := range events {
+		e := tracer.Event{Time: base.Add(time.Duration(i) * time.Microsecond), Backend: "ebpf", PID: uint32(i + 1), Comm: "storm",
+			Type: vocab.TypeSignal, Syscall: "kill", TargetPID: 1, Signal: 10}
+		if err := s.Write(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := bytes.Count(b, []byte("\n"))
+	st := p.Stats(idle{})
+	t.Logf("%d events: %d in FILE (%d bytes), %d lost at stage output, %d failed rotations", events, written, len(b), st.Lost[tracer.LostOutput], st.RotationsFailed)
+	if len(b) > limit {
+		t.Errorf("FILE holds %d bytes, past MaxSize %d", len(b), limit)
+	}
+	if written == 0 || uint64(written)+st.Lost[tracer.LostOutput] != events {
+		t.Errorf("%d events in FILE and %d lost at stage output, want %d in all", written, st.Lost[tracer.LostOutput], events)
+	}
+	if st.RotationsFailed == 0 {
+		t.Error("the pipeline's stats count no failed rotation")
+	}
+}
+
+// idle is a backend with no figures of its own.
+type idle struct{ tracer.Backend }
+
+func (idle) Stats() tracer.Stats { return tracer.Stats{} }
+
+// Rotating FILE needs a directory no other user can write: another user
+// could put a directory at FILE.1 and stop rotation for good (the sticky
+// bit stops them removing tracer's files, not creating names). It is
+// refused as bad input, before FILE is made; without rotation the same
+// directory is fine.
+func TestRotateRefusesSharedDirectory(t *testing.T) {
+	type dirCase struct {
+		name string
+		mode os.FileMode
+		uid  int
+	}
+	cases := []dirCase{{"sticky", os.ModeSticky | 0o777, -1}, {"world-writable", 0o777, -1}, {"others-write", 0o703, -1}}
+	if os.Geteuid() == 0 {
+		cases = append(cases, dirCase{"another user's", 0o755, 65534}, dirCase{"a group's", 0o775, -2})
+	}
+	for _, c := range cases {
+		dir := filepath.Join(t.TempDir(), "d")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		switch c.uid {
+		case -2:
+			if err := os.Chown(dir, 0, 65534); err != nil {
+				t.Fatal(err)
+			}
+		case -1:
+		default:
+			if err := os.Chown(dir, c.uid, c.uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := filepath.Join(dir, "events.jsonl")
+		r, err := OpenRotatingFile(path, Rotation{MaxSize: 4096, Keep: 1})
+		if err == nil {
+			r.Close()
+		}
+		if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "other users can write") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s directory (%v): OpenRotatingFile = %v, want one line of bad input saying other users can write it", c.name, c.mode, err)
+		}
+		if err := CheckRotationDir(path); !errors.Is(err, vocab.ErrUsage) {
+			t.Errorf("%s directory: CheckRotationDir = %v, want bad input", c.name, err)
+		}
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s directory: a refused rotation made FILE", c.name)
+		}
+		if r, err := OpenRotatingFile(path, Rotation{}); err != nil {
+			t.Errorf("%s directory without rotation: %v", c.name, err)
+		} else {
+			r.Close()
+		}
+	}
+	// Tracer's own directory, 0755 or 0700: fine.
+	for _, mode := range []os.FileMode{0o755, 0o700} {
+		dir := filepath.Join(t.TempDir(), "d")
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckRotationDir(filepath.Join(dir, "events.jsonl")); err != nil {
+			t.Errorf("a %v directory of tracer's own: %v", mode, err)
+		}
 	}
 }
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package trace runs one command under a backend, scoped to the command's
 // process tree, and counts what the tree did: the orchestration behind
 // `tracer trace` (docs/trace.md).

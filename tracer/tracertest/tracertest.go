@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tracertest holds what the privileged tests of every package share:
 // the root check, the machine-wide lock that keeps tests which touch audit
 // state from running at the same time (go test runs packages in parallel

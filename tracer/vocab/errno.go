@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package vocab
 
 // errnoNames are Linux's errno names by number (asm-generic/errno-base.h

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package vocab
 
 // ExitStatus is how a process ended, decoded from a wait status (the

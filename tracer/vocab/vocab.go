@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vocab is the event vocabulary shared by every layer: the event
 // types, signal names and numbers, si_codes and what a signal does by
 // default, exit statuses, errno names, the ids and limits both backends

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package watch streams a backend's events through the pipeline's filters
 // to a sink until the context ends, and says what was seen and lost: the
 // orchestration behind `tracer watch`. Signals are the caller's: it ends

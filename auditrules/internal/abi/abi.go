@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package abi holds the syscall ABI facts that audit rules depend on: the
 // one table of each machine's audit ABIs (the AUDIT_ARCH value the kernel
 // writes in a SYSCALL record's arch field for the machine's 64-bit

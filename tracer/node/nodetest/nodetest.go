@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodetest lays out recorded node trees (/proc, /sys, /boot) for
 // the tests of the packages that read host facts (tracer/host) or read
 // them through package node: doctor's tests and bench's read the same

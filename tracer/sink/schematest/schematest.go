@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package schematest checks documents against the published schemas the
 // ecs and ocsf formats follow: ECS's field definitions (ECS) and OCSF's
 // JSON Schema of Process Activity (OCSF), copies of which it embeds

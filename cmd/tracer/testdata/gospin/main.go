@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gospin keeps a few goroutines busy for a while, so that the Go
 // runtime preempts them with SIGURG sent by tgkill to its own threads: the
 // runtime noise tracer leaves out by default.
