@@ -379,8 +379,8 @@ func TestBenchSweep(t *testing.T) {
 // make demo's bench, as the Makefile gives it, scaled down (a 1 s budget,
 // fewer kills and paced events): every workload has rows of auditd,
 // laurel, audit and ebpf on SSD and on the simulated HDD, none skipped or
-// failed, each with every event and nothing lost; and the result file says
-// how long it ran, its budget and its storages.
+// failed, this tool's with every event and nothing lost; and the result
+// file says how long it ran, its budget and its storages.
 func TestDemoRows(t *testing.T) {
 	tracertest.LockAudit(t)
 	if pid, comm := auditHolder(); pid != 0 {
@@ -426,8 +426,16 @@ func TestDemoRows(t *testing.T) {
 					t.Errorf("%s: no %s row on %s", w, m, st)
 				case r.Skipped != "" || strings.Contains(r.Note, "failed"):
 					t.Errorf("%s %s@%s: %s%s", w, m, st, r.Skipped, r.Note)
-				case r.Rounds < 2 || r.EventsSeen != r.EventsExpected || r.EventsLost != 0:
-					t.Errorf("%s %s@%s: %d rounds, seen %d of %d, lost %d", w, m, st, r.Rounds, r.EventsSeen, r.EventsExpected, r.EventsLost)
+				case r.Rounds < BudgetMinRounds:
+					t.Errorf("%s %s@%s: %d rounds, want at least %d", w, m, st, r.Rounds, BudgetMinRounds)
+				case IsPeer(m):
+					// A peer's misses are its own and the row shows them
+					// (laurel behind auditd's dispatcher queue in a storm).
+					if r.EventsSeen < 0 || r.EventsSeen > r.EventsExpected {
+						t.Errorf("%s %s@%s: seen %d of %d", w, m, st, r.EventsSeen, r.EventsExpected)
+					}
+				case r.EventsSeen != r.EventsExpected || r.EventsLost != 0:
+					t.Errorf("%s %s@%s: seen %d of %d, lost %d", w, m, st, r.EventsSeen, r.EventsExpected, r.EventsLost)
 				}
 			}
 		}
