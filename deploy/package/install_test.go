@@ -230,6 +230,11 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 	}
 	_ = os.Remove(logFile)
 	_ = os.Remove(logFile + ".1")
+	if old, _ := filepath.Glob(logFile + "-[0-9]*"); len(old) > 0 {
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
 	env = withEnv(env, map[string]string{"TRACER_BACKEND": backend, "TRACER_FLAGS": "--events exec --exe " + probe})
 
 	r := startUnit(t, u, env)
@@ -268,6 +273,11 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 		time.Sleep(100 * time.Millisecond)
 	}
 	probes(after)
+	// The snippet's dateext names the rotated file FILE-YYYYMMDD.
+	rotated, _ := filepath.Glob(logFile + "-[0-9]*")
+	if len(rotated) != 1 {
+		t.Fatalf("logrotate left %v beside %s, want one dated file", rotated, logFile)
+	}
 	summary, err := r.stop(syscall.SIGTERM) // systemctl stop
 	t.Logf("tracer's stderr (the journal):\n%s", summary)
 	if err != nil {
@@ -276,12 +286,12 @@ func testUnitRuns(t *testing.T, u map[string][]string, env map[string]string, ba
 	if !regexp.MustCompile(`(?m)^tracer: \d+ events seen, 0 lost`).MatchString(summary) {
 		t.Errorf("no summary with 0 lost")
 	}
-	for file, want := range map[string]int{logFile + ".1": before, logFile: after} {
+	for file, want := range map[string]int{rotated[0]: before, logFile: after} {
 		if n := countExecs(t, file, probe, backend); n != want {
 			t.Errorf("%s holds %d execs of %s by the %s backend, want %d", file, n, probe, backend, want)
 		}
 	}
-	for _, f := range []string{logFile, logFile + ".1"} {
+	for _, f := range []string{logFile, rotated[0]} {
 		_ = os.Remove(f)
 	}
 }

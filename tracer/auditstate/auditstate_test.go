@@ -6,6 +6,7 @@ package auditstate_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,5 +168,40 @@ func TestRecordCompareAndRestore(t *testing.T) {
 	}
 	if got := tracertest.AuditStatus(t).BacklogLimit; got != node.BacklogLimit {
 		t.Errorf("backlog_limit %d after a hand-over and restore, want the node's %d", got, node.BacklogLimit)
+	}
+}
+
+// The metrics socket tracer.service serves in /run/tracer is tracer's own,
+// not state another user planted: the state directory is still used, while
+// a regular file another user could write is still refused.
+func TestStateDirKeepsMetricsSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tracer")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "metrics.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chmod(filepath.Join(dir, "metrics.sock"), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	f, err := auditstate.OpenStateDir(dir)
+	if err != nil {
+		t.Fatalf("a state directory holding tracer's metrics socket: %v", err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "x.json"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "x.json"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := auditstate.OpenStateDir(dir); err == nil || !errors.Is(err, vocab.ErrUsage) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a state file others can write: err %v, want a usage error", err)
 	}
 }

@@ -45,6 +45,11 @@ func OpenStateDir(dir string) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("looking at %s: %w", filepath.Join(dir, n), err)
 		}
+		if st.Mode&unix.S_IFMT == unix.S_IFSOCK && st.Uid == uint32(os.Geteuid()) {
+			// Our own metrics socket (--metrics-addr unix:/run/tracer/...):
+			// no state is read from it, and only root can create one here.
+			continue
+		}
 		if err := trustedState(filepath.Join(dir, n), &st, unix.S_IFREG); err != nil {
 			f.Close()
 			return nil, err
