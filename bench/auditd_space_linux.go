@@ -58,36 +58,33 @@ func freeSpace(dir string) (free, total uint64, err error) {
 	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
 }
 
-// diskProblem says why auditd, configured by conf, would not write a log
-// in dir now, or "" when it would. auditd checks its thresholds as it
-// writes: a run that starts below admin_space_left would have auditd read
-// every record and write none, which bench would see only as a missing
-// marker a minute later.
-func diskProblem(conf []string, dir string) string {
+// diskState reads the free space of dir's filesystem against auditd.conf's
+// thresholds. problem says why auditd would not write a log there now
+// (below admin_space_left: auditd checks as it writes, so a run that
+// starts there has auditd read every record and write none, which bench
+// would see only as a missing marker a minute later); note says it is
+// below space_left, where auditd only warns. Both are "" when all is well
+// or the space cannot be read.
+func diskState(conf []string, dir string) (problem, note string) {
 	free, total, err := freeSpace(dir)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	sp := auditdSpaceOf(conf, total)
 	if sp.adminLeft > 0 && free <= sp.adminLeft && sp.adminAction != "IGNORE" {
-		return fmt.Sprintf("the log's filesystem (%s) has %s free, at or below auditd.conf's admin_space_left (%s, action %s): auditd stops writing its log there; free some space or give --log-dir on a roomier disk",
+		problem = fmt.Sprintf("the log's filesystem (%s) has %s free, at or below auditd.conf's admin_space_left (%s, action %s): auditd stops writing its log there; free some space or give --log-dir on a roomier disk",
 			dir, mib(free), mib(sp.adminLeft), sp.adminAction)
 	}
-	return ""
+	if sp.spaceLeft > 0 && free <= sp.spaceLeft {
+		note = fmt.Sprintf("the log's filesystem had %s free, below auditd.conf's space_left (%s, action %s)", mib(free), mib(sp.spaceLeft), sp.spaceAction)
+	}
+	return problem, note
 }
 
-// diskNote is what a run's notes say when auditd's log filesystem has
-// dropped below space_left (auditd then only warns), else "".
-func diskNote(conf []string, dir string) string {
-	free, total, err := freeSpace(dir)
-	if err != nil {
-		return ""
-	}
-	sp := auditdSpaceOf(conf, total)
-	if sp.spaceLeft > 0 && free <= sp.spaceLeft {
-		return fmt.Sprintf("the log's filesystem had %s free, below auditd.conf's space_left (%s, action %s)", mib(free), mib(sp.spaceLeft), sp.spaceAction)
-	}
-	return ""
+// diskProblem is diskState's problem.
+func diskProblem(conf []string, dir string) string {
+	p, _ := diskState(conf, dir)
+	return p
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -485,7 +485,8 @@ func (m *auditdMode) Stop(ctx context.Context, run *Run) (Observation, error) {
 		return obs, err
 	}
 	if m.logFile != "" {
-		obs.Note = joinNote(obs.Note, diskNote(m.conf, filepath.Dir(m.logFile)))
+		_, note := diskState(m.conf, filepath.Dir(m.logFile))
+		obs.Note = joinNote(obs.Note, note)
 	}
 	st, err := m.status()
 	if err == nil {
