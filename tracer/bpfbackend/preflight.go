@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
-	"github.com/tracer-dev/tracer/tracer/node"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -37,9 +37,9 @@ func haveCaps() bool {
 
 // lockdownMode returns the kernel lockdown mode in force ("none",
 // "integrity", "confidentiality"), or "" when the kernel has no lockdown
-// (package node's reader, which doctor uses too).
+// (host.Lockdown, which doctor reads too).
 func lockdownMode() string {
-	mode, _ := node.Reader{}.Lockdown()
+	mode, _ := host.Lockdown("/")
 	return mode
 }
 

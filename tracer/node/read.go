@@ -181,16 +181,9 @@ func (r Reader) KernelConfig(release string, keys []string) (config map[string]s
 	return nil, "", fmt.Errorf("no kernel config in /proc/config.gz, /boot/config-%s or /lib/modules/%s/config", release, release)
 }
 
-// Lockdown returns the kernel lockdown mode in force ("none",
-// "integrity", "confidentiality"); the error wraps fs.ErrNotExist when the
-// kernel has no lockdown LSM or securityfs is not mounted.
-func (r Reader) Lockdown() (string, error) {
-	s, err := r.readString("/sys/kernel/security/lockdown")
-	if err != nil {
-		return "", fmt.Errorf("reading the lockdown mode: %w", err)
-	}
-	return ParseLockdown(s), nil
-}
+// Lockdown returns the kernel lockdown mode in force (host.Lockdown, under
+// the reader's root).
+func (r Reader) Lockdown() (string, error) { return host.Lockdown(r.root()) }
 
 // scanProcs reads the ELF class of every process's executable: 32-bit
 // processes make the b32 audit rules necessary. Kernel threads (no
@@ -354,16 +347,8 @@ func ParseKernelConfig(rd io.Reader, keys []string) (map[string]string, error) {
 	return m, nil
 }
 
-// ParseLockdown returns the active mode of /sys/kernel/security/lockdown
-// ("none [integrity] confidentiality" -> "integrity").
-func ParseLockdown(s string) string {
-	i := strings.IndexByte(s, '[')
-	j := strings.IndexByte(s, ']')
-	if i < 0 || j < i {
-		return strings.TrimSpace(s)
-	}
-	return s[i+1 : j]
-}
+// ParseLockdown is host.ParseLockdown, kept under doctor's name.
+func ParseLockdown(s string) string { return host.ParseLockdown(s) }
 
 // KernelHZ is the kernel's tick rate (CONFIG_HZ), the unit of audit's
 // backlog wait figures: from the kernel config (KernelConfig) or, without
