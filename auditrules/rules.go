@@ -135,8 +135,9 @@ type Options struct {
 	// Machine is the kernel's machine name (uname -m: x86_64, aarch64);
 	// empty means this program's architecture.
 	Machine string
-	// Has32Bit reports a running 32-bit process for Arch auto (pid, comm).
-	// Nil means Detect32Bit on /proc.
+	// Has32Bit reports a running 32-bit process for Arch auto (pid, comm):
+	// the caller reads the node (host.Detect32Bit), so that rules are built
+	// from the vocabulary alone. Nil means none is known: b64 rules only.
 	Has32Bit func() (pid int, comm string, found bool)
 	// Key is the rules' key; empty means Key.
 	Key string
@@ -302,11 +303,9 @@ func Build(o Options) (*Set, error) {
 		arches = []string{"b64", "b32"}
 	case "auto", "":
 		arches = []string{"b64"}
-		detect := o.Has32Bit
-		if detect == nil {
-			detect = func() (int, string, bool) { return Detect32Bit("/proc") }
-		}
-		if pid, comm, found := detect(); found {
+		if o.Has32Bit == nil {
+			set.Notes = append(set.Notes, "b32 rules left out: no 32-bit process is known (use --arch both to include them)")
+		} else if pid, comm, found := o.Has32Bit(); found {
 			arches = append(arches, "b32")
 			set.Notes = append(set.Notes, fmt.Sprintf("b32 rules included: 32-bit process %d (%s) is running", pid, comm))
 		} else {

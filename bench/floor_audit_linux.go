@@ -153,7 +153,7 @@ func RunAuditFloor(ctx context.Context, lean bool, ready func(beside string)) (s
 	types, _ := vocab.ParseTypes("exec,fork,signal")
 	sigs, _ := vocab.ParseSignals("")
 	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs,
-		ScopeAUID: vocab.UnsetID, Key: auditrules.InstanceKey(os.Getpid(), selfStart())})
+		ScopeAUID: vocab.UnsetID, Key: auditrules.InstanceKey(os.Getpid(), selfStart()), Has32Bit: host.Running32Bit})
 	if err != nil {
 		return st, err
 	}

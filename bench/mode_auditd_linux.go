@@ -192,7 +192,7 @@ func auditdRuleArgs(events string) ([][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the audit rules: %w", err)
 	}
-	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: vocab.UnsetID})
+	set, err := auditrules.Build(auditrules.Options{Arch: "auto", Types: types, Signals: sigs, ScopeAUID: vocab.UnsetID, Has32Bit: host.Running32Bit})
 	if err != nil {
 		return nil, fmt.Errorf("building the audit rules: %w", err)
 	}

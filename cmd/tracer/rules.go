@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -59,6 +60,7 @@ without root, and off Linux (--machine names the node's architecture).`,
 			set, err := auditrules.Build(auditrules.Options{
 				Arch: o.arch, Types: types, Signals: sigs, AuidSet: o.auidSet,
 				ScopeAUID: vocab.UnsetID, Machine: o.machine, Key: o.key, ExecFailures: o.failed,
+				Has32Bit: host.Running32Bit,
 			})
 			if err != nil {
 				return err

@@ -195,6 +195,7 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
 		AuidSet: cfg.AuidSet, ScopeAUID: cfg.ScopeAUID, Key: b.key,
 		ExcludePID: os.Getpid(), ExecFailures: cfg.ExecFailures, UIDs: cfg.UIDs,
+		Has32Bit: host.Running32Bit,
 	}
 	if cfg.Exe != "" {
 		if opts.ExePath = auditrules.KernelExePath(cfg.Exe); opts.ExePath == "" {
