@@ -18,21 +18,21 @@ import (
 	"strings"
 
 	"github.com/tracer-dev/tracer/auditrules"
-	"github.com/tracer-dev/tracer/bench/result"
+	"github.com/tracer-dev/tracer/tracer/node/facts"
 )
 
-// The facts are the result file's schema (bench/result owns it, so that
-// the result file builds on nothing of this package); node collects them
-// and judges them under these names.
+// The facts are a leaf package of their own (tracer/node/facts), which
+// bench/result embeds in the result file without building on this
+// package; node collects them and judges them under these names.
 type (
-	Facts       = result.Facts
-	OSRelease   = result.OSRelease
-	Audit       = result.Audit
-	AuditStatus = result.AuditStatus
-	EBPF        = result.EBPF
-	Procs       = result.Procs
-	Proc        = result.Proc
-	Disk        = result.Disk
+	Facts       = facts.Facts
+	OSRelease   = facts.OSRelease
+	Audit       = facts.Audit
+	AuditStatus = facts.AuditStatus
+	EBPF        = facts.EBPF
+	Procs       = facts.Procs
+	Proc        = facts.Proc
+	Disk        = facts.Disk
 )
 
 // ConfigKeys are the kernel config options doctor reports.
