@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -22,14 +23,28 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"vocabulary", []string{"tracer/vocab", "auditrules/internal/abi", "bpf"}},
+	{"vocabulary", []string{"tracer/vocab", "auditrules/internal/abi", "bpf", "tracer/node/facts"}},
 	{"host", []string{"tracer/host", "bench/result"}},
-	{"kernel state, rules and mounts", []string{"tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
-	{"contract", []string{"tracer"}},
-	{"node facts", []string{"tracer/node"}},
-	{"backends and outputs", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics"}},
+	{"contract, kernel state, rules", []string{"tracer", "tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
+	{"backends, outputs, node facts", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics", "tracer/node"}},
 	{"commands' work", []string{"tracer/watch", "tracer/trace", "bench", "bench/report"}},
 	{"command line", []string{"cmd/tracer"}},
+}
+
+// leaves are the packages docs/architecture.md says import nothing of the
+// project, or only the packages named, directly or not: on Linux and on
+// macOS (where report and rules run), as each builds there.
+var leaves = map[string][]string{
+	"tracer/vocab":            nil,
+	"auditrules/internal/abi": nil,
+	"bpf":                     nil,
+	"tracer/node/facts":       nil,
+	"tracer/host":             {"tracer/vocab"},
+	"bench/result":            {"tracer/node/facts"},
+	"tracer/auditstate":       {"tracer/host", "tracer/vocab"},
+	"auditrules":              {"tracer/vocab", "auditrules/internal/abi"},
+	"auditrules/cost":         {"auditrules/internal/abi"},
+	"tracer":                  {"tracer/host", "tracer/vocab"},
 }
 
 const module = "github.com/tracer-dev/tracer"
@@ -43,13 +58,23 @@ var testOnly = map[string]bool{
 type listed struct {
 	ImportPath string
 	Imports    []string
+	Deps       []string
 }
 
 func goList(t *testing.T, args ...string) []listed {
 	t.Helper()
+	return goListOS(t, "", args...)
+}
+
+// goListOS is go list for GOOS goos ("": this system's).
+func goListOS(t *testing.T, goos string, args ...string) []listed {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
 	cmd.Dir = filepath.Dir(filepath.Dir(file))
+	if goos != "" {
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
@@ -122,17 +147,46 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// TestResultIsALeaf: bench/result, which report builds on any system, holds
-// no package of the project but the bottom vocabulary.
-func TestResultIsALeaf(t *testing.T) {
-	var got []string
-	for _, p := range goList(t, "-deps", "./bench/result") {
-		if r, ok := rel(p.ImportPath); ok && r != "bench/result" && r != "tracer/vocab" {
-			got = append(got, r)
+// TestLeaves: what docs/architecture.md says a package imports of the
+// project ("imports nothing of the project", "only tracer/vocab") holds,
+// directly and through its imports, for a Linux build and a macOS one.
+func TestLeaves(t *testing.T) {
+	for _, goos := range []string{"linux", "darwin"} {
+		deps := map[string][]string{}
+		for _, p := range goListOS(t, goos, "./...") {
+			if r, in := rel(p.ImportPath); in {
+				deps[r] = p.Deps
+			}
+		}
+		for pkg, allowed := range leaves {
+			if _, listed := deps[pkg]; !listed {
+				t.Errorf("GOOS=%s: %s is not a package of the project", goos, pkg)
+			}
+			ok := map[string]bool{pkg: true}
+			for _, a := range allowed {
+				ok[a] = true
+			}
+			var extra []string
+			for _, d := range deps[pkg] {
+				if r, in := rel(d); in && !ok[r] {
+					extra = append(extra, r)
+				}
+			}
+			sort.Strings(extra)
+			if len(extra) > 0 {
+				t.Errorf("GOOS=%s: %s depends on %v; docs/architecture.md says it holds no package of the project but %v", goos, pkg, extra, allowed)
+			}
 		}
 	}
-	sort.Strings(got)
-	if len(got) > 0 {
-		t.Errorf("bench/result depends on %v; it must hold no package of the project but tracer/vocab", got)
+}
+
+// TestEBPFBackendDeps: the eBPF backend builds on neither node's facts nor
+// the audit rules: what it needs of the node (the lockdown mode) is host's.
+func TestEBPFBackendDeps(t *testing.T) {
+	for _, p := range goList(t, "-deps", "./tracer/bpfbackend") {
+		r, in := rel(p.ImportPath)
+		if in && (strings.HasPrefix(r, "tracer/node") || strings.HasPrefix(r, "bench") || strings.HasPrefix(r, "auditrules")) {
+			t.Errorf("tracer/bpfbackend depends on %s", r)
+		}
 	}
 }

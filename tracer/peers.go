@@ -10,8 +10,8 @@ import (
 // leaves out what they do (their runtimes' threads and signals, the audit
 // backend's liveness checks), so that two tracers never report each other.
 // Its own process each backend leaves out in the kernel; the others come
-// from the state directory (auditstate.StateDir; RegisterPeer, RefreshPeers) and are left out
-// by the Pipeline. The zero value holds none.
+// from the registrations in the state directory (tracer/watch reads them
+// through tracer/auditstate) and are left out by the Pipeline. The zero value holds none.
 type Peers struct {
 	set atomic.Pointer[map[uint32]struct{}]
 }

@@ -3,10 +3,9 @@
 // Package result is the file `tracer bench --out` writes and `tracer report`
 // and `tracer doctor --bench` read: File, with the node's facts, how the run
 // was sized, a Row per workload and mode, and the steps of a --sweep. Read
-// and Encode check and keep the schema version. The package is a leaf: it
-// imports nothing of the project, runs nothing and builds on any system;
-// the node's facts are its own types, which tracer/node collects under its
-// names. docs/bench-result.md describes the format field by field.
+// and Encode check and keep the schema version. It imports only
+// tracer/node/facts (the node's facts, a leaf that tracer/node collects),
+// runs nothing and builds on any system. docs/bench-result.md describes the format field by field.
 package result
 
 import (

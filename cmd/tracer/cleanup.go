@@ -13,7 +13,6 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/bench"
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
 )
@@ -43,7 +42,7 @@ start.`,
 			// settings, a simulated disk.
 			benchDone, benchErr := bench.Cleanup()
 			removed = append(removed, benchDone...)
-			removed = append(removed, tracer.RemoveStalePeers(auditstate.StateDir)...)
+			removed = append(removed, removeStaleRegistrations(auditstate.StateDir)...)
 			// A killed tracer.service's metrics socket; rmdir of the
 			// state directory on package removal needs it gone.
 			removed = append(removed, removeStaleSockets(auditstate.StateDir)...)
@@ -58,4 +57,18 @@ start.`,
 			return nil
 		},
 	}
+}
+
+// removeStaleRegistrations removes the registrations of tracers that are
+// gone (an earlier version's peer-PID.json included) that audit.Cleanup
+// left: it removes them too, but only where the audit socket opens.
+func removeStaleRegistrations(dir string) []string {
+	_, dead := auditstate.Registrations(dir)
+	var done []string
+	for _, r := range dead {
+		if auditstate.Remove(dir, r) == nil {
+			done = append(done, fmt.Sprintf("removed the registration of tracer pid %d, which is gone", r.PID))
+		}
+	}
+	return done
 }

@@ -39,7 +39,7 @@ func nodeSnapshot(t *testing.T) string {
 		// another package's test beside this one); one left by a dead
 		// tracer is state left behind.
 		var pid int
-		if n, _ := fmt.Sscanf(e.Name(), "peer-%d.json", &pid); n == 1 && syscall.Kill(pid, 0) == nil {
+		if n, _ := fmt.Sscanf(e.Name(), "tracer-%d.json", &pid); n == 1 && syscall.Kill(pid, 0) == nil {
 			continue
 		}
 		b.WriteString("/run/tracer/" + e.Name() + "\n")

@@ -256,7 +256,7 @@ func (b *Backend) setup() error {
 	}
 	me := owner{PID: os.Getpid(), Start: processStart(os.Getpid()), Signals: b.cfg.Types.Has(vocab.TypeSignal)}
 	me.Key = auditrules.InstanceKey(me.PID, me.Start)
-	if err := writeJSON(ownerPath(me.PID), me); err != nil {
+	if err := writeOwner(me); err != nil {
 		return err
 	}
 	changed("write " + ownerPath(me.PID))
@@ -287,7 +287,7 @@ func (b *Backend) setup() error {
 		return err
 	}
 	me.Port = b.recv.Port()
-	if err := writeJSON(ownerPath(me.PID), me); err != nil {
+	if err := writeOwner(me); err != nil {
 		return err
 	}
 	return b.leanRecords()
@@ -1002,7 +1002,7 @@ func (b *Backend) leave() error {
 	}
 	defer unlock()
 	b.registered = false
-	_ = os.Remove(ownerPath(os.Getpid()))
+	_ = removeOwner()
 	changed("remove " + ownerPath(os.Getpid()))
 	if othersAlive() {
 		return nil

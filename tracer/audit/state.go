@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	libaudit "github.com/elastic/go-libaudit/v2"
@@ -26,34 +25,40 @@ import (
 
 // The state directory (auditstate.StateDir) is where running tracers tell
 // each other, and `tracer cleanup`, what they own and what they changed.
-// Each holds a file of its own (audit-PID.json: its pid, start time and
-// rule key); the node's settings as they were before the first tracer
-// changed them are in the auditstate.Record, restored by the last tracer to
-// leave. Every change to the directory and to the node's audit settings is
-// made under its lock (auditstate.Lock), so tracers that start and stop at
-// once agree on who is last.
+// Each process has one registration there (auditstate.Registration: its
+// pid and start time, the audit backend's rule key while it runs); the
+// node's settings as they were before the first tracer changed them are in
+// the auditstate.Record, restored by the last tracer to leave. Every change
+// to the directory and to the node's audit settings is made under its lock
+// (auditstate.Lock), so tracers that start and stop at once agree on who is
+// last.
 
 // owner is one running tracer's claim: rules with Key belong to it while
 // a process with PID and Start runs.
-type owner struct {
-	PID   int    `json:"pid"`
-	Start uint64 `json:"start_time"` // /proc/PID/stat field 22: tells a reused pid apart
-	Key   string `json:"key"`
-	// Port is the netlink port of its multicast socket: the readers of the
-	// audit multicast group that are tracers (otherReaders).
-	Port uint32 `json:"port,omitempty"`
-	// Signals: it watches signal events, so no tracer excludes OBJ_PID
-	// records while it runs (auditrules.LeanTypes).
-	Signals bool `json:"signals,omitempty"`
-}
+type owner = auditstate.Registration
 
 // nodeSettings is what tracers recorded of the node's settings.
 type nodeSettings = auditstate.Record
 
 func ownerPath(pid int) string {
-	return filepath.Join(auditstate.StateDir, "audit-"+strconv.Itoa(pid)+".json")
+	return filepath.Join(auditstate.StateDir, auditstate.RegistrationFile(pid))
 }
 func nodePath() string { return auditstate.RecordPath() }
+
+// writeOwner records this process's audit backend (key, port, signals) in
+// its registration.
+func writeOwner(me owner) error {
+	return auditstate.Register(auditstate.StateDir, func(r *auditstate.Registration) {
+		r.Key, r.Port, r.Signals = me.Key, me.Port, me.Signals
+	})
+}
+
+// removeOwner takes this process's audit backend out of its registration.
+func removeOwner() error {
+	return auditstate.Unregister(auditstate.StateDir, func(r *auditstate.Registration) {
+		r.Key, r.Port, r.Signals = "", 0, false
+	})
+}
 
 // lockState takes the state directory's lock (auditstate.Lock); the
 // returned func releases it. A state another user could have written is
@@ -88,30 +93,13 @@ func processStart(pid int) uint64 {
 	return start
 }
 
-// alive reports whether the owner's process still runs (same pid, same
-// start time: not a later process that reuses the pid).
-func (o owner) alive() bool {
-	if o.PID == os.Getpid() {
-		return true
-	}
-	return o.PID > 0 && o.Start != 0 && processStart(o.PID) == o.Start
-}
-
-// owners reads every owner file, split into live and dead ones.
+// owners reads the registrations: the live ones with an audit backend, and
+// every dead one (for Cleanup to remove).
 func owners() (live, dead []owner) {
-	files, _ := filepath.Glob(filepath.Join(auditstate.StateDir, "audit-*.json"))
-	for _, f := range files {
-		if f == nodePath() {
-			continue
-		}
-		var o owner
-		if readJSON(f, &o) != nil || o.PID == 0 {
-			continue
-		}
-		if o.alive() {
+	all, dead := auditstate.Registrations(auditstate.StateDir)
+	for _, o := range all {
+		if o.Key != "" {
 			live = append(live, o)
-		} else {
-			dead = append(dead, o)
 		}
 	}
 	return live, dead
@@ -299,7 +287,7 @@ func Cleanup() ([]string, error) {
 		done = append(done, "removed "+text)
 	}
 	for _, o := range dead {
-		_ = os.Remove(ownerPath(o.PID))
+		_ = auditstate.Remove(auditstate.StateDir, o)
 		done = append(done, fmt.Sprintf("removed the state of tracer pid %d, which is gone", o.PID))
 	}
 	if len(live) > 0 {
@@ -315,7 +303,7 @@ func Cleanup() ([]string, error) {
 // keyOwnerAlive reports whether the tracer named by an instance key runs.
 func keyOwnerAlive(key string) bool {
 	pid, start, ok := auditrules.ParseInstanceKey(key)
-	return ok && (owner{PID: pid, Start: start}).alive()
+	return ok && (owner{PID: pid, Start: start}).Alive()
 }
 
 // Originals are the audit settings running tracers changed, as they were

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auditstate"
 	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
@@ -126,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// Best effort: where the directory cannot be used (a read-only
 		// root filesystem without the volume), the watch goes on, and
 		// says that other tracers will see this one.
-		if unregister, err := tracer.RegisterPeer(o.StateDir); err != nil {
+		if unregister, err := registerWatch(o.StateDir); err != nil {
 			if o.Note != nil {
 				o.Note(fmt.Sprintf("not registered as a tracer (%v): other tracers on the node will report this one's own events", err))
 			}
@@ -134,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			defer unregister()
 		}
 		p.Peers = &tracer.Peers{}
-		tracer.RefreshPeers(o.StateDir, p.Peers)
+		p.Peers.Set(auditstate.Watchers(o.StateDir))
 		peersCtx, stopPeers := context.WithCancel(ctx)
 		defer stopPeers()
 		go refreshPeers(peersCtx, o.StateDir, p.Peers)
@@ -213,5 +214,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 const peerRefresh = time.Second
 
 func refreshPeers(ctx context.Context, dir string, p *tracer.Peers) {
-	tracer.Every(ctx, peerRefresh, func() { tracer.RefreshPeers(dir, p) })
+	tracer.Every(ctx, peerRefresh, func() { p.Set(auditstate.Watchers(dir)) })
+}
+
+// registerWatch records this process in state directory dir as a watching
+// tracer (auditstate.Register), for the others to leave out; the returned
+// func takes it back.
+func registerWatch(dir string) (unregister func(), err error) {
+	if err := auditstate.Register(dir, func(r *auditstate.Registration) { r.Watch = true }); err != nil {
+		return nil, err
+	}
+	return func() { _ = auditstate.Unregister(dir, func(r *auditstate.Registration) { r.Watch = false }) }, nil
 }
