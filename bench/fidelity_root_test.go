@@ -64,7 +64,7 @@ func TestFidelity(t *testing.T) {
 func testFidelity(t *testing.T) {
 	for _, tool := range []string{"laurel", "auditd", "auditctl", "execsnoop", "exitsnoop", "sigsnoop"} {
 		if _, err := lookSbin(tool); err != nil {
-			t.Skipf("%s is not installed: apt-get install -y laurel libbpf-tools auditd (make deps installs them)", tool)
+			tracertest.MissingTool(t, tool+" is not installed: apt-get install -y laurel libbpf-tools auditd")
 		}
 	}
 	bin := buildTracer(t)

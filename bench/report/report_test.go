@@ -20,6 +20,8 @@ import (
 
 	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer/vocab"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -215,7 +217,7 @@ func chromium(t *testing.T) string {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	t.Skip("chromium is not installed (Debian: apt-get install -y chromium): the HTML report is not checked in a browser")
+	tracertest.MissingTool(t, "chromium is not installed (Debian: apt-get install -y chromium): the HTML report is not checked in a browser")
 	return ""
 }
 

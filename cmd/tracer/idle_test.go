@@ -54,7 +54,8 @@ func switches(t *testing.T, pid int) int {
 // first event after the quiet still comes out, with no later event to
 // push it.
 func TestIdleEBPFWatcherSleeps(t *testing.T) {
-	tracertest.NeedRoot(t)
+	// Its wakeups are counted: no other test's storm may run beside it.
+	tracertest.LockAudit(t)
 	dir := t.TempDir()
 	const comm = "tracer-idle"
 	out := filepath.Join(dir, "events.json")

@@ -241,10 +241,7 @@ func logrotateSnippet(t *testing.T, path string, pid int) string {
 // FILE (0600) the storm after, every signal once; the watch goes on.
 func TestWatchUnderLogrotate(t *testing.T) {
 	tracertest.NeedRoot(t)
-	logrotate, err := exec.LookPath("logrotate")
-	if err != nil {
-		t.Fatal("logrotate is not installed (make deps installs it)")
-	}
+	logrotate := tracertest.NeedTool(t, "logrotate", "Debian package logrotate")
 	tracertest.LockAudit(t) // storms of SIGUSR1: see TestWatchOutputRotatesAndReopens
 	const kills = 2000
 	storm := buildStorm(t, false)
@@ -283,6 +280,7 @@ func TestWatchUnderLogrotate(t *testing.T) {
 	}
 	// The postrotate's SIGHUP has been sent: the new FILE comes at once.
 	var fi os.FileInfo
+	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if fi, err = os.Lstat(out); err == nil {
 			break

@@ -117,10 +117,7 @@ func TestTraceExactCountsBothBackends(t *testing.T) {
 // strace -f, independently of tracer.
 func straceTruth(t *testing.T, cmd ...string) (execs, forks int) {
 	t.Helper()
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Fatal("strace is not installed: apt-get install -y strace (the CI script installs it)")
-	}
+	strace := tracertest.NeedTool(t, "strace", "apt-get install -y strace")
 	out := filepath.Join(t.TempDir(), "strace.out")
 	args := append([]string{"-f", "-qq", "-o", out, "-e", "trace=execve,execveat,fork,vfork,clone,clone3", "-e", "signal=none"}, cmd...)
 	c := exec.Command(strace, args...)

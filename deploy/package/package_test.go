@@ -81,12 +81,17 @@ func packages(t *testing.T) (rpm, deb string) {
 	return built.rpm, built.deb
 }
 
-// need fails the test when a tool make deps installs is missing.
+// need ends the test when a tool make deps installs is missing.
 func need(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: make deps installs it (Debian package list PACKAGE_TEST_PACKAGES in the Makefile)", tool)
+			// make test installs them (make deps) and says so
+			// (TRACER_DEPS_INSTALLED): a failure there, a skip elsewhere.
+			if os.Getenv("TRACER_DEPS_INSTALLED") == "1" {
+				t.Fatalf("%s is not installed: make deps installs it (Debian package list PACKAGE_TEST_PACKAGES in the Makefile)", tool)
+			}
+			t.Skipf("%s is not installed: make deps installs it (Debian package list PACKAGE_TEST_PACKAGES in the Makefile)", tool)
 		}
 	}
 }
@@ -729,7 +734,7 @@ func TestUnitJournalNotRateLimited(t *testing.T) {
 		t.Errorf("LogRateLimitIntervalSec=%s, want 0 (journald's rate limit off for tracer's events)", got)
 	}
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		t.Skip("no systemd-analyze: make deps installs systemd")
+		need(t, "systemd-analyze") // make deps installs systemd
 	}
 	// The unit as it is but for its commands, which need not be installed
 	// for systemd to check the settings.

@@ -79,10 +79,7 @@ func tracerBinary(t *testing.T) string {
 }
 
 func runE2E(t *testing.T, backend string) {
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus not installed (Debian package prometheus): cannot run the end-to-end scrape")
-	}
+	promBin := tracertest.NeedTool(t, "prometheus", "Debian package prometheus; cannot run the end-to-end scrape")
 	bin := tracerBinary(t)
 	dir := t.TempDir()
 

@@ -26,6 +26,8 @@ import (
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
+
+	"github.com/tracer-dev/tracer/tracer/tracertest"
 )
 
 // fakeBackend is a tracer.Backend whose Stats the test sets.
@@ -369,10 +371,7 @@ func TestHealthz(t *testing.T) {
 // for each backend with every optional metric present, and runs promtool's
 // linter on it.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed (Debian package prometheus): cannot lint the exposition")
-	}
+	promtool := tracertest.NeedTool(t, "promtool", "Debian package prometheus; cannot lint the exposition")
 	for _, name := range []string{"audit", "ebpf"} {
 		t.Run(name, func(t *testing.T) {
 			p := tracer.NewPipeline(tracer.DefaultConfig())
