@@ -80,9 +80,12 @@ func TestWatchOutputDiskFull(t *testing.T) {
 	}
 	waitFor("watching")
 
+	made := 0 // execs of this test's own; the watch sees the node's too
 	execs := func(marker string, n int) {
 		for range n {
-			_ = exec.Command("/bin/true", marker).Run()
+			if exec.Command("/bin/true", marker).Run() == nil {
+				made++
+			}
 		}
 	}
 	// Fill the disk, then make events that cannot be written.
@@ -143,9 +146,11 @@ func TestWatchOutputDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
+	written := 0
 	for n := 1; ; n++ {
 		var v map[string]any
 		if err := dec.Decode(&v); err == io.EOF {
+			written = n - 1
 			break
 		} else if err != nil {
 			t.Fatalf("line %d of the output is not whole JSON: %v", n, err)
@@ -162,5 +167,13 @@ func TestWatchOutputDiskFull(t *testing.T) {
 	if sf.Lost["output"] == 0 {
 		t.Errorf("nothing counted lost at stage output: %s", sb)
 	}
-	t.Logf("lost at stage output %d, events seen %d, %d bytes written", sf.Lost["output"], sf.EventsSeen, len(b))
+	// Every event that reached the output is in the file or counted lost
+	// there, none twice; and the watch saw at least the execs made here.
+	if got := uint64(written) + sf.Lost["output"]; got != sf.EventsSeen {
+		t.Errorf("%d lines written + %d lost at stage output = %d, want the %d events seen", written, sf.Lost["output"], got, sf.EventsSeen)
+	}
+	if sf.EventsSeen < uint64(made) {
+		t.Errorf("events seen %d < %d execs made", sf.EventsSeen, made)
+	}
+	t.Logf("made %d execs; events seen %d = %d written + %d lost at stage output (%d bytes)", made, sf.EventsSeen, written, sf.Lost["output"], len(b))
 }

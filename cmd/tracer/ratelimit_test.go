@@ -202,10 +202,14 @@ func TestWatchRateLimitCPU(t *testing.T) {
 		// Audit's watcher still reads and parses every record the kernel
 		// makes (rules cannot count per cgroup), so its CPU stays bounded
 		// by the loop: the limit saves it the event and its output alone,
-		// about a tenth once records became cheap to read (docs/events.md).
-		// Its figure is logged above, not held to a bound.
-		if backend == "ebpf" && l-i > 0.5*(f-i) {
+		// a part of the flood's cost within this test's noise on a shared
+		// machine. So audit is held only to what docs/events.md says of
+		// it: the limit costs the watcher nothing more (10% slack).
+		switch {
+		case backend == "ebpf" && l-i > 0.5*(f-i):
 			t.Errorf("%s: the flood cost the watcher %.3f s with --rate-limit, %.3f s without: want at most 50%%", backend, l-i, f-i)
+		case backend == "audit" && l-i > 1.1*(f-i):
+			t.Errorf("%s: the flood cost the watcher %.3f s with --rate-limit, %.3f s without: the limit must not cost more (10%% slack)", backend, l-i, f-i)
 		}
 	}
 }
