@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tracer-dev/tracer/tracer/sink/schematest"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
@@ -76,7 +75,22 @@ func testSchemaFormat(t *testing.T, backend, format string) {
 		t.Fatalf("workload: %v", err)
 	}
 	root := cmd.Process.Pid
-	time.Sleep(500 * time.Millisecond) // the audit backend's records of the last exit
+	validate, parse := schematest.ECS, parseECS
+	if format == "ocsf" {
+		validate, parse = schematest.OCSF, parseOCSF
+	}
+	// The workload's last event, its root's exit, reaches the output (the
+	// audit backend writes it when the exit's records are complete).
+	waitFor(1, func() int {
+		b, _ := os.ReadFile(out)
+		n := 0
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if d, err := parse(line); err == nil && d.typ == "exit" && d.pid == root {
+				n++
+			}
+		}
+		return n
+	})
 	w.stop(t)
 	if _, lost, stages := w.summary(t); lost != 0 {
 		t.Fatalf("%d events lost (%s): the counts below would not hold", lost, stages)
@@ -86,10 +100,6 @@ func testSchemaFormat(t *testing.T, backend, format string) {
 		t.Fatal(err)
 	}
 
-	validate, parse := schematest.ECS, parseECS
-	if format == "ocsf" {
-		validate, parse = schematest.OCSF, parseOCSF
-	}
 	var docs []schemaDoc
 	bad := 0
 	for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
