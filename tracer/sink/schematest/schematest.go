@@ -33,6 +33,8 @@ const (
 //go:embed testdata/ecs/ecs_flat.yml
 var ecsFlat []byte
 
+//go:generate go run ./internal/ocsfgen
+
 //go:embed testdata/ocsf/process_activity.schema.json
 var ocsfSchema []byte
 
