@@ -46,9 +46,9 @@ type attr map[string]any
 
 // item is a class or object source file.
 type item struct {
-	Name        string          `json:"name"`
-	Extends     string          `json:"extends"`
-	Attributes  json.RawMessage `json:"attributes"`
+	Name       string          `json:"name"`
+	Extends    string          `json:"extends"`
+	Attributes json.RawMessage `json:"attributes"`
 	// Constraints nil: none of its own, the extended item's hold; an
 	// empty object clears them.
 	Constraints *struct {
