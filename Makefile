@@ -117,7 +117,7 @@ demo: deps-demo build ## the main job: auditd, laurel and this tool's audit and 
 # make check is the edit loop: what needs neither root nor the packages make
 # deps installs, in a few minutes (README.md: Development).
 check: ## vet, lint, gofmt and the unit tests (-short: no root, no race detector); a few minutes
-	@start=$$(date +%s); rc=0; \
+	@start=$$(date +%s); rc=0; rm -f build/.test-start; \
 	for s in vet lint fmt-check; do .ci/stage $$s $(MAKE) --no-print-directory $$s || rc=1; done; \
 	.ci/stage unit $(GO) test -short -timeout 5m ./... || rc=1; \
 	echo "== make check: $$(( $$(date +%s) - start ))s"; exit $$rc
