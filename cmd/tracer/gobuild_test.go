@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,26 +67,44 @@ func countSignals(t *testing.T, file string) (urg, tgkill int) {
 // urgOracle counts the SIGURG that processes of cgroup dir generate, with
 // bpftrace on the kernel's signal_generate tracepoint: a count made by
 // none of tracer's code. The returned func stops it and gives the count.
+// bpftrace needs tracefs: as bench runs it, it mounts tracefs in a mount
+// namespace of its own where the node has none, changing nothing on the
+// node.
 func urgOracle(t *testing.T, dir string) func() int {
 	t.Helper()
 	bt := tracertest.NeedTool(t, "bpftrace", "Debian package bpftrace")
-	prog := fmt.Sprintf(`tracepoint:signal:signal_generate /args->sig == 23 && cgroup == cgroupid("%s")/ { @urg = count(); } END { printf("urg %%d\n", @urg); clear(@urg); }`, dir)
-	cmd := exec.Command(bt, "-e", prog)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	prog := `tracepoint:signal:signal_generate /args->sig == 23 && cgroup == $1/ { @urg = count(); } ` +
+		`BEGIN { printf("attached\n"); } END { printf("urg %d\n", @urg); clear(@urg); }`
+	cmd := exec.Command("/bin/sh", "-c",
+		`[ -d /sys/kernel/tracing/events/signal ] || mount -t tracefs nodev /sys/kernel/tracing || exit 1; exec "$0" "$@"`,
+		bt, "-B", "line", "-e", prog, strconv.FormatUint(st.Ino, 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	// bpftrace says "Attaching N probe" once its program is attached.
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "Attaching"); time.Sleep(50 * time.Millisecond) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	// BEGIN runs once the probes are attached.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "attached"); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-done:
+			t.Fatalf("bpftrace ended before it attached: %s", out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("bpftrace did not attach within 60s: %s", out.String())
 		}
 	}
 	return func() int {
 		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
+		<-done
 		var n int
 		for _, l := range strings.Split(out.String(), "\n") {
 			if _, err := fmt.Sscanf(l, "urg %d", &n); err == nil {

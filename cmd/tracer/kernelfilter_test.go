@@ -46,8 +46,10 @@ func TestAuditUIDInKernel(t *testing.T) {
 		t.Fatalf("auditctl -l: %v %s", err, b)
 	}
 	rules := string(b)
-	runAs(t, nobody, wl, "kill", "5", "10", "exit", "0")
+	// Root's signals first: the stream is in order, so once nobody's 5
+	// are out, any of root's the kernel let through would be out too.
 	runAs(t, nil, wl, "kill", "7", "10", "exit", "0")
+	runAs(t, nobody, wl, "kill", "5", "10", "exit", "0")
 	// Nobody's 5 signals reach the output (audit writes on its own time).
 	waitFor(5, func() int {
 		b, _ := os.ReadFile(f.Name())
