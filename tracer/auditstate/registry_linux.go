@@ -63,18 +63,19 @@ func Unregister(dir string, update func(*Registration)) error {
 	return nil
 }
 
-// own reads this process's registration in dir, or starts one.
+// own reads this process's registration in dir, or starts one: a file of
+// an earlier process with this pid (killed, its pid reused) is not this
+// one's, and none of its parts carry over.
 func own(dir string) Registration {
 	pid := os.Getpid()
+	start, _ := host.ReadStartTicks(uint32(pid))
 	var r Registration
 	if b, err := ReadStateFile(dir, RegistrationFile(pid)); err == nil {
 		_ = json.Unmarshal(b, &r)
 	}
-	if r.PID != pid {
-		r = Registration{PID: pid}
+	if r.PID != pid || r.Start != start {
+		r = Registration{PID: pid, Start: start}
 	}
-	start, _ := host.ReadStartTicks(uint32(pid))
-	r.Start = start
 	return r
 }
 

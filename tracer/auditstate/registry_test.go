@@ -7,6 +7,7 @@ package auditstate
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -43,6 +44,20 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, RegistrationFile(self))); !os.IsNotExist(err) {
 		t.Fatalf("registration left after both parts left: %v", err)
+	}
+	// An earlier process's file under this pid (killed, the pid reused):
+	// none of its parts carry over to this process's registration.
+	if err := WriteStateFile(dir, RegistrationFile(self), []byte(`{"pid":`+strconv.Itoa(self)+`,"start_time":1,"key":"tracer-stale"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(dir, func(r *Registration) { r.Watch = true }); err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := Registrations(dir); len(live) != 1 || live[0].Key != "" || !live[0].Watch {
+		t.Errorf("live = %+v: a stale file's key carried over", live)
+	}
+	if err := Unregister(dir, func(r *Registration) { r.Watch = false }); err != nil {
+		t.Fatal(err)
 	}
 	// pid 1 did not start at tick 1: these are a killed tracer's.
 	for name, b := range map[string]string{
