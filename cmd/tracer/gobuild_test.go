@@ -78,7 +78,7 @@ func urgOracle(t *testing.T, dir string) func() int {
 		t.Fatal(err)
 	}
 	prog := `tracepoint:signal:signal_generate /args->sig == 23 && cgroup == $1/ { @urg = count(); } ` +
-		`BEGIN { printf("attached\n"); } END { printf("urg %d\n", @urg); clear(@urg); }`
+		`BEGIN { printf("attached\n"); } END { print(@urg); clear(@urg); }`
 	cmd := exec.Command("/bin/sh", "-c",
 		`[ -d /sys/kernel/tracing/events/signal ] || mount -t tracefs nodev /sys/kernel/tracing || exit 1; exec "$0" "$@"`,
 		bt, "-B", "line", "-e", prog, strconv.FormatUint(st.Ino, 10))
@@ -107,7 +107,7 @@ func urgOracle(t *testing.T, dir string) func() int {
 		<-done
 		var n int
 		for _, l := range strings.Split(out.String(), "\n") {
-			if _, err := fmt.Sscanf(l, "urg %d", &n); err == nil {
+			if _, err := fmt.Sscanf(l, "@urg: %d", &n); err == nil {
 				return n
 			}
 		}
