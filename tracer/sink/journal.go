@@ -18,16 +18,14 @@ const JournalSocket = "/run/systemd/journal/socket"
 // Journal sends each event to systemd-journald as one entry, in the
 // native protocol sd_journal_sendv speaks: MESSAGE (a short sentence),
 // PRIORITY, SYSLOG_FACILITY, SYSLOG_IDENTIFIER=tracer, and the event's
-// fields as TRACER_* (fields.go). An entry too large for a datagram goes
+// fields as TRACER_* (the table in fieldtable.go: the JSON lines' keys). An entry too large for a datagram goes
 // in a sealed memfd passed with SCM_RIGHTS, as sd_journal_sendv does.
 // Sends happen on a goroutine of their own, from a bounded queue: what
 // the queue cannot hold, or journald does not take (it is down, it
 // stopped reading), is counted lost (tracer.LossReporter).
 type Journal struct {
-	s  *sender
-	t  *journalTransport
-	fw fieldWalker
-	j  []byte // the event's JSON
+	s *sender
+	t *journalTransport
 }
 
 // NewJournal sends events to the journal's socket (JournalSocket when
@@ -54,18 +52,12 @@ func NewJournal(socket string, opts OutputOptions) *Journal {
 // Write encodes e and queues it; it never waits for journald.
 func (j *Journal) Write(e *tracer.Event) error {
 	b := j.s.buf()
-	b, err := j.encode(b, e)
-	if err != nil {
-		// The pipeline counts it lost at stage output.
-		return fmt.Errorf("encoding a journal entry: %w", err)
-	}
-	j.s.put(b)
+	j.s.put(j.encode(b, e))
 	return nil
 }
 
 // encode appends e's entry in the native protocol.
-func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
-	j.j = AppendJSON(j.j[:0], e)
+func (j *Journal) encode(b []byte, e *tracer.Event) []byte {
 	b = append(b, "MESSAGE="...)
 	b = appendMessage(b, e)
 	b = append(b, "\nPRIORITY="...)
@@ -73,7 +65,7 @@ func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
 	b = append(b, "\nSYSLOG_FACILITY="...)
 	b = strconv.AppendInt(b, facilityAuthpriv, 10)
 	b = append(b, "\nSYSLOG_IDENTIFIER="+identifier+"\n"...)
-	return j.fw.appendFields(b, j.j, "TRACER_")
+	return appendJournalFields(b, e)
 }
 
 // Flush waits until every event written so far was sent or counted lost.

@@ -128,7 +128,8 @@ type OTLPOptions struct {
 
 // OTLPSink exports events as OpenTelemetry log records over OTLP/HTTP
 // (protobuf): a short message as the body, the event's kernel time as the
-// timestamp, and its ECS document (AppendECS) flattened into attributes.
+// timestamp, and its ECS document's fields as attributes (fieldtable.go:
+// the keys and values --format ecs writes, dotted).
 //
 // Write copies the event into a bounded queue and returns at once: a
 // full queue drops the event, counted at stage queue (in block mode,
@@ -556,8 +557,6 @@ func (s *OTLPSink) run() {
 	defer close(jobs)
 	var (
 		batch []tracer.Event
-		f     flattener
-		buf   []byte
 		kvs   []attribute.KeyValue
 	)
 	for {
@@ -588,17 +587,11 @@ func (s *OTLPSink) run() {
 				default:
 					s.proc.records = make([]sdklog.Record, 0, otlpBatch)
 				}
-				failed := 0
 				for i := range part {
-					var err error
-					buf = AppendECS(buf[:0], &part[i])
-					if kvs, err = f.flatten(kvs[:0], buf); err != nil {
-						failed++ // never for AppendECS's documents; counted all the same
-						continue
-					}
+					kvs = appendOTLPAttributes(kvs[:0], &part[i])
 					s.emit(&part[i], kvs)
 				}
-				jobs <- otlpJob{records: s.proc.records, failed: failed}
+				jobs <- otlpJob{records: s.proc.records}
 			}
 			if !closing {
 				break
