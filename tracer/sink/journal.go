@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // JournalSocket is where systemd-journald takes native messages.
@@ -112,3 +114,55 @@ func (t *journalTransport) send(msgs [][]byte) (int, error) {
 
 func (t *journalTransport) reset()       { t.l.reset() }
 func (t *journalTransport) close() error { return t.l.close() }
+
+func init() {
+	RegisterDestination(&Destination{
+		Forms:    []string{"journal (journald)"},
+		Complete: []string{"journal", "journal:/"},
+		Match: func(output string) bool {
+			_, ok, _ := ParseJournal(output)
+			return ok
+		},
+		Prepare: prepareJournal,
+	})
+}
+
+// prepareJournal takes journal[:/SOCKET]. The fields are tracer's own
+// JSON fields: --format text and json (a service's config may name
+// either) change nothing; a schema would be a promise the journal does
+// not keep.
+func prepareJournal(output string, c DestinationConfig) (*Output, error) {
+	socket, _, err := ParseJournal(output)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseDestFlags(c, false, false); err != nil {
+		return nil, err
+	}
+	if c.FormatGiven && c.Format != "text" && c.Format != "json" && c.Format != "" {
+		return nil, vocab.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", c.Format, c.Format)
+	}
+	if c.TimeGiven {
+		return nil, vocab.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
+	}
+	return &Output{Open: func(Rotation) (*OpenOutput, error) {
+		var r reconnector
+		return &OpenOutput{Reconnect: r.reconnect, NewSink: func(opts OutputOptions) (tracer.Sink, error) {
+			j := NewJournal(socket, opts)
+			r.set(j.Reconnect)
+			return j, nil
+		}}, nil
+	}}, nil
+}
+
+// reconnector is a daemon sink's Reconnect, for SIGHUP, which may come
+// before the sink is made and from another goroutine.
+type reconnector struct{ f atomic.Pointer[func()] }
+
+func (r *reconnector) set(f func()) { r.f.Store(&f) }
+
+func (r *reconnector) reconnect() {
+	if f := r.f.Load(); f != nil {
+		(*f)()
+	}
+}

@@ -729,3 +729,49 @@ func (p *collectProcessor) ForceFlush(context.Context) error                    
 
 var _ tracer.LossReporter = (*OTLPSink)(nil)
 var _ tracer.Kicker = (*OTLPSink)(nil)
+
+func init() {
+	RegisterDestination(&Destination{
+		Forms:          []string{"otlps://HOST:PORT", "otlp:/SOCKET"},
+		CleartextForms: []string{"otlp://HOST:PORT"},
+		Complete:       []string{"otlps://", "otlp:/", "otlp://"},
+		// otlpx:// too: a mistyped scheme is refused, not taken for a file.
+		Match: func(output string) bool {
+			scheme, _, found := strings.Cut(output, "://")
+			return found && strings.HasPrefix(scheme, "otlp") || strings.HasPrefix(output, "otlp:/")
+		},
+		Prepare: prepareOTLP,
+	})
+}
+
+// prepareOTLP takes otlps://HOST:PORT, otlp:/SOCKET and otlp://HOST:PORT
+// (an OpenTelemetry collector). Its records carry the ECS fields, so
+// --format and --time, which shape lines, are refused.
+func prepareOTLP(output string, c DestinationConfig) (*Output, error) {
+	scheme, _, found := strings.Cut(output, "://")
+	if err := refuseDestFlags(c, found && scheme == "otlps", found && scheme == "otlp"); err != nil {
+		return nil, err
+	}
+	// An empty --format= (tracer.service's TRACER_FORMAT left empty) is the default.
+	if c.FormatGiven && c.Format != "" && c.Format != "ecs" {
+		return nil, vocab.Usagef("--output %s sends OpenTelemetry log records whose attributes are the ECS fields (docs/events.md), not --format lines: drop --format", output)
+	}
+	if c.TimeGiven {
+		return nil, vocab.Usagef("--time is for text lines: an OTLP log record carries the event's time: drop --time")
+	}
+	so := OTLPOptions{Version: c.Version, CAFile: c.CAFile, AllowCleartext: c.AllowCleartext}
+	// The URL is checked now, before any rule or probe is loaded.
+	if err := CheckOTLP(output, so); err != nil {
+		return nil, err
+	}
+	var o Output
+	if OTLPCleartext(output) {
+		o.Warning = "--allow-cleartext: events go to " + output + " unencrypted and unauthenticated; whoever holds the port gets every command line (use otlps:// or otlp:/SOCKET)"
+	}
+	o.Open = func(Rotation) (*OpenOutput, error) {
+		return &OpenOutput{NewSink: func(opts OutputOptions) (tracer.Sink, error) {
+			return NewOTLPSink(output, opts, so)
+		}}, nil
+	}
+	return &o, nil
+}
