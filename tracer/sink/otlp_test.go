@@ -531,7 +531,6 @@ func TestOTLPTargets(t *testing.T) {
 	}
 }
 
-
 // BenchmarkOTLPSink: an exec event through the queue, the ECS document,
 // the record and the request to a local endpoint that only reads it
 // (block mode: every event is exported, none dropped). cpu-us/event is
