@@ -164,12 +164,11 @@ type OTLPSink struct {
 	closed                   bool
 	progress                 chan struct{} // closed when finished grows
 	accepted                 uint64        // events queued
-	// finished are accepted events exported or counted lost; lostOutput
-	// and lostQueue as OutputLoss says.
-	finished, lostOutput, lostQueue uint64
-	abandoned                       bool
-	failing                         bool
-	closeOnce                       sync.Once
+	// finished are accepted events exported or counted lost.
+	finished  uint64
+	rule      stallRule // patience 0: a full queue drops at once in drop mode
+	book      lossBook
+	closeOnce sync.Once
 }
 
 // NewOTLPSink exports to target, an otlp:// or otlps:// URL (HOST:PORT,
@@ -301,6 +300,8 @@ func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPS
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents, limitBytes: opts.QueueBytes,
 		room: make(chan struct{}), progress: make(chan struct{}),
+		rule: stallRule{block: opts.Backpressure == tracer.BackpressureBlock},
+		book: lossBook{onFailing: opts.OnFailing},
 	}
 	go s.run()
 	return s, nil
@@ -378,8 +379,11 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 	size := eventBytes(e)
 	s.mu.Lock()
 	for !s.closed && (len(s.pending) >= s.limit || len(s.pending) > 0 && s.pendingBytes+size > s.limitBytes) {
-		if s.opts.Backpressure != tracer.BackpressureBlock {
-			s.lostQueue++
+		// What empties the queue is a network round trip, not a disk: in
+		// drop mode, the rule's patience is none.
+		timeout, ok := s.rule.wait()
+		if !ok {
+			s.book.dropped()
 			s.mu.Unlock()
 			return nil
 		}
@@ -388,16 +392,17 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 		s.Kick()
 		select {
 		case <-room:
+		case <-timeout:
+			s.book.dropped()
+			return nil
 		case <-s.opts.Abort:
-			s.mu.Lock()
-			s.lostQueue++
-			s.mu.Unlock()
+			s.book.dropped()
 			return nil
 		}
 		s.mu.Lock()
 	}
 	if s.closed {
-		s.lostOutput++
+		s.book.late()
 		s.mu.Unlock()
 		return nil
 	}
@@ -516,13 +521,9 @@ func (s *OTLPSink) Close() error {
 func (s *OTLPSink) abandon() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.abandoned {
-		return
+	if _, ok := s.book.abandon(s.accepted); ok {
+		s.finish(s.accepted - s.finished)
 	}
-	s.abandoned = true
-	n := s.accepted - s.finished
-	s.lostOutput += n
-	s.finish(n)
 }
 
 // finish records n more finished events; s.mu is held.
@@ -535,9 +536,7 @@ func (s *OTLPSink) finish(n uint64) {
 // Loss reports events dropped by a full queue and events the collector
 // did not take.
 func (s *OTLPSink) Loss() tracer.OutputLoss {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return tracer.OutputLoss{Queue: s.lostQueue, Output: s.lostOutput}
+	return s.book.loss()
 }
 
 // otlpJob is a batch of records on its way from the converter to the
@@ -647,23 +646,23 @@ func (s *OTLPSink) export(records []sdklog.Record, failed int) {
 			lost += uint64(len(records))
 		}
 	}
+	n := uint64(len(records) + failed)
 	s.mu.Lock()
-	if !s.abandoned {
-		s.lostOutput += lost
-		s.finish(uint64(len(records) + failed))
+	var counted bool
+	if len(records) > 0 {
+		// An export cancelled by Close is no news to the command.
+		if err != nil {
+			err = fmt.Errorf("exporting to the OTLP collector: %w", err)
+		}
+		counted = s.book.book(n-lost, lost, err, !errors.Is(err, context.Canceled))
+	} else {
+		// Events Close gave up on: the failing state stays.
+		counted = s.book.add(0, lost)
 	}
-	notify, nowFailing := false, err != nil
-	if nowFailing != s.failing && (len(records) > 0) {
-		s.failing, notify = nowFailing, true
+	if counted {
+		s.finish(n)
 	}
 	s.mu.Unlock()
-	if notify && s.opts.OnFailing != nil && !errors.Is(err, context.Canceled) {
-		if nowFailing {
-			s.opts.OnFailing(fmt.Errorf("exporting to the OTLP collector: %w", err))
-		} else {
-			s.opts.OnFailing(nil)
-		}
-	}
 }
 
 // partialSuccess reads how many records the collector rejected from the
