@@ -181,3 +181,43 @@ func TestFieldTableGolden(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(gl), len(wl))
 	}
 }
+
+// TestFieldTableHasEveryKey: for every event of the corpus the journal
+// has a field for each key of the JSON line, and OTLP an attribute for
+// each of the ECS document, and no other: a field added to an encoder
+// and not to the table fails here.
+func TestFieldTableHasEveryKey(t *testing.T) {
+	names, events := fieldCorpus(t)
+	for i := range events {
+		e := &events[i]
+		want := journalFields(t, AppendJSON(nil, e))
+		got := parseNative(t, appendJournalFields(nil, e))
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s: no journal field %s (the JSON line has it)", names[i], k)
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: journal field %s is not in the JSON line", names[i], k)
+			}
+		}
+		wantAttrs := flatJSON(t, AppendECS(nil, e))
+		gotAttrs := map[string]bool{}
+		for _, kv := range appendOTLPAttributes(nil, e) {
+			k := string(kv.Key)
+			if gotAttrs[k] {
+				t.Errorf("%s: attribute %s twice", names[i], k)
+			}
+			gotAttrs[k] = true
+			if _, ok := wantAttrs[k]; !ok {
+				t.Errorf("%s: attribute %s is not in the ECS document", names[i], k)
+			}
+		}
+		for k := range wantAttrs {
+			if !gotAttrs[k] {
+				t.Errorf("%s: no attribute %s (the ECS document has it)", names[i], k)
+			}
+		}
+	}
+}
