@@ -381,12 +381,12 @@ func commandLine(argv []string) string {
 	return b.String()
 }
 
-// appendJournalFields appends e's TRACER_* fields in the native protocol.
-func appendJournalFields(b []byte, e *tracer.Event) []byte {
-	var v fieldValue
+// appendJournalFields appends e's TRACER_* fields in the native protocol;
+// v is the caller's scratch value (one on the stack would escape).
+func appendJournalFields(b []byte, e *tracer.Event, v *fieldValue) []byte {
 	for i := range eventFields {
 		f := &eventFields[i]
-		if f.journal == "" || !f.get(e, &v) {
+		if f.journal == "" || !f.get(e, v) {
 			continue
 		}
 		switch v.kind {
@@ -458,19 +458,18 @@ func appendJournalString(b []byte, key, value string) []byte {
 // appendOTLPAttributes appends e's attributes. Their strings are UTF-8,
 // as OTLP's must be: a byte that is not becomes U+FFFD, and the raw bytes
 // go under tracer.raw_base64, as in the ECS document.
-func appendOTLPAttributes(kvs []attribute.KeyValue, e *tracer.Event) []attribute.KeyValue {
+func appendOTLPAttributes(kvs []attribute.KeyValue, e *tracer.Event, v *fieldValue) []attribute.KeyValue {
 	var raw *tracer.Event
 	if !eventUTF8(e) {
 		c := utf8Event(e)
 		raw, e = e, &c
 	}
-	var v fieldValue
 	for i := range eventFields {
 		f := &eventFields[i]
-		if f.otlp == "" || !f.get(e, &v) {
+		if f.otlp == "" || !f.get(e, v) {
 			continue
 		}
-		kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(f.otlp), Value: otlpValue(&v)})
+		kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(f.otlp), Value: otlpValue(v)})
 	}
 	if raw != nil {
 		kvs = appendRawBase64Attributes(kvs, raw)

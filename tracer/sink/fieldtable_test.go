@@ -148,9 +148,11 @@ func withHostname(t *testing.T, h string) {
 	t.Cleanup(func() { nodeHostname = old })
 }
 
-func newJournalFields(e *tracer.Event) []byte { return appendJournalFields(nil, e) }
+func newJournalFields(e *tracer.Event) []byte { return appendJournalFields(nil, e, new(fieldValue)) }
 
-func newOTLPAttributes(e *tracer.Event) []attribute.KeyValue { return appendOTLPAttributes(nil, e) }
+func newOTLPAttributes(e *tracer.Event) []attribute.KeyValue {
+	return appendOTLPAttributes(nil, e, new(fieldValue))
+}
 
 // TestFieldTableGolden: the journal's fields and the OTLP attributes the
 // table makes for every event of the corpus are those of
@@ -191,7 +193,7 @@ func TestFieldTableHasEveryKey(t *testing.T) {
 	for i := range events {
 		e := &events[i]
 		want := journalFields(t, AppendJSON(nil, e))
-		got := parseNative(t, appendJournalFields(nil, e))
+		got := parseNative(t, newJournalFields(e))
 		for k := range want {
 			if _, ok := got[k]; !ok {
 				t.Errorf("%s: no journal field %s (the JSON line has it)", names[i], k)
@@ -204,7 +206,7 @@ func TestFieldTableHasEveryKey(t *testing.T) {
 		}
 		wantAttrs := flatJSON(t, AppendECS(nil, e))
 		gotAttrs := map[string]bool{}
-		for _, kv := range appendOTLPAttributes(nil, e) {
+		for _, kv := range newOTLPAttributes(e) {
 			k := string(kv.Key)
 			if gotAttrs[k] {
 				t.Errorf("%s: attribute %s twice", names[i], k)

@@ -28,6 +28,7 @@ const JournalSocket = "/run/systemd/journal/socket"
 type Journal struct {
 	s *sender
 	t *journalTransport
+	v fieldValue // appendJournalFields' scratch
 }
 
 // NewJournal sends events to the journal's socket (JournalSocket when
@@ -67,7 +68,7 @@ func (j *Journal) encode(b []byte, e *tracer.Event) []byte {
 	b = append(b, "\nSYSLOG_FACILITY="...)
 	b = strconv.AppendInt(b, facilityAuthpriv, 10)
 	b = append(b, "\nSYSLOG_IDENTIFIER="+identifier+"\n"...)
-	return appendJournalFields(b, e)
+	return appendJournalFields(b, e, &j.v)
 }
 
 // Flush waits until every event written so far was sent or counted lost.

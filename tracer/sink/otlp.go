@@ -557,6 +557,7 @@ func (s *OTLPSink) run() {
 	var (
 		batch []tracer.Event
 		kvs   []attribute.KeyValue
+		fv    fieldValue
 	)
 	for {
 		closing := false
@@ -587,7 +588,7 @@ func (s *OTLPSink) run() {
 					s.proc.records = make([]sdklog.Record, 0, otlpBatch)
 				}
 				for i := range part {
-					kvs = appendOTLPAttributes(kvs[:0], &part[i])
+					kvs = appendOTLPAttributes(kvs[:0], &part[i], &fv)
 					s.emit(&part[i], kvs)
 				}
 				jobs <- otlpJob{records: s.proc.records}
