@@ -27,7 +27,7 @@ import (
 //
 // A row is present exactly when the JSON lines (journal) or the ECS
 // document (OTLP) have its key, so the destinations and --format json or
-// ecs never disagree (TestFieldTableGolden keeps them so). Each
+// ecs never disagree (TestFieldTableHasEveryKey, TestFieldTableGolden). Each
 // destination writes its rows in table order. Adding a field is one row.
 
 // eventField is one row of the table.
@@ -189,7 +189,7 @@ var eventFields = []eventField{
 	{"TRACER_WINDOW_END", "", when(isThrottle, func(e *tracer.Event, v *fieldValue) bool { v.kind, v.t = kTime, e.Throttle.End; return true })},
 	{"TRACER_LIMIT", "", when(isThrottle, num(func(e *tracer.Event) uint64 { return uint64(e.Throttle.Limit) }))},
 	{"TRACER_SUPPRESSED", "", when(isThrottle, num(func(e *tracer.Event) uint64 { return e.Throttle.Suppressed() }))},
-	// TRACER_SUPPRESSED_BY_TYPE_EXEC and the others follow (suppressedByType).
+	// TRACER_SUPPRESSED_BY_TYPE_EXEC and the others follow (init, below).
 
 	// OTLP: the ECS document's fields (ecs.go), but @timestamp, which is
 	// the record's own time.
@@ -280,7 +280,7 @@ var eventFields = []eventField{
 	{"", "tracer.throttle.limit", when(isThrottle, num(func(e *tracer.Event) uint64 { return uint64(e.Throttle.Limit) }))},
 	{"", "tracer.throttle.suppressed", when(isThrottle, num(func(e *tracer.Event) uint64 { return e.Throttle.Suppressed() }))},
 	// tracer.throttle.suppressed_by_type.exec and the others follow
-	// (suppressedByType), then tracer.ancestors.
+	// (init, below), then tracer.ancestors.
 }
 
 // init adds, after each destination's last row, a throttle's events
