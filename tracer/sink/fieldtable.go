@@ -306,8 +306,18 @@ func init() {
 		if f.journal != "" && journalName(f.journal) != f.journal {
 			panic("tracer: journal field " + f.journal + " is not A-Z, 0-9 and _")
 		}
+		if f.journal != "" {
+			journalRows = append(journalRows, f)
+		}
+		if f.otlp != "" {
+			otlpRows = append(otlpRows, f)
+		}
 	}
 }
+
+// journalRows and otlpRows are each destination's rows, in table order:
+// a destination's encoder reads no row it has no name for.
+var journalRows, otlpRows []eventField
 
 // fieldRow is where the row of these names is in eventFields.
 func fieldRow(journal, otlp string) int {
@@ -384,9 +394,9 @@ func commandLine(argv []string) string {
 // appendJournalFields appends e's TRACER_* fields in the native protocol;
 // v is the caller's scratch value (one on the stack would escape).
 func appendJournalFields(b []byte, e *tracer.Event, v *fieldValue) []byte {
-	for i := range eventFields {
-		f := &eventFields[i]
-		if f.journal == "" || !f.get(e, v) {
+	for i := range journalRows {
+		f := &journalRows[i]
+		if !f.get(e, v) {
 			continue
 		}
 		switch v.kind {
@@ -464,9 +474,9 @@ func appendOTLPAttributes(kvs []attribute.KeyValue, e *tracer.Event, v *fieldVal
 		c := utf8Event(e)
 		raw, e = e, &c
 	}
-	for i := range eventFields {
-		f := &eventFields[i]
-		if f.otlp == "" || !f.get(e, v) {
+	for i := range otlpRows {
+		f := &otlpRows[i]
+		if !f.get(e, v) {
 			continue
 		}
 		kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(f.otlp), Value: otlpValue(v)})
