@@ -199,6 +199,7 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"watch", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
 		{[]string{"watch", "--probes", ""}, []string{"default", "sched", "syscalls", "fentry"}},
 		{[]string{"trace", "--backpressure", ""}, []string{"drop", "block"}},
+		{[]string{"watch", "--output", ""}, []string{"journal", "syslog", "syslog+tls://", "otlps://"}},
 	} {
 		code, stdout, _ := runTracer(t, nil, append([]string{"__complete"}, c.args...)...)
 		got := strings.Split(stdout, "\n")

@@ -5,10 +5,7 @@
 package main
 
 import (
-	"io"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,15 +37,15 @@ func (r *rotateFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&r.keep, "output-keep", defaultOutputKeep, "with --output-max-size: how many rotated files to keep, FILE.1 (the newest) to FILE.N (at most 1000)")
 }
 
-// rotation checks the flags against --output.
-func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
+// rotation checks the flags against --output; rotates says it is a file.
+func (r *rotateFlags) rotation(output string, rotates bool) (sink.Rotation, error) {
 	if r.maxSize == "" {
 		if r.flags.Changed("output-keep") {
 			return sink.Rotation{}, vocab.Usagef("--output-keep goes with --output-max-size: add --output-max-size SIZE (e.g. 100MB), or drop --output-keep where logrotate keeps the files (SIGHUP reopens FILE)")
 		}
 		return sink.Rotation{}, nil
 	}
-	if !isFileOutput(output) {
+	if !rotates {
 		return sink.Rotation{}, vocab.Usagef("--output-max-size rotates a file: name one with --output FILE")
 	}
 	n, err := sink.ParseSize(r.maxSize)
@@ -73,34 +70,6 @@ func (r *rotateFlags) rotation(output string) (sink.Rotation, error) {
 			slog.Warn("rotating --output again")
 		}
 	}}, nil
-}
-
-// isFileOutput reports whether an --output value names a file, not stdout
-// or a destination that takes events (journal, syslog, OTLP).
-func isFileOutput(s string) bool {
-	if s == "" || s == "-" || strings.Contains(s, "://") {
-		return false
-	}
-	for _, d := range []string{"journal", "syslog"} {
-		if s == d || strings.HasPrefix(s, d+":") {
-			return false
-		}
-	}
-	return true
-}
-
-// openWatchOutput opens watch's --output FILE as a sink.RotatingFile
-// (mode 0600, never through a symbolic link: sink.CreateOutput), and
-// returns its Reopen for SIGHUP; or stdout, and no reopen.
-func openWatchOutput(path string, rot sink.Rotation) (io.Writer, func() error, error) {
-	if path == "" || path == "-" {
-		return os.Stdout, nil, nil
-	}
-	f, err := sink.OpenRotatingFile(path, rot)
-	if err != nil {
-		return nil, nil, vocab.Usagef("cannot write --output: %v", err)
-	}
-	return f, f.Reopen, nil
 }
 
 // reopenOnHangup is what SIGHUP does to a watch writing --output FILE:

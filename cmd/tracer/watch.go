@@ -36,7 +36,7 @@ type watchOptions struct {
 	// maxDelay is --max-delay (eBPF); maxDelaySet says it was given.
 	maxDelay    time.Duration
 	maxDelaySet bool
-	dest        destFlags // otlp.go
+	dest        destFlags // destflags.go
 }
 
 // maxMaxDelay bounds --max-delay: longer, the ring buffer and the batches
@@ -83,7 +83,8 @@ backend loads probes; neither changes what the node's auditd logs.`,
 			return runWatch(cmd.Context(), &o)
 		},
 	}
-	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), "write the events to FILE instead of stdout; or journal (journald), syslog (/dev/log), syslog+tls://HOST:PORT, otlps://HOST:PORT, otlp:/SOCKET; with --allow-cleartext syslog://HOST:PORT (TCP), syslog+udp://HOST:PORT, otlp://HOST:PORT")
+	o.register(cmd, sink.FormatNames(), "output format: "+formatList(), outputHelp())
+	_ = cmd.RegisterFlagCompletionFunc("output", completeOutput)
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C or SIGTERM")
 	o.sel.register(cmd)
 	cmd.Flags().StringVar(&o.statsFile, "stats-file", "", "on exit, write events seen and lost per stage as JSON to FILE")
@@ -120,30 +121,16 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			return err
 		}
 	}
-	rot, err := o.rotate.rotation(o.output)
-	if err != nil {
-		return err
-	}
 	if o.duration < 0 {
 		return vocab.Usagef("--duration must be positive")
 	}
-	if err := checkDestFlags(o); err != nil {
-		return err
-	}
-	newSink, hangup, err := logDestination(o) // destination.go: the journal, syslog
+	dest, err := prepareOutput(o, timeMode) // destination.go
 	if err != nil {
 		return err
 	}
-	if newSink == nil {
-		if newSink, err = otlpDestination(o); err != nil { // otlp.go
-			return err
-		}
-	}
-	if newSink == nil {
-		// Before FILE is created: a refused flag leaves none behind.
-		if err := sink.CheckFormat(o.format, timeMode); err != nil {
-			return err
-		}
+	rot, err := o.rotate.rotation(o.output, dest.Rotates)
+	if err != nil {
+		return err
 	}
 	b, err := newBackend(o.backend)
 	if err != nil {
@@ -152,14 +139,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err := needRoot("tracer watch"); err != nil {
 		return err
 	}
-	var (
-		out    io.Writer
-		reopen func() error
-	)
-	if newSink == nil {
-		if out, reopen, err = openWatchOutput(o.output, rot); err != nil {
-			return err
-		}
+	out, err := dest.Open(rot)
+	if err != nil {
+		return err
 	}
 	if o.backend == "ebpf" {
 		if err := batchScheduling(); err != nil {
@@ -174,16 +156,11 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	defer stop(nil)
 	sd := newShutdown(stop)
 	defer sd.release()
-	if hangup != nil {
+	if hangup := hangupAction(out, o.output); hangup != nil {
 		sd.onHangup(hangup)
 	}
-	if reopen != nil {
-		// SIGHUP reopens FILE (logrotate); with stdout it ends the watch,
-		// as a terminal's hangup should.
-		sd.onHangup(reopenOnHangup(reopen))
-	}
-	if f, ok := out.(*os.File); ok {
-		stopOnHangup(f, stop)
+	if out.File != nil {
+		stopOnHangup(out.File, stop)
 	}
 	info := io.Writer(os.Stderr) // banner, notes, summary: not with --quiet
 	if o.sel.quiet {
@@ -194,7 +171,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 		until = "for " + o.duration.String() + "; Ctrl-C stops sooner"
 	}
 	res, err := watch.Run(ctx, watch.Options{
-		Backend: b, Config: cfg, Format: o.format, Output: out, NewSink: newSink, Time: timeMode,
+		Backend: b, Config: cfg, Format: o.format, NewSink: out.NewSink, Time: timeMode,
 		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: auditstate.StateDir,
 		Note: func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {

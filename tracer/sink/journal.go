@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // JournalSocket is where systemd-journald takes native messages.
@@ -18,16 +20,15 @@ const JournalSocket = "/run/systemd/journal/socket"
 // Journal sends each event to systemd-journald as one entry, in the
 // native protocol sd_journal_sendv speaks: MESSAGE (a short sentence),
 // PRIORITY, SYSLOG_FACILITY, SYSLOG_IDENTIFIER=tracer, and the event's
-// fields as TRACER_* (fields.go). An entry too large for a datagram goes
+// fields as TRACER_* (the table in fieldtable.go: the JSON lines' keys). An entry too large for a datagram goes
 // in a sealed memfd passed with SCM_RIGHTS, as sd_journal_sendv does.
 // Sends happen on a goroutine of their own, from a bounded queue: what
 // the queue cannot hold, or journald does not take (it is down, it
 // stopped reading), is counted lost (tracer.LossReporter).
 type Journal struct {
-	s  *sender
-	t  *journalTransport
-	fw fieldWalker
-	j  []byte // the event's JSON
+	s *sender
+	t *journalTransport
+	v fieldValue // appendJournalFields' scratch
 }
 
 // NewJournal sends events to the journal's socket (JournalSocket when
@@ -54,18 +55,12 @@ func NewJournal(socket string, opts OutputOptions) *Journal {
 // Write encodes e and queues it; it never waits for journald.
 func (j *Journal) Write(e *tracer.Event) error {
 	b := j.s.buf()
-	b, err := j.encode(b, e)
-	if err != nil {
-		// The pipeline counts it lost at stage output.
-		return fmt.Errorf("encoding a journal entry: %w", err)
-	}
-	j.s.put(b)
+	j.s.put(j.encode(b, e))
 	return nil
 }
 
 // encode appends e's entry in the native protocol.
-func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
-	j.j = AppendJSON(j.j[:0], e)
+func (j *Journal) encode(b []byte, e *tracer.Event) []byte {
 	b = append(b, "MESSAGE="...)
 	b = appendMessage(b, e)
 	b = append(b, "\nPRIORITY="...)
@@ -73,7 +68,7 @@ func (j *Journal) encode(b []byte, e *tracer.Event) ([]byte, error) {
 	b = append(b, "\nSYSLOG_FACILITY="...)
 	b = strconv.AppendInt(b, facilityAuthpriv, 10)
 	b = append(b, "\nSYSLOG_IDENTIFIER="+identifier+"\n"...)
-	return j.fw.appendFields(b, j.j, "TRACER_")
+	return appendJournalFields(b, e, &j.v)
 }
 
 // Flush waits until every event written so far was sent or counted lost.
@@ -120,3 +115,55 @@ func (t *journalTransport) send(msgs [][]byte) (int, error) {
 
 func (t *journalTransport) reset()       { t.l.reset() }
 func (t *journalTransport) close() error { return t.l.close() }
+
+func init() {
+	RegisterDestination(&Destination{
+		Forms:    []string{"journal (journald)"},
+		Complete: []string{"journal", "journal:/"},
+		Match: func(output string) bool {
+			_, ok, _ := ParseJournal(output)
+			return ok
+		},
+		Prepare: prepareJournal,
+	})
+}
+
+// prepareJournal takes journal[:/SOCKET]. The fields are tracer's own
+// JSON fields: --format text and json (a service's config may name
+// either) change nothing; a schema would be a promise the journal does
+// not keep.
+func prepareJournal(output string, c DestinationConfig) (*Output, error) {
+	socket, _, err := ParseJournal(output)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseDestFlags(c, false, false); err != nil {
+		return nil, err
+	}
+	if c.FormatGiven && c.Format != "text" && c.Format != "json" && c.Format != "" {
+		return nil, vocab.Usagef("--output journal stores each event's tracer fields (TRACER_*, docs/events.md), not %s: drop --format %s", c.Format, c.Format)
+	}
+	if c.TimeGiven {
+		return nil, vocab.Usagef("--time is for text lines: the journal stores each event's time (TRACER_TIME): drop --time")
+	}
+	return &Output{Open: func(Rotation) (*OpenOutput, error) {
+		var r reconnector
+		return &OpenOutput{Reconnect: r.reconnect, NewSink: func(opts OutputOptions) (tracer.Sink, error) {
+			j := NewJournal(socket, opts)
+			r.set(j.Reconnect)
+			return j, nil
+		}}, nil
+	}}, nil
+}
+
+// reconnector is a daemon sink's Reconnect, for SIGHUP, which may come
+// before the sink is made and from another goroutine.
+type reconnector struct{ f atomic.Pointer[func()] }
+
+func (r *reconnector) set(f func()) { r.f.Store(&f) }
+
+func (r *reconnector) reconnect() {
+	if f := r.f.Load(); f != nil {
+		(*f)()
+	}
+}

@@ -128,7 +128,8 @@ type OTLPOptions struct {
 
 // OTLPSink exports events as OpenTelemetry log records over OTLP/HTTP
 // (protobuf): a short message as the body, the event's kernel time as the
-// timestamp, and its ECS document (AppendECS) flattened into attributes.
+// timestamp, and its ECS document's fields as attributes (fieldtable.go:
+// the keys and values --format ecs writes, dotted).
 //
 // Write copies the event into a bounded queue and returns at once: a
 // full queue drops the event, counted at stage queue (in block mode,
@@ -163,12 +164,11 @@ type OTLPSink struct {
 	closed                   bool
 	progress                 chan struct{} // closed when finished grows
 	accepted                 uint64        // events queued
-	// finished are accepted events exported or counted lost; lostOutput
-	// and lostQueue as OutputLoss says.
-	finished, lostOutput, lostQueue uint64
-	abandoned                       bool
-	failing                         bool
-	closeOnce                       sync.Once
+	// finished are accepted events exported or counted lost.
+	finished  uint64
+	rule      stallRule // patience 0: a full queue drops at once in drop mode
+	book      lossBook
+	closeOnce sync.Once
 }
 
 // NewOTLPSink exports to target, an otlp:// or otlps:// URL (HOST:PORT,
@@ -300,6 +300,8 @@ func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPS
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents, limitBytes: opts.QueueBytes,
 		room: make(chan struct{}), progress: make(chan struct{}),
+		rule: stallRule{block: opts.Backpressure == tracer.BackpressureBlock},
+		book: lossBook{onFailing: opts.OnFailing},
 	}
 	go s.run()
 	return s, nil
@@ -377,8 +379,11 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 	size := eventBytes(e)
 	s.mu.Lock()
 	for !s.closed && (len(s.pending) >= s.limit || len(s.pending) > 0 && s.pendingBytes+size > s.limitBytes) {
-		if s.opts.Backpressure != tracer.BackpressureBlock {
-			s.lostQueue++
+		// What empties the queue is a network round trip, not a disk: in
+		// drop mode, the rule's patience is none.
+		timeout, ok := s.rule.wait()
+		if !ok {
+			s.book.dropped()
 			s.mu.Unlock()
 			return nil
 		}
@@ -387,16 +392,17 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 		s.Kick()
 		select {
 		case <-room:
+		case <-timeout:
+			s.book.dropped()
+			return nil
 		case <-s.opts.Abort:
-			s.mu.Lock()
-			s.lostQueue++
-			s.mu.Unlock()
+			s.book.dropped()
 			return nil
 		}
 		s.mu.Lock()
 	}
 	if s.closed {
-		s.lostOutput++
+		s.book.late()
 		s.mu.Unlock()
 		return nil
 	}
@@ -515,13 +521,9 @@ func (s *OTLPSink) Close() error {
 func (s *OTLPSink) abandon() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.abandoned {
-		return
+	if _, ok := s.book.abandon(s.accepted); ok {
+		s.finish(s.accepted - s.finished)
 	}
-	s.abandoned = true
-	n := s.accepted - s.finished
-	s.lostOutput += n
-	s.finish(n)
 }
 
 // finish records n more finished events; s.mu is held.
@@ -534,9 +536,7 @@ func (s *OTLPSink) finish(n uint64) {
 // Loss reports events dropped by a full queue and events the collector
 // did not take.
 func (s *OTLPSink) Loss() tracer.OutputLoss {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return tracer.OutputLoss{Queue: s.lostQueue, Output: s.lostOutput}
+	return s.book.loss()
 }
 
 // otlpJob is a batch of records on its way from the converter to the
@@ -556,9 +556,8 @@ func (s *OTLPSink) run() {
 	defer close(jobs)
 	var (
 		batch []tracer.Event
-		f     flattener
-		buf   []byte
 		kvs   []attribute.KeyValue
+		fv    fieldValue
 	)
 	for {
 		closing := false
@@ -588,17 +587,11 @@ func (s *OTLPSink) run() {
 				default:
 					s.proc.records = make([]sdklog.Record, 0, otlpBatch)
 				}
-				failed := 0
 				for i := range part {
-					var err error
-					buf = AppendECS(buf[:0], &part[i])
-					if kvs, err = f.flatten(kvs[:0], buf); err != nil {
-						failed++ // never for AppendECS's documents; counted all the same
-						continue
-					}
+					kvs = appendOTLPAttributes(kvs[:0], &part[i], &fv)
 					s.emit(&part[i], kvs)
 				}
-				jobs <- otlpJob{records: s.proc.records, failed: failed}
+				jobs <- otlpJob{records: s.proc.records}
 			}
 			if !closing {
 				break
@@ -654,23 +647,23 @@ func (s *OTLPSink) export(records []sdklog.Record, failed int) {
 			lost += uint64(len(records))
 		}
 	}
+	n := uint64(len(records) + failed)
 	s.mu.Lock()
-	if !s.abandoned {
-		s.lostOutput += lost
-		s.finish(uint64(len(records) + failed))
+	var counted bool
+	if len(records) > 0 {
+		// An export cancelled by Close is no news to the command.
+		if err != nil {
+			err = fmt.Errorf("exporting to the OTLP collector: %w", err)
+		}
+		counted = s.book.book(n-lost, lost, err, !errors.Is(err, context.Canceled))
+	} else {
+		// Events Close gave up on: the failing state stays.
+		counted = s.book.add(0, lost)
 	}
-	notify, nowFailing := false, err != nil
-	if nowFailing != s.failing && (len(records) > 0) {
-		s.failing, notify = nowFailing, true
+	if counted {
+		s.finish(n)
 	}
 	s.mu.Unlock()
-	if notify && s.opts.OnFailing != nil && !errors.Is(err, context.Canceled) {
-		if nowFailing {
-			s.opts.OnFailing(fmt.Errorf("exporting to the OTLP collector: %w", err))
-		} else {
-			s.opts.OnFailing(nil)
-		}
-	}
 }
 
 // partialSuccess reads how many records the collector rejected from the
@@ -736,3 +729,49 @@ func (p *collectProcessor) ForceFlush(context.Context) error                    
 
 var _ tracer.LossReporter = (*OTLPSink)(nil)
 var _ tracer.Kicker = (*OTLPSink)(nil)
+
+func init() {
+	RegisterDestination(&Destination{
+		Forms:          []string{"otlps://HOST:PORT", "otlp:/SOCKET"},
+		CleartextForms: []string{"otlp://HOST:PORT"},
+		Complete:       []string{"otlps://", "otlp:/", "otlp://"},
+		// otlpx:// too: a mistyped scheme is refused, not taken for a file.
+		Match: func(output string) bool {
+			scheme, _, found := strings.Cut(output, "://")
+			return found && strings.HasPrefix(scheme, "otlp") || strings.HasPrefix(output, "otlp:/")
+		},
+		Prepare: prepareOTLP,
+	})
+}
+
+// prepareOTLP takes otlps://HOST:PORT, otlp:/SOCKET and otlp://HOST:PORT
+// (an OpenTelemetry collector). Its records carry the ECS fields, so
+// --format and --time, which shape lines, are refused.
+func prepareOTLP(output string, c DestinationConfig) (*Output, error) {
+	scheme, _, found := strings.Cut(output, "://")
+	if err := refuseDestFlags(c, found && scheme == "otlps", found && scheme == "otlp"); err != nil {
+		return nil, err
+	}
+	// An empty --format= (tracer.service's TRACER_FORMAT left empty) is the default.
+	if c.FormatGiven && c.Format != "" && c.Format != "ecs" {
+		return nil, vocab.Usagef("--output %s sends OpenTelemetry log records whose attributes are the ECS fields (docs/events.md), not --format lines: drop --format", output)
+	}
+	if c.TimeGiven {
+		return nil, vocab.Usagef("--time is for text lines: an OTLP log record carries the event's time: drop --time")
+	}
+	so := OTLPOptions{Version: c.Version, CAFile: c.CAFile, AllowCleartext: c.AllowCleartext}
+	// The URL is checked now, before any rule or probe is loaded.
+	if err := CheckOTLP(output, so); err != nil {
+		return nil, err
+	}
+	var o Output
+	if OTLPCleartext(output) {
+		o.Warning = "--allow-cleartext: events go to " + output + " unencrypted and unauthenticated; whoever holds the port gets every command line (use otlps:// or otlp:/SOCKET)"
+	}
+	o.Open = func(Rotation) (*OpenOutput, error) {
+		return &OpenOutput{NewSink: func(opts OutputOptions) (tracer.Sink, error) {
+			return NewOTLPSink(output, opts, so)
+		}}, nil
+	}
+	return &o, nil
+}

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
@@ -530,65 +529,6 @@ func TestOTLPTargets(t *testing.T) {
 			t.Errorf("%q: %q %v %q %v, want %q %v %q", tc.in, endpoint, secure, path, err, tc.endpoint, tc.secure, tc.path)
 		}
 	}
-}
-
-// TestFlattenMatchesJSON: the attributes are the document, read as
-// encoding/json reads it, for hostile strings too.
-func TestFlattenMatchesJSON(t *testing.T) {
-	var f flattener
-	for _, doc := range []string{
-		`{}`,
-		`{"a":{"b":{"c":1}},"d":[1,"x",true],"e":[],"f":null,"g":-1.5e3,"h":"\u00e9\"\\\n\udc80"}`,
-		`{"l":[{"pid":1,"x":{"y":"z"}},{"pid":2}], "s" : [ "a" , "b" ] }`,
-	} {
-		kvs, err := f.flatten(nil, []byte(doc))
-		if err != nil {
-			t.Fatalf("%s: %v", doc, err)
-		}
-		got := map[string]any{}
-		for _, kv := range kvs {
-			got[string(kv.Key)] = attrAny(kv.Value)
-		}
-		gj, _ := json.Marshal(got)
-		wj, _ := json.Marshal(flatJSON(t, []byte(doc)))
-		// Empty arrays and maps are the same to JSON; the flattener's
-		// string slices and maps marshal alike.
-		if string(gj) != string(wj) {
-			t.Errorf("%s:\n got %s\nwant %s", doc, gj, wj)
-		}
-	}
-	for _, bad := range []string{`{`, `{"a":}`, `{"a":1}x`, `{"a":"x}`, `[1]`, `{"a":tru}`} {
-		if _, err := f.flatten(nil, []byte(bad)); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}
-
-// attrAny is an attribute value as encoding/json gives the JSON one.
-func attrAny(v attribute.Value) any {
-	switch v.Type() {
-	case attribute.SLICE:
-		a := []any{}
-		for _, e := range v.AsSlice() {
-			a = append(a, attrAny(e))
-		}
-		return a
-	case attribute.STRINGSLICE:
-		a := []any{}
-		for _, e := range v.AsStringSlice() {
-			a = append(a, e)
-		}
-		return a
-	case attribute.MAP:
-		m := map[string]any{}
-		for _, kv := range v.AsMap() {
-			m[string(kv.Key)] = attrAny(kv.Value)
-		}
-		return m
-	case attribute.INT64:
-		return float64(v.AsInt64())
-	}
-	return v.AsInterface()
 }
 
 // BenchmarkOTLPSink: an exec event through the queue, the ECS document,

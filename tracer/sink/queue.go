@@ -72,21 +72,12 @@ type outQueue struct {
 	done  chan struct{}
 	fail  atomic.Bool // a write failed or the output was abandoned
 	ended bool
-	// writeStart is when the writer's current write began (Unix ns; 0:
-	// none in progress).
-	writeStart atomic.Int64
-	timer      *time.Timer // waits for room (drop mode); mu guards it
+	rule  stallRule // its timer: mu guards it
+	book  lossBook
 
-	cm        sync.Mutex // orders the writer's counting with abandon
-	abandoned bool
-
-	accepted   uint64 // events put in a chunk; mu guards it (one locked op less per event)
-	written    atomic.Uint64
-	lostQueue  atomic.Uint64
-	lostOutput atomic.Uint64
-	failing    bool // the last write failed without ending the output; cm guards it
-	errMu      sync.Mutex
-	err        error
+	accepted uint64 // events put in a chunk; mu guards it (one locked op less per event)
+	errMu    sync.Mutex
+	err      error
 }
 
 func newOutQueue(w io.Writer, opts OutputOptions) *outQueue {
@@ -96,6 +87,8 @@ func newOutQueue(w io.Writer, opts OutputOptions) *outQueue {
 	n := max(opts.QueueBytes/chunkBytes, 1)
 	q := &outQueue{
 		w: w, opts: opts,
+		rule: stallRule{block: opts.Backpressure == tracer.BackpressureBlock, patience: stallAfter},
+		book: lossBook{onFailing: opts.OnFailing},
 		cur:  newChunk(),
 		full: make(chan *chunk, n),
 		free: make(chan *chunk, n+2),
@@ -118,7 +111,7 @@ func (q *outQueue) put(b []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.ended || q.fail.Load() {
-		q.lostOutput.Add(1)
+		q.book.late()
 		return
 	}
 	if len(q.cur.buf) > 0 && len(q.cur.buf)+len(b) > chunkBytes {
@@ -127,7 +120,7 @@ func (q *outQueue) put(b []byte) {
 			wait = waitAbort
 		}
 		if !q.handoff(wait) {
-			q.lostQueue.Add(1)
+			q.book.dropped()
 			return
 		}
 	}
@@ -175,16 +168,12 @@ func (q *outQueue) waitRoom(wait waitMode) bool {
 	case noWait:
 		return false
 	case waitProgress:
-		if s := q.writeStart.Load(); s != 0 && time.Now().UnixNano()-s > int64(stallAfter) {
-			return false // stalled: drop at once
+		t, ok := q.rule.wait()
+		if !ok {
+			return false
 		}
-		if q.timer == nil {
-			q.timer = time.NewTimer(stallAfter)
-		} else {
-			q.timer.Reset(stallAfter)
-		}
-		defer q.timer.Stop()
-		timeout = q.timer.C
+		defer q.rule.stop()
+		timeout = t
 	}
 	select {
 	case q.full <- q.cur:
@@ -265,15 +254,11 @@ func (q *outQueue) close() error {
 func (q *outQueue) abandon() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.cm.Lock()
-	defer q.cm.Unlock()
-	if q.abandoned {
+	pending, ok := q.book.abandon(q.accepted)
+	if !ok {
 		return
 	}
-	q.abandoned = true
 	q.fail.Store(true)
-	pending := q.accepted - q.written.Load() - q.lostOutput.Load()
-	q.lostOutput.Add(pending)
 	q.setErr(fmt.Errorf("output abandoned with %d events not written", pending))
 }
 
@@ -284,16 +269,12 @@ func (q *outQueue) writer() {
 			close(c.flushed)
 			continue
 		}
-		q.cm.Lock()
-		failed := q.fail.Load()
-		if failed && !q.abandoned {
-			q.lostOutput.Add(uint64(len(c.ends)))
-		}
-		q.cm.Unlock()
-		if !failed {
-			q.writeStart.Store(time.Now().UnixNano())
+		if q.fail.Load() {
+			q.book.lose(uint64(len(c.ends)))
+		} else {
+			q.rule.writing()
 			n, err := q.w.Write(c.buf)
-			q.writeStart.Store(0)
+			q.rule.wrote()
 			q.count(c, n, err)
 		}
 		q.recycle(c)
@@ -303,24 +284,17 @@ func (q *outQueue) writer() {
 // count books one chunk's write: events wholly written before a failure
 // count as written, the rest as lost.
 func (q *outQueue) count(c *chunk, n int, err error) {
-	q.cm.Lock()
-	defer q.cm.Unlock()
-	if q.abandoned {
-		return // abandon counted this chunk already
-	}
 	if err == nil {
-		q.written.Add(uint64(len(c.ends)))
-		if q.failing {
-			q.failing = false
-			if q.opts.OnFailing != nil {
-				q.opts.OnFailing(nil)
-			}
-		}
+		q.book.book(uint64(len(c.ends)), 0, nil, true)
 		return
 	}
 	k := sort.SearchInts(c.ends, n+1)
-	q.written.Add(uint64(k))
-	q.lostOutput.Add(uint64(len(c.ends) - k))
+	// A full disk or a quota is counted, and the next write tries again;
+	// the reader gone (EPIPE) ends the output.
+	epipe := errors.Is(err, syscall.EPIPE)
+	if !q.book.book(uint64(k), uint64(len(c.ends)-k), err, !epipe) {
+		return // abandon counted this chunk already
+	}
 	if k < len(c.ends) && n > 0 {
 		good := 0
 		if k > 0 {
@@ -328,14 +302,7 @@ func (q *outQueue) count(c *chunk, n int, err error) {
 		}
 		q.untear(n - good)
 	}
-	if !errors.Is(err, syscall.EPIPE) {
-		// A full disk or a quota: counted, and the next write tries again.
-		if !q.failing {
-			q.failing = true
-			if q.opts.OnFailing != nil {
-				q.opts.OnFailing(err)
-			}
-		}
+	if !epipe {
 		return
 	}
 	q.fail.Store(true)
@@ -420,5 +387,5 @@ func (s *bufSink) RotationsFailed() uint64 {
 }
 
 func (s *bufSink) Loss() tracer.OutputLoss {
-	return tracer.OutputLoss{Queue: s.q.lostQueue.Load(), Output: s.q.lostOutput.Load()}
+	return s.q.book.loss()
 }

@@ -63,18 +63,11 @@ type sender struct {
 
 	mu     sync.Mutex // orders Write and Close
 	closed bool
-	timer  *time.Timer
+	rule   stallRule // its timer: mu guards it
+	book   lossBook
 
-	cm        sync.Mutex // orders the sender's counting with abandon
-	abandoned bool
-	failing   bool
-
-	accepted   atomic.Uint64
-	sent       atomic.Uint64
-	lostQueue  atomic.Uint64
-	lostOutput atomic.Uint64
-	sendStart  atomic.Int64 // Unix ns the current send began; 0: none
-	redial     atomic.Bool  // Reconnect asked for a new connection
+	accepted atomic.Uint64
+	redial   atomic.Bool // Reconnect asked for a new connection
 }
 
 func newSender(t transport, opts OutputOptions) *sender {
@@ -83,6 +76,8 @@ func newSender(t transport, opts OutputOptions) *sender {
 	}
 	s := &sender{
 		t: t, opts: opts,
+		rule:     stallRule{block: opts.Backpressure == tracer.BackpressureBlock, patience: stallAfter},
+		book:     lossBook{onFailing: opts.OnFailing},
 		q:        make(chan item, queueMessages),
 		free:     make(chan []byte, queueMessages),
 		done:     make(chan struct{}),
@@ -109,7 +104,7 @@ func (s *sender) put(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		s.lostOutput.Add(1)
+		s.book.late()
 		return
 	}
 	it := item{b: b}
@@ -118,20 +113,12 @@ func (s *sender) put(b []byte) {
 	if s.tryQueue(it) {
 		return
 	}
-	var timeout <-chan time.Time
-	if s.opts.Backpressure != tracer.BackpressureBlock {
-		if st := s.sendStart.Load(); st != 0 && time.Now().UnixNano()-st > int64(stallAfter) {
-			s.dropped()
-			return
-		}
-		if s.timer == nil {
-			s.timer = time.NewTimer(stallAfter)
-		} else {
-			s.timer.Reset(stallAfter)
-		}
-		defer s.timer.Stop()
-		timeout = s.timer.C
+	timeout, ok := s.rule.wait()
+	if !ok {
+		s.dropped()
+		return
 	}
+	defer s.rule.stop()
 	for {
 		select {
 		case <-s.room:
@@ -168,7 +155,7 @@ func (s *sender) tryQueue(it item) bool {
 // dropped counts a message put could not queue.
 func (s *sender) dropped() {
 	s.accepted.Add(^uint64(0))
-	s.lostQueue.Add(1)
+	s.book.dropped()
 }
 
 func (s *sender) run() {
@@ -196,9 +183,9 @@ func (s *sender) run() {
 			s.t.reset()
 		}
 		if len(msgs) > 0 {
-			s.sendStart.Store(time.Now().UnixNano())
+			s.rule.writing()
 			n, err := s.t.send(msgs)
-			s.sendStart.Store(0)
+			s.rule.wrote()
 			s.count(len(msgs), n, err)
 		}
 		var n int64
@@ -224,30 +211,7 @@ func (s *sender) run() {
 }
 
 // count books one send: n of m messages delivered, the rest lost.
-func (s *sender) count(m, n int, err error) {
-	s.cm.Lock()
-	defer s.cm.Unlock()
-	if s.abandoned {
-		return // abandon counted them
-	}
-	s.sent.Add(uint64(n))
-	s.lostOutput.Add(uint64(m - n))
-	if err == nil {
-		if s.failing {
-			s.failing = false
-			if s.opts.OnFailing != nil {
-				s.opts.OnFailing(nil)
-			}
-		}
-		return
-	}
-	if !s.failing {
-		s.failing = true
-		if s.opts.OnFailing != nil {
-			s.opts.OnFailing(err)
-		}
-	}
-}
+func (s *sender) count(m, n int, err error) { s.book.book(uint64(n), uint64(m-n), err, true) }
 
 // flush waits until every message queued so far was sent or counted
 // lost, or until Abort.
@@ -302,21 +266,13 @@ func (s *sender) close() error {
 // abandon stops waiting for a stalled daemon: every message accepted and
 // not yet sent is counted lost now, so the totals add up even if the
 // process exits with a send still blocked.
-func (s *sender) abandon() {
-	s.cm.Lock()
-	defer s.cm.Unlock()
-	if s.abandoned {
-		return
-	}
-	s.abandoned = true
-	s.lostOutput.Add(s.accepted.Load() - s.sent.Load() - s.lostOutput.Load())
-}
+func (s *sender) abandon() { s.book.abandon(s.accepted.Load()) }
 
 // reconnect makes the sender dial the daemon anew before its next send.
 func (s *sender) reconnect() { s.redial.Store(true) }
 
 func (s *sender) loss() tracer.OutputLoss {
-	return tracer.OutputLoss{Queue: s.lostQueue.Load(), Output: s.lostOutput.Load()}
+	return s.book.loss()
 }
 
 // link keeps one connection to a daemon: it dials on demand, and after a

@@ -54,8 +54,8 @@ func TestSenderQueueBoundedByBytes(t *testing.T) {
 	_ = s.close()
 	close(tr.release)
 	l := s.loss()
-	if l.Queue == 0 || s.sent.Load()+l.Queue+l.Output != n {
-		t.Errorf("sent %d + lost %+v != %d put", s.sent.Load(), l, n)
+	if l.Queue == 0 || s.book.written.Load()+l.Queue+l.Output != n {
+		t.Errorf("sent %d + lost %+v != %d put", s.book.written.Load(), l, n)
 	}
 	t.Logf("queued at most %d KiB; heap grew %d KiB; lost %d at queue, %d at output", most>>10, grew>>10, l.Queue, l.Output)
 }

@@ -358,3 +358,66 @@ func tlsPeerClosed(c *tls.Conn) bool {
 	_ = c.SetReadDeadline(time.Time{})
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
+
+func init() {
+	RegisterDestination(&Destination{
+		Forms:          []string{"syslog (/dev/log)", "syslog+tls://HOST:PORT"},
+		CleartextForms: []string{"syslog://HOST:PORT (TCP)", "syslog+udp://HOST:PORT"},
+		Complete:       []string{"syslog", "syslog:/", "syslog+tls://", "syslog://", "syslog+udp://"},
+		Match: func(output string) bool {
+			_, ok, _ := ParseSyslog(output)
+			return ok
+		},
+		Prepare: prepareSyslog,
+	})
+}
+
+// prepareSyslog takes syslog[:/SOCKET] and syslog[+tcp|+udp|+tls]://HOST:PORT.
+func prepareSyslog(output string, c DestinationConfig) (*Output, error) {
+	cfg, _, err := ParseSyslog(output)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseDestFlags(c, cfg.TLS, cfg.Cleartext()); err != nil {
+		return nil, err
+	}
+	var o Output
+	// As for otlp://: the messages name every command line, and whoever
+	// holds the port (any user, on loopback) would get them.
+	if cfg.Cleartext() {
+		if !c.AllowCleartext {
+			return nil, vocab.Usagef("--output %s is cleartext: every command line would go to whoever holds %s: use syslog+tls://%s (TLS; --output-ca-file CA.pem pins the server's CA) or the local socket (syslog, syslog:/SOCKET), or add --allow-cleartext", output, cfg.Addr, cfg.Addr)
+		}
+		o.Warning = "--allow-cleartext: events go to " + output + " unencrypted and unauthenticated; whoever holds the port gets every command line (use syslog+tls://)"
+	}
+	if cfg.TLS && c.CAFile != "" {
+		if err := CheckSyslogCA(c.CAFile); err != nil {
+			return nil, err
+		}
+		cfg.CAFile = c.CAFile
+	}
+	if c.TimeGiven {
+		return nil, vocab.Usagef("--time is for text lines: a syslog message carries the event's time in its header: drop --time")
+	}
+	// A syslog server's pipelines parse JSON; --format text asks for the
+	// text line instead.
+	format := "json"
+	if c.FormatGiven {
+		format = c.Format
+	}
+	if _, ok := FormatEncoder(format); !ok {
+		return nil, vocab.Usagef("unknown format %q: use %s", format, strings.Join(FormatNames(), ", "))
+	}
+	o.Open = func(Rotation) (*OpenOutput, error) {
+		var r reconnector
+		return &OpenOutput{Reconnect: r.reconnect, NewSink: func(opts OutputOptions) (tracer.Sink, error) {
+			s, err := NewSyslog(cfg, format, opts)
+			if err != nil {
+				return nil, err
+			}
+			r.set(s.Reconnect)
+			return s, nil
+		}}, nil
+	}
+	return &o, nil
+}
