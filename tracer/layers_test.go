@@ -27,7 +27,7 @@ var layers = []struct {
 	{"kernel state, rules and mounts", []string{"tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
 	{"contract", []string{"tracer"}},
 	{"node facts", []string{"tracer/node"}},
-	{"backends and outputs", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics"}},
+	{"backends and outputs", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics", "tracer/kube"}},
 	{"commands' work", []string{"tracer/watch", "tracer/trace", "bench", "bench/report"}},
 	{"command line", []string{"cmd/tracer"}},
 }
@@ -37,7 +37,7 @@ const module = "github.com/tracer-dev/tracer"
 // testOnly are packages that only tests import; they may import anything.
 var testOnly = map[string]bool{
 	"tracer/tracertest": true, "tracer/node/nodetest": true, "tracer/sink/schematest": true,
-	"bpf/tests": true,
+	"bpf/tests": true, "tracer/kube/kubetest": true,
 }
 
 type listed struct {
