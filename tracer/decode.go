@@ -21,19 +21,26 @@ import (
 // json` logs, tracer report reads them) decode with the tracer's own
 // schema, without the encoders and destinations of tracer/sink.
 type jsonEvent struct {
-	Time         string         `json:"time"`
-	Backend      jsonString     `json:"backend"`
-	Type         string         `json:"type"`
-	PID          uint32         `json:"pid"`
-	Comm         jsonString     `json:"comm"`
-	UID          uint32         `json:"uid"`
-	AUID         uint32         `json:"auid"`
-	ExecID       string         `json:"exec_id"`
-	ParentExecID string         `json:"parent_exec_id"`
-	Cgroup       jsonString     `json:"cgroup"`
-	CgroupCut    bool           `json:"cgroup_truncated"`
-	ContainerID  jsonString     `json:"container_id"`
-	Unit         jsonString     `json:"unit"`
+	Time         string     `json:"time"`
+	Backend      jsonString `json:"backend"`
+	Type         string     `json:"type"`
+	PID          uint32     `json:"pid"`
+	Comm         jsonString `json:"comm"`
+	UID          uint32     `json:"uid"`
+	AUID         uint32     `json:"auid"`
+	ExecID       string     `json:"exec_id"`
+	ParentExecID string     `json:"parent_exec_id"`
+	Cgroup       jsonString `json:"cgroup"`
+	CgroupCut    bool       `json:"cgroup_truncated"`
+	ContainerID  jsonString `json:"container_id"`
+	Unit         jsonString `json:"unit"`
+	// Kubernetes (pod.go)
+	Pod          jsonString     `json:"pod"`
+	PodNamespace jsonString     `json:"pod_namespace"`
+	PodUID       jsonString     `json:"pod_uid"`
+	PodContainer jsonString     `json:"container_name"`
+	Image        jsonString     `json:"image"`
+	ImageID      jsonString     `json:"image_id"`
 	Ancestors    []jsonAncestor `json:"ancestors"`
 
 	PPID     uint32       `json:"ppid"`
@@ -104,6 +111,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	e.Backend, e.PID, e.Comm, e.UID, e.AUID = string(j.Backend), j.PID, string(j.Comm), j.UID, j.AUID
 	e.Cgroup, e.ContainerID, e.Unit, e.CgroupTruncated = string(j.Cgroup), string(j.ContainerID), string(j.Unit), j.CgroupCut
+	e.Pod = PodInfo{Name: string(j.Pod), Namespace: string(j.PodNamespace), UID: string(j.PodUID),
+		Container: string(j.PodContainer), Image: string(j.Image), ImageID: string(j.ImageID)}
 	ids := []struct {
 		s  string
 		id *ExecID
