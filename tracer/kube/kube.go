@@ -37,6 +37,10 @@ var DefaultSockets = []string{"/run/containerd/containerd.sock", "/var/run/crio/
 // ErrNoRuntime: no CRI socket where one was looked for.
 var ErrNoRuntime = errors.New("no container runtime socket")
 
+// ErrNotCRI: the socket's runtime serves no CRI (docker's containerd,
+// whose CRI plugin is off): no kubelet uses it, so no container has a pod.
+var ErrNotCRI = errors.New("the container runtime serves no CRI")
+
 // The labels the kubelet puts on every container it asks a runtime for.
 const (
 	labelPodName       = "io.kubernetes.pod.name"
@@ -103,6 +107,7 @@ type Enricher struct {
 	queue chan string
 
 	misses, errs atomic.Uint64
+	off          atomic.Bool // the runtime serves no CRI
 	// now is time.Now; tests move it.
 	now func() time.Time
 }
@@ -162,6 +167,9 @@ func (e *Enricher) Socket() string { return e.o.Socket }
 // Pod returns the pod of container id as last known, without waiting.
 // A container not known yet is queued to be asked for, and counted.
 func (e *Enricher) Pod(id string) (tracer.PodInfo, bool) {
+	if e.off.Load() {
+		return tracer.PodInfo{}, false
+	}
 	e.mu.Lock()
 	if el, ok := e.byID[id]; ok {
 		en := el.Value.(*entry)
@@ -205,8 +213,14 @@ func (e *Enricher) PodStats() tracer.PodStats {
 
 // Run lists the containers now and every Refresh, and asks for those
 // events named that were not known, until ctx ends. Failed calls are
-// counted (PodStats) and tried again later.
-func (e *Enricher) Run(ctx context.Context) {
+// counted (PodStats) and tried again later. A runtime that answers the
+// first list with "unimplemented" serves no CRI: Run returns ErrNotCRI at
+// once, and Pod answers nothing from then on.
+func (e *Enricher) Run(ctx context.Context) error {
+	if err := e.Refresh(ctx); status.Code(err) == codes.Unimplemented {
+		e.off.Store(true)
+		return fmt.Errorf("%w: %w", ErrNotCRI, err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -215,13 +229,13 @@ func (e *Enricher) Run(ctx context.Context) {
 	t := time.NewTicker(e.o.Refresh)
 	defer t.Stop()
 	for {
-		_ = e.Refresh(ctx) // counted in errs
 		select {
 		case <-ctx.Done():
 			<-done
-			return
+			return nil
 		case <-t.C:
 		}
+		_ = e.Refresh(ctx) // counted in errs
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/kube"
 	"github.com/tracer-dev/tracer/tracer/kube/kubetest"
@@ -38,7 +40,7 @@ func newEnricher(t *testing.T, o kube.Options) *kube.Enricher {
 func run(t *testing.T, e *kube.Enricher) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { e.Run(ctx) })
+	wg.Go(func() { _ = e.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
@@ -283,5 +285,25 @@ func TestNoSocket(t *testing.T) {
 	}
 	if _, err := kube.New(kube.Options{Socket: t.TempDir()}); !errors.Is(err, kube.ErrNoRuntime) {
 		t.Errorf("a directory: err = %v, want ErrNoRuntime", err)
+	}
+}
+
+// TestNotCRI: a runtime that serves no CRI (docker's containerd) turns
+// the enricher off: Run says so at once, and no event is counted a miss.
+func TestNotCRI(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "containerd.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	defer srv.Stop()
+	go func() { _ = srv.Serve(l) }()
+	e := newEnricher(t, kube.Options{Socket: sock})
+	if err := e.Run(context.Background()); !errors.Is(err, kube.ErrNotCRI) {
+		t.Fatalf("Run = %v, want ErrNotCRI", err)
+	}
+	if _, ok := e.Pod(cid(1)); ok || e.PodStats().Misses != 0 {
+		t.Errorf("an enricher without CRI answers or counts: %+v", e.PodStats())
 	}
 }
