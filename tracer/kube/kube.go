@@ -184,18 +184,23 @@ func (e *Enricher) Pod(id string) (tracer.PodInfo, bool) {
 			return tracer.PodInfo{}, false
 		}
 	}
-	queued := e.pending[id]
-	if !queued {
-		select {
-		case e.queue <- id:
-			e.pending[id] = true
-		default:
-			// Full: a later event of the container asks again.
-		}
-	}
+	e.enqueueLocked(id)
 	e.mu.Unlock()
 	e.misses.Add(1)
 	return tracer.PodInfo{}, false
+}
+
+// enqueueLocked queues id to be asked for, unless it is already.
+func (e *Enricher) enqueueLocked(id string) {
+	if e.pending[id] {
+		return
+	}
+	select {
+	case e.queue <- id:
+		e.pending[id] = true
+	default:
+		// Full: a later event of the container asks again.
+	}
 }
 
 // PodStats returns the counters.
@@ -274,8 +279,11 @@ func (e *Enricher) Refresh(ctx context.Context) error {
 		}
 		if pod.Image == "" {
 			if old, have := e.byID[id]; have && old.Value.(*entry).pod.Image != "" {
-				// ContainerStatus named the image; the list gives its id alone.
 				pod.Image = old.Value.(*entry).pod.Image
+			} else {
+				// The list gives the image's id alone (a kubelet that
+				// does not pass the spec's name): ContainerStatus names it.
+				e.enqueueLocked(id)
 			}
 		}
 		e.putLocked(id, pod, true)
@@ -302,6 +310,10 @@ func (e *Enricher) lookup(ctx context.Context, id string) error {
 	if err != nil {
 		if status.Code(err) != codes.NotFound {
 			e.errs.Add(1)
+			if el, have := e.byID[id]; have && el.Value.(*entry).ok {
+				// What the list said stands; the image stays unnamed.
+				return fmt.Errorf("asking the runtime at %s for container %s: %w", e.o.Socket, id, err)
+			}
 		}
 		e.putLocked(id, tracer.PodInfo{}, false)
 		return fmt.Errorf("asking the runtime at %s for container %s: %w", e.o.Socket, id, err)

@@ -307,3 +307,18 @@ func TestNotCRI(t *testing.T) {
 		t.Errorf("an enricher without CRI answers or counts: %+v", e.PodStats())
 	}
 }
+
+// TestImageNamedByStatus: where the list gives the image's id alone,
+// ContainerStatus names it.
+func TestImageNamedByStatus(t *testing.T) {
+	rt := kubetest.Start(t)
+	p := web
+	p.Image = "" // an older kubelet: no UserSpecifiedImage
+	rt.Add(cid(1), p)
+	rt.SetStatusImage(cid(1), web.Image)
+	e := newEnricher(t, kube.Options{Socket: rt.Socket, Refresh: time.Hour})
+	run(t, e)
+	eventually(t, "the image named", func() bool { pod, _ := e.Pod(cid(1)); return pod.Image == web.Image })
+	pod, _ := e.Pod(cid(1))
+	wantPod(t, pod, web)
+}

@@ -28,7 +28,8 @@ type Runtime struct {
 	srv        *grpc.Server
 	mu         sync.Mutex
 	containers map[string]*runtimeapi.Container
-	hang       chan struct{} // non-nil: calls wait until it is closed
+	statusImg  map[string]string // ContainerStatus's image name, where not the spec's
+	hang       chan struct{}     // non-nil: calls wait until it is closed
 	// Lists and Statuses count the calls served.
 	Lists, Statuses atomic.Int64
 }
@@ -46,7 +47,7 @@ func Start(t testing.TB) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runtime{Socket: sock, srv: grpc.NewServer(), containers: map[string]*runtimeapi.Container{}}
+	r := &Runtime{Socket: sock, srv: grpc.NewServer(), containers: map[string]*runtimeapi.Container{}, statusImg: map[string]string{}}
 	runtimeapi.RegisterRuntimeServiceServer(r.srv, r)
 	go func() { _ = r.srv.Serve(l) }()
 	t.Cleanup(func() { r.Hang(false); r.srv.Stop() })
@@ -69,6 +70,14 @@ func (r *Runtime) Add(id string, p Pod) {
 			"io.kubernetes.pod.uid": p.UID, "io.kubernetes.container.name": p.Container,
 		},
 	}
+}
+
+// SetStatusImage makes ContainerStatus name container id's image img
+// (a runtime's repo tag) whatever the list says.
+func (r *Runtime) SetStatusImage(id, img string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statusImg[id] = img
 }
 
 // Remove removes container id.
@@ -137,8 +146,12 @@ func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "container %q not found", req.GetContainerId())
 	}
+	img := c.Image.GetUserSpecifiedImage()
+	if s, ok := r.statusImg[c.Id]; ok {
+		img = s
+	}
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id: c.Id, Metadata: c.Metadata, State: c.State, Labels: c.Labels, ImageRef: c.ImageRef,
-		Image: &runtimeapi.ImageSpec{Image: c.Image.GetUserSpecifiedImage()},
+		Image: &runtimeapi.ImageSpec{Image: img},
 	}}, nil
 }
