@@ -117,6 +117,9 @@ type entry struct {
 	id  string
 	pod tracer.PodInfo
 	ok  bool   // a pod's container; false: not one, or not known
+	// failed: !ok because the call failed (its events count as misses),
+	// not because the runtime said it is no pod's.
+	failed bool
 	gen uint64 // the last list it was in (or was asked for after)
 	// retry: for !ok, when to ask again.
 	retry time.Time
@@ -181,6 +184,9 @@ func (e *Enricher) Pod(id string) (tracer.PodInfo, bool) {
 		}
 		if e.now().Before(en.retry) {
 			e.mu.Unlock()
+			if en.failed {
+				e.misses.Add(1)
+			}
 			return tracer.PodInfo{}, false
 		}
 	}
@@ -316,6 +322,7 @@ func (e *Enricher) lookup(ctx context.Context, id string) error {
 			}
 		}
 		e.putLocked(id, tracer.PodInfo{}, false)
+		e.byID[id].Value.(*entry).failed = status.Code(err) != codes.NotFound
 		return fmt.Errorf("asking the runtime at %s for container %s: %w", e.o.Socket, id, err)
 	}
 	st := resp.GetStatus()
