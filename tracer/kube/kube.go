@@ -116,11 +116,11 @@ type Enricher struct {
 type entry struct {
 	id  string
 	pod tracer.PodInfo
-	ok  bool   // a pod's container; false: not one, or not known
+	ok  bool // a pod's container; false: not one, or not known
 	// failed: !ok because the call failed (its events count as misses),
 	// not because the runtime said it is no pod's.
 	failed bool
-	gen uint64 // the last list it was in (or was asked for after)
+	gen    uint64 // the last list it was in (or was asked for after)
 	// retry: for !ok, when to ask again.
 	retry time.Time
 }
@@ -183,8 +183,9 @@ func (e *Enricher) Pod(id string) (tracer.PodInfo, bool) {
 			return pod, true
 		}
 		if e.now().Before(en.retry) {
+			failed := en.failed
 			e.mu.Unlock()
-			if en.failed {
+			if failed {
 				e.misses.Add(1)
 			}
 			return tracer.PodInfo{}, false
