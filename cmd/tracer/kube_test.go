@@ -88,4 +88,24 @@ func TestWatchKubernetesPods(t *testing.T) {
 	if e := got[0]; e.ContainerID != id || e.Pod != want {
 		t.Errorf("exec in the container: container_id %q, pod %+v; want %q, %+v\n%s", e.ContainerID, e.Pod, id, want, out)
 	}
+
+	// A runtime that hangs holds up no event: the exec comes, at once,
+	// without the pod.
+	rt.Hang(true)
+	var took time.Duration
+	out, stderr = watchRun(t, func() {
+		start := time.Now()
+		cmd := exec.Command("sh", "-c", `echo $$ > "$1" && exec "$2" 0`, "sh", procs, prog)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("running in the container's cgroup: %v %s", err, b)
+		}
+		took = time.Since(start)
+	}, "--backend", "ebpf", "--format", "json", "--exe", "kubepodprog", "--kubernetes", "on", "--cri-socket", rt.Socket)
+	var e tracer.Event
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &e); err != nil || e.ContainerID != id || !e.Pod.IsZero() {
+		t.Errorf("with a hung runtime: want the exec in the container without its pod (%v):\n%s\n%s", err, out, stderr)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the process took %v with a hung runtime", took)
+	}
 }
