@@ -322,3 +322,30 @@ func TestImageNamedByStatus(t *testing.T) {
 	pod, _ := e.Pod(cid(1))
 	wantPod(t, pod, web)
 }
+
+// BenchmarkPodKnown is the cost the pipeline pays per event of a known
+// container.
+func BenchmarkPodKnown(b *testing.B) {
+	rt := kubetest.Start(b)
+	for i := range 100 {
+		rt.Add(cid(i), web)
+	}
+	e, err := kube.New(kube.Options{Socket: rt.Socket})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Refresh(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = cid(i)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, ok := e.Pod(ids[i%100]); !ok {
+			b.Fatal("not known")
+		}
+	}
+}
