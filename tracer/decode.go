@@ -21,27 +21,28 @@ import (
 // json` logs, tracer report reads them) decode with the tracer's own
 // schema, without the encoders and destinations of tracer/sink.
 type jsonEvent struct {
-	Time         string     `json:"time"`
-	Backend      jsonString `json:"backend"`
-	Type         string     `json:"type"`
-	PID          uint32     `json:"pid"`
-	Comm         jsonString `json:"comm"`
-	UID          uint32     `json:"uid"`
-	AUID         uint32     `json:"auid"`
-	ExecID       string     `json:"exec_id"`
-	ParentExecID string     `json:"parent_exec_id"`
-	Cgroup       jsonString `json:"cgroup"`
-	CgroupCut    bool       `json:"cgroup_truncated"`
-	ContainerID  jsonString `json:"container_id"`
-	Unit         jsonString `json:"unit"`
-	// Kubernetes (pod.go)
-	Pod          jsonString     `json:"pod"`
-	PodNamespace jsonString     `json:"pod_namespace"`
-	PodUID       jsonString     `json:"pod_uid"`
-	PodContainer jsonString     `json:"container_name"`
-	Image        jsonString     `json:"image"`
-	ImageID      jsonString     `json:"image_id"`
+	Time         string         `json:"time"`
+	Backend      jsonString     `json:"backend"`
+	Type         string         `json:"type"`
+	PID          uint32         `json:"pid"`
+	Comm         jsonString     `json:"comm"`
+	UID          uint32         `json:"uid"`
+	AUID         uint32         `json:"auid"`
+	ExecID       string         `json:"exec_id"`
+	ParentExecID string         `json:"parent_exec_id"`
+	Cgroup       jsonString     `json:"cgroup"`
+	CgroupCut    bool           `json:"cgroup_truncated"`
+	ContainerID  jsonString     `json:"container_id"`
+	Unit         jsonString     `json:"unit"`
 	Ancestors    []jsonAncestor `json:"ancestors"`
+
+	// Kubernetes (pod.go)
+	Pod          jsonString `json:"pod"`
+	PodNamespace jsonString `json:"pod_namespace"`
+	PodUID       jsonString `json:"pod_uid"`
+	PodContainer jsonString `json:"container_name"`
+	Image        jsonString `json:"image"`
+	ImageID      jsonString `json:"image_id"`
 
 	PPID     uint32       `json:"ppid"`
 	Filename jsonString   `json:"filename"`
