@@ -36,6 +36,14 @@ type jsonEvent struct {
 	Unit         jsonString     `json:"unit"`
 	Ancestors    []jsonAncestor `json:"ancestors"`
 
+	// Kubernetes (pod.go)
+	Pod          jsonString `json:"pod"`
+	PodNamespace jsonString `json:"pod_namespace"`
+	PodUID       jsonString `json:"pod_uid"`
+	PodContainer jsonString `json:"container_name"`
+	Image        jsonString `json:"image"`
+	ImageID      jsonString `json:"image_id"`
+
 	PPID     uint32       `json:"ppid"`
 	Filename jsonString   `json:"filename"`
 	Argv     []jsonString `json:"argv"`
@@ -104,6 +112,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	e.Backend, e.PID, e.Comm, e.UID, e.AUID = string(j.Backend), j.PID, string(j.Comm), j.UID, j.AUID
 	e.Cgroup, e.ContainerID, e.Unit, e.CgroupTruncated = string(j.Cgroup), string(j.ContainerID), string(j.Unit), j.CgroupCut
+	e.Pod = PodInfo{Name: string(j.Pod), Namespace: string(j.PodNamespace), UID: string(j.PodUID),
+		Container: string(j.PodContainer), Image: string(j.Image), ImageID: string(j.ImageID)}
 	ids := []struct {
 		s  string
 		id *ExecID

@@ -76,6 +76,11 @@ type Event struct {
 	CgroupTruncated bool
 	ContainerID     string
 	Unit            string
+	// Kubernetes: the pod and container of ContainerID, from the node's
+	// container runtime (watch --kubernetes; pod.go); zero outside a
+	// pod, and while the runtime's answer is not in yet.
+	Pod PodInfo
+
 	// Ancestors: the parent, its parent... (--ancestry N; ancestry.go).
 	Ancestors []Ancestor
 

@@ -26,7 +26,7 @@ var layers = []struct {
 	{"vocabulary", []string{"tracer/vocab", "auditrules/internal/abi", "bpf", "tracer/node/facts"}},
 	{"host", []string{"tracer/host", "bench/result"}},
 	{"contract, kernel state, rules", []string{"tracer", "tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
-	{"backends, outputs, node facts", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics", "tracer/node"}},
+	{"backends, outputs, node facts", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics", "tracer/node", "tracer/kube"}},
 	{"commands' work", []string{"tracer/watch", "tracer/trace", "bench", "bench/report"}},
 	{"command line", []string{"cmd/tracer"}},
 }
@@ -52,7 +52,7 @@ const module = "github.com/tracer-dev/tracer"
 // testOnly are packages that only tests (or go generate) use; they may
 // import anything.
 var testOnly = map[string]bool{
-	"tracer/tracertest": true, "tracer/node/nodetest": true, "tracer/sink/schematest": true,
+	"tracer/tracertest": true, "tracer/node/nodetest": true, "tracer/sink/schematest": true, "tracer/kube/kubetest": true,
 	"bpf/tests": true,
 	// go generate's program that builds schematest's OCSF schema.
 	"tracer/sink/schematest/internal/ocsfgen": true,

@@ -19,6 +19,9 @@ type Pipeline struct {
 	// are left out.
 	Peers *Peers
 	Sinks []Sink
+	// Pods, when set, gives each event of a container its pod
+	// (watch --kubernetes), before the sinks see it.
+	Pods PodSource
 
 	maxArgs    int // Config.MaxArgs
 	emitted    [vocab.NumTypes]atomic.Uint64
@@ -61,6 +64,14 @@ func (p *Pipeline) write(e *Event) {
 		cut := *e
 		cut.Argv, cut.ArgvTruncated = e.Argv[:p.maxArgs:p.maxArgs], true
 		e = &cut
+	}
+	if p.Pods != nil {
+		// Set on every event, known or not: a backend that reuses its
+		// Event keeps no pod of an earlier container.
+		e.Pod = PodInfo{}
+		if e.ContainerID != "" {
+			e.Pod, _ = p.Pods.Pod(e.ContainerID)
+		}
 	}
 	// A signal storm's events cost a tenth of a microsecond each: one in
 	// 16 of them is enough for a percentile, and spares a clock read.

@@ -37,6 +37,7 @@ type watchOptions struct {
 	maxDelay    time.Duration
 	maxDelaySet bool
 	dest        destFlags // destflags.go
+	kube        kubeFlags // watch_kube.go
 }
 
 // maxMaxDelay bounds --max-delay: longer, the ring buffer and the batches
@@ -92,6 +93,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 	o.rate.register(cmd)
 	o.rotate.register(cmd)
 	o.dest.register(cmd)
+	o.kube.register(cmd)
 	cmd.Flags().DurationVar(&o.maxDelay, "max-delay", 100*time.Millisecond, "ebpf: the most an event may wait in the kernel and the output before it is written; the reader then wakes a few times a second instead of per event (0: woken per event)")
 	return cmd
 }
@@ -124,6 +126,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if o.duration < 0 {
 		return vocab.Usagef("--duration must be positive")
 	}
+	if err := o.kube.check(); err != nil {
+		return err
+	}
 	dest, err := prepareOutput(o, timeMode) // destination.go
 	if err != nil {
 		return err
@@ -138,6 +143,13 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	}
 	if err := needRoot("tracer watch"); err != nil {
 		return err
+	}
+	kubeEnricher, err := o.kube.open()
+	if err != nil {
+		return err
+	}
+	if kubeEnricher != nil {
+		defer kubeEnricher.Close()
 	}
 	out, err := dest.Open(rot)
 	if err != nil {
@@ -173,7 +185,8 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	res, err := watch.Run(ctx, watch.Options{
 		Backend: b, Config: cfg, Format: o.format, NewSink: out.NewSink, Time: timeMode,
 		Duration: o.duration, Ancestry: o.target.ancestry, Abort: sd.abort, StateDir: auditstate.StateDir,
-		Note: func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
+		Kubernetes: kubeEnricher,
+		Note:       func(s string) { fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s) },
 		Observe: func(ctx context.Context, p *tracer.Pipeline) (func(), error) {
 			return startMetrics(ctx, o.metricsAddr, p, b, metricsOptions{byComm: o.metricsComm})
 		},

@@ -46,6 +46,8 @@ type Collector struct {
 	progSeconds, progRuns                      *prometheus.Desc
 	delay                                      *prometheus.Desc
 	buildInfo                                  *prometheus.Desc
+	// watch --kubernetes (tracer.PodSource)
+	kubeMisses, kubeErrors, kubeContainers *prometheus.Desc
 }
 
 // NewCollector returns the collector for p fed by b. version is the
@@ -99,13 +101,23 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		buildInfo: prometheus.NewDesc(fq("", "build_info"),
 			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
 			[]string{"version", "goversion", "backend"}, nil),
+		kubeMisses: prometheus.NewDesc(fq("kubernetes", "misses_total"),
+			"Events of a container whose pod the runtime had not named yet, written without the pod fields (watch --kubernetes).",
+			nil, nil),
+		kubeErrors: prometheus.NewDesc(fq("kubernetes", "errors_total"),
+			"Calls to the container runtime's CRI socket that failed or timed out (watch --kubernetes).",
+			nil, nil),
+		kubeContainers: prometheus.NewDesc(fq("kubernetes", "containers"),
+			"Containers whose pod is known (watch --kubernetes).",
+			nil, nil),
 	}
 }
 
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled, c.rotationsFailed,
-		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo} {
+		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo,
+		c.kubeMisses, c.kubeErrors, c.kubeContainers} {
 		ch <- d
 	}
 }
@@ -160,6 +172,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1,
 		c.version, runtime.Version(), c.backend)
+	if c.p.Pods != nil {
+		ps := c.p.Pods.PodStats()
+		ch <- prometheus.MustNewConstMetric(c.kubeMisses, prometheus.CounterValue, float64(ps.Misses))
+		ch <- prometheus.MustNewConstMetric(c.kubeErrors, prometheus.CounterValue, float64(ps.Errors))
+		ch <- prometheus.MustNewConstMetric(c.kubeContainers, prometheus.GaugeValue, float64(ps.Containers))
+	}
 }
 
 // mergePrograms sums programs that share a name (the same hook attached

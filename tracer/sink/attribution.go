@@ -36,14 +36,15 @@ func appendExecIDJSON(b []byte, key string, id tracer.ExecID) []byte {
 	return append(b, '"')
 }
 
-// appendCgroupJSON appends cgroup, container_id and unit.
+// appendCgroupJSON appends cgroup, container_id, unit and the pod (pod.go).
 func appendCgroupJSON(b []byte, e *tracer.Event) []byte {
 	b = appendOptString(b, `,"cgroup":`, e.Cgroup)
 	if e.CgroupTruncated {
 		b = append(b, `,"cgroup_truncated":true`...)
 	}
 	b = appendOptString(b, `,"container_id":`, e.ContainerID)
-	return appendOptString(b, `,"unit":`, e.Unit)
+	b = appendOptString(b, `,"unit":`, e.Unit)
+	return appendPodJSON(b, e)
 }
 
 // appendOptString appends key (comma, quoted name, colon) and s as a JSON

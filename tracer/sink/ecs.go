@@ -69,11 +69,7 @@ func appendECS(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"user":{"id":"`...)
 	b = strconv.AppendUint(b, uint64(e.UID), 10)
 	b = append(b, `"}`...)
-	if e.ContainerID != "" {
-		b = append(b, `,"container":{"id":`...)
-		b = AppendJSONString(b, e.ContainerID)
-		b = append(b, '}')
-	}
+	b = appendECSContainer(b, e) // pod.go
 	if carriesRet(e) && e.Ret != 0 {
 		b = append(b, `,"error":{"code":`...)
 		if name := vocab.ErrnoName(-e.Ret); name != "" {
@@ -180,6 +176,7 @@ func appendECSTracer(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"tracer":{"auid":`...)
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
 	b = appendCgroupUnit(b, e)
+	b = appendPodExtra(b, e, false)
 	switch e.Type {
 	case vocab.TypeExec:
 		b = append(b, `,"comm":`...)

@@ -360,6 +360,7 @@ func sameButTime(a, b *tracer.Event) bool {
 		sameString(a.Backend, b.Backend) && sameString(a.Comm, b.Comm) && sameString(a.Filename, b.Filename) &&
 		sameString(a.Syscall, b.Syscall) && sameString(a.TargetComm, b.TargetComm) &&
 		sameString(a.Cgroup, b.Cgroup) && sameString(a.ContainerID, b.ContainerID) && sameString(a.Unit, b.Unit) &&
+		samePod(a, b) &&
 		sameKiller(&a.KilledBy, &b.KilledBy) && sameThrottle(&a.Throttle, &b.Throttle) &&
 		slices.Equal(a.Argv, b.Argv) && slices.Equal(a.Ancestors, b.Ancestors)
 }
@@ -410,7 +411,7 @@ const (
 	segUser                        // comm, uid, auid
 	segExecID                      // exec_id
 	segParentExecID                // parent_exec_id
-	segCgroup                      // cgroup, cgroup_truncated, container_id, unit
+	segCgroup                      // cgroup, cgroup_truncated, container_id, unit, pod ... image_id
 	segAncestors                   // ancestors
 	segExec                        // ppid, filename, filename_truncated, argv, argv_truncated, ret
 	segFork                        // child_pid, syscall
@@ -531,7 +532,7 @@ func changedSegs(a, b *tracer.Event) segSet {
 		m |= 1 << segParentExecID
 	}
 	if !sameString(a.Cgroup, b.Cgroup) || !sameString(a.ContainerID, b.ContainerID) || !sameString(a.Unit, b.Unit) ||
-		a.CgroupTruncated != b.CgroupTruncated {
+		a.CgroupTruncated != b.CgroupTruncated || !samePod(a, b) {
 		m |= 1 << segCgroup
 	}
 	if !slices.Equal(a.Ancestors, b.Ancestors) {
@@ -840,7 +841,7 @@ func appendTextBody(b []byte, e *tracer.Event) []byte {
 		at := len(b)
 		b = sanitizeFrom(appendThrottleText(b, e), at)
 	}
-	return b
+	return appendPodText(b, e)
 }
 
 // AppendJSONString appends s as a JSON string, escaped as every string of

@@ -130,7 +130,10 @@ var (
 	// A signal, or the one that killed the process.
 	hasSignal = func(e *tracer.Event) bool { return e.Type == vocab.TypeSignal || e.Killed() }
 	killer    = func(e *tracer.Event) bool { return e.Killed() && e.KilledBy.Seen() }
-	failed    = func(e *tracer.Event) bool { return carriesRet(e) && e.Ret != 0 }
+	// ECS's container, and its orchestrator where a pod is known (pod.go).
+	inContainer = func(e *tracer.Event) bool { return e.ContainerID != "" }
+	inPod       = func(e *tracer.Event) bool { return e.ContainerID != "" && e.Pod.Name != "" }
+	failed      = func(e *tracer.Event) bool { return carriesRet(e) && e.Ret != 0 }
 )
 
 // eventFields is the table. The journal's rows are in the order of the
@@ -149,6 +152,12 @@ var eventFields = []eventField{
 	{"TRACER_CGROUP", "", optStr(func(e *tracer.Event) string { return e.Cgroup })},
 	{"TRACER_CGROUP_TRUNCATED", "", isSet(func(e *tracer.Event) bool { return e.CgroupTruncated })},
 	{"TRACER_CONTAINER_ID", "", optStr(func(e *tracer.Event) string { return e.ContainerID })},
+	{"TRACER_POD", "", optStr(func(e *tracer.Event) string { return e.Pod.Name })},
+	{"TRACER_POD_NAMESPACE", "", optStr(func(e *tracer.Event) string { return e.Pod.Namespace })},
+	{"TRACER_POD_UID", "", optStr(func(e *tracer.Event) string { return e.Pod.UID })},
+	{"TRACER_CONTAINER_NAME", "", optStr(func(e *tracer.Event) string { return e.Pod.Container })},
+	{"TRACER_IMAGE", "", optStr(func(e *tracer.Event) string { return e.Pod.Image })},
+	{"TRACER_IMAGE_ID", "", optStr(func(e *tracer.Event) string { return e.Pod.ImageID })},
 	{"TRACER_UNIT", "", optStr(func(e *tracer.Event) string { return e.Unit })},
 	{"TRACER_ANCESTORS", "", ancestors},
 	{"TRACER_PPID", "", when(isExec, num(func(e *tracer.Event) uint64 { return uint64(e.PPID) }))},
@@ -238,6 +247,13 @@ var eventFields = []eventField{
 	}, str(func(e *tracer.Event) string { return e.Ancestors[0].Comm }))},
 	{"", "user.id", decimal(func(e *tracer.Event) uint64 { return uint64(e.UID) })},
 	{"", "container.id", optStr(func(e *tracer.Event) string { return e.ContainerID })},
+	{"", "container.name", when(inContainer, optStr(func(e *tracer.Event) string { return e.Pod.Container }))},
+	{"", "container.image.name", when(inContainer, optStr(func(e *tracer.Event) string { return e.Pod.Image }))},
+	{"", "orchestrator.type", when(inPod, constant("kubernetes"))},
+	{"", "orchestrator.namespace", when(inPod, optStr(func(e *tracer.Event) string { return e.Pod.Namespace }))},
+	{"", "orchestrator.resource.type", when(inPod, constant("pod"))},
+	{"", "orchestrator.resource.name", when(inPod, str(func(e *tracer.Event) string { return e.Pod.Name }))},
+	{"", "orchestrator.resource.id", when(inPod, optStr(func(e *tracer.Event) string { return e.Pod.UID }))},
 	{"", "error.code", when(failed, str(func(e *tracer.Event) string {
 		if name := vocab.ErrnoName(-e.Ret); name != "" {
 			return name
@@ -248,6 +264,7 @@ var eventFields = []eventField{
 	{"", "tracer.cgroup", optStr(func(e *tracer.Event) string { return e.Cgroup })},
 	{"", "tracer.cgroup_truncated", isSet(func(e *tracer.Event) bool { return e.CgroupTruncated })},
 	{"", "tracer.unit", optStr(func(e *tracer.Event) string { return e.Unit })},
+	{"", "tracer.image_id", optStr(func(e *tracer.Event) string { return e.Pod.ImageID })},
 	{"", "tracer.comm", when(isExec, str(func(e *tracer.Event) string { return e.Comm }))},
 	{"", "tracer.filename_truncated", when(isExec, isSet(func(e *tracer.Event) bool { return e.FilenameTruncated }))},
 	{"", "tracer.argv_truncated", when(isExec, isSet(func(e *tracer.Event) bool { return e.ArgvTruncated }))},

@@ -247,11 +247,7 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 		b = append(b, `,"parent_process":`...)
 		b = appendOCSFProcRef(b, ppid, pname, e.ParentExecID)
 	}
-	if e.ContainerID != "" {
-		b = append(b, `,"container":{"uid":`...)
-		b = AppendJSONString(b, e.ContainerID)
-		b = append(b, '}')
-	}
+	b = appendOCSFContainer(b, e) // pod.go
 	if len(e.Ancestors) > 0 {
 		b = append(b, `,"ancestry":[`...)
 		for i := range e.Ancestors {
@@ -297,6 +293,7 @@ func appendOCSFUnmapped(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, e.Type.String()...)
 	b = append(b, '"')
 	b = appendCgroupUnit(b, e)
+	b = appendPodExtra(b, e, true)
 	switch e.Type {
 	case vocab.TypeExec:
 		// cmd_line is one string; the arguments as the process got them.

@@ -430,7 +430,8 @@ func (s *OTLPSink) Write(e *tracer.Event) error {
 // its strings and its slices.
 func eventBytes(e *tracer.Event) int {
 	n := int(unsafe.Sizeof(*e)) + len(e.Comm) + len(e.Filename) + len(e.Cgroup) + len(e.ContainerID) +
-		len(e.Unit) + len(e.TargetComm) + len(e.KilledBy.Comm)
+		len(e.Unit) + len(e.TargetComm) + len(e.KilledBy.Comm) +
+		len(e.Pod.Name) + len(e.Pod.Namespace) + len(e.Pod.UID) + len(e.Pod.Container) + len(e.Pod.Image) + len(e.Pod.ImageID)
 	for _, a := range e.Argv {
 		n += int(unsafe.Sizeof(a)) + len(a)
 	}
@@ -626,7 +627,7 @@ func (s *OTLPSink) emit(e *tracer.Event, kvs []attribute.KeyValue) {
 	r.SetSeverityText(text)
 	s.msg = appendMessage(s.msg[:0], e)
 	r.SetBody(attribute.StringValue(string(s.msg)))
-	r.AddAttributes(kvs...)
+	r.AddAttributes(otlpPodAttrs(kvs, e)...)
 	s.logger.Emit(s.ctx, r)
 }
 

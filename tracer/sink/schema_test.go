@@ -42,6 +42,18 @@ func schemaEvents() map[string]*tracer.Event {
 	e.ChildPID, e.Syscall = 4301, "clone3"
 	ev["fork"] = e
 
+	e = base(vocab.TypeExec)
+	e.PPID, e.Filename, e.Argv = 4200, "/usr/sbin/nginx", []string{"nginx"}
+	e.Cgroup, e.Unit = "/kubepods.slice/kubepods-pod0b9f6a1e.slice/cri-containerd-"+cid+".scope", "cri-containerd-"+cid+".scope"
+	e.Pod = tracer.PodInfo{Name: "web-7d4b9", Namespace: "shop", UID: "0b9f6a1e-5c1d-4f7a-9e55-3f2d1c0a7b11",
+		Container: "nginx", Image: "docker.io/library/nginx:1.27", ImageID: "sha256:4f5e"}
+	ev["exec in a pod"] = e
+
+	e = base(vocab.TypeFork)
+	e.ChildPID, e.Syscall = 4301, "clone3"
+	e.Pod = tracer.PodInfo{Name: "\"},\"x\":1", Namespace: "shop", Container: "c", Image: "img:\x1b[2J"}
+	ev["fork in a pod, no image id"] = e
+
 	e = base(vocab.TypeSignal)
 	e.TargetPID, e.Signal, e.Syscall, e.Ret = 4301, 9, "kill", 0
 	e.Code, e.HasCode, e.Origin, e.Result = vocab.SIUser, true, vocab.OriginUser, vocab.ResultDelivered

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/kube"
 	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
@@ -63,6 +64,10 @@ type Options struct {
 	// failing (a full disk: the watch goes on, the events counted lost at
 	// stage output), and with nil when they succeed again.
 	OutputFailing func(error)
+	// Kubernetes, when set, gives events of a pod's containers their pod
+	// (--kubernetes): it asks the runtime in the background for as long
+	// as the watch, and Note is told when it cannot.
+	Kubernetes *kube.Enricher
 }
 
 // Result is what the watch saw and lost.
@@ -139,6 +144,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		peersCtx, stopPeers := context.WithCancel(ctx)
 		defer stopPeers()
 		go refreshPeers(peersCtx, o.StateDir, p.Peers)
+	}
+	if o.Kubernetes != nil {
+		p.Pods = o.Kubernetes
+		kctx, kstop := context.WithCancel(ctx)
+		kdone := make(chan struct{})
+		go func() {
+			defer close(kdone)
+			if err := o.Kubernetes.Run(kctx); err != nil && o.Note != nil {
+				o.Note(fmt.Sprintf("events carry no pod fields: %v", err))
+			}
+		}()
+		defer func() { kstop(); <-kdone }()
 	}
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
