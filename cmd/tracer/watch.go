@@ -208,6 +208,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			if o.sel.quiet {
 				return
 			}
+			logChoices(b)
 			printNotes(b)
 			printLateNotes(ctx, b)
 			if commNote != "" {

@@ -30,10 +30,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/perf"
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
@@ -61,35 +58,29 @@ type Backend struct {
 	started bool
 	closed  bool
 
-	probes    string   // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
-	batch     bool     // signal records are batched per CPU (see flushFunc)
-	canBatch  bool     // the kernel and transport allow batching
-	transport string   // "ringbuf" or "perf"
-	linked    []string // program and attach point of each link, so one program is not attached twice
-	coll      *ebpf.Collection
-	links     []link.Link
-	track     []probe // process-tree probes, attached when tracking is on
-	tracking  bool
-	ring      *ringbuf.Reader
-	ringWait  *ringWait
-	batchEnd  func() // OnBatchEnd's
-	running   bool   // Run reads the ring
-	perf      *perf.Reader
-	bpfStats  io.Closer
-	cgroups   *cgroupNames // names the cgroup ids of records
-	sweep     bool         // rate_sweep and rate_final are loaded (--rate-limit)
+	probes   string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
+	batch    bool   // signal records are batched per CPU (see flushFunc)
+	canBatch bool   // the kernel and transport allow batching
+	kernel   kernelFeatures
+	linked   []string // program and attach point of each link, so one program is not attached twice
+	coll     *ebpf.Collection
+	links    []link.Link
+	track    []probe // process-tree probes, attached when tracking is on
+	tracking bool
+	tr       transport // nil in counting mode
+	batchEnd func()    // OnBatchEnd's
+	running  bool      // Run reads the ring
+	bpfStats io.Closer
+	cgroups  *cgroupNames // names the cgroup ids of records
+	sweep    bool         // rate_sweep and rate_final are loaded (--rate-limit)
 
-	events   [vocab.TypeThrottle + 1]atomic.Uint64
-	perfLost atomic.Uint64
-	badRecs  atomic.Uint64
+	events  [vocab.TypeThrottle + 1]atomic.Uint64
+	badRecs atomic.Uint64
 
 	detachErr   error          // detaching when Run's context ended, reported by Close
 	final       *tracer.Stats  // taken at Close
 	finalCounts *tracer.Counts // taken at Close in counting mode
 
-	// Tests force the fallbacks that this machine does not need.
-	forcePerf     bool
-	forceRawTrack bool
 }
 
 // New returns an eBPF backend; Start loads and attaches its programs.
@@ -110,7 +101,10 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	if err := normalize(&cfg); err != nil {
 		return err
 	}
-	kernel, err := preflight()
+	if err := preflight(); err != nil {
+		return err
+	}
+	kf, err := probeKernel(cfg)
 	if err != nil {
 		return err
 	}
@@ -118,12 +112,9 @@ func (b *Backend) Start(cfg tracer.Config) error {
 		return fmt.Errorf("removing the memlock limit for BPF maps: %w", err)
 	}
 	b.cfg = cfg
-	b.transport = "ringbuf"
-	if b.forcePerf || features.HaveMapType(ebpf.RingBuf) != nil {
-		b.transport = "perf" // Linux < 5.8, early RHEL 8
-	}
+	b.kernel = kf
 	// Batching needs a way to flush each CPU's batch from user space.
-	b.canBatch = b.transport == "ringbuf" && !cfg.CountOnly && haveRunOnCPU()
+	b.canBatch = kf.transport == TransportRingbuf && !cfg.CountOnly && haveRunOnCPU()
 
 	// The default: the sched set when streaming, so that no other syscall
 	// pays; the syscalls set when counting, which counts every call as
@@ -132,7 +123,15 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	// back to the other where the kernel lacks what it needs.
 	sets := []string{cfg.Probes}
 	switch {
+	case cfg.Attach == AttachTpBTF:
+		sets = []string{ProbesSched}
+	case cfg.Attach == AttachTracepoint:
+		sets = []string{ProbesSyscalls}
 	case cfg.Probes != ProbesDefault:
+	case kf.own == nil:
+		// BTF tracepoints and fentry resolve their targets in the
+		// kernel's own BTF: a --btf file serves relocations only.
+		sets = []string{ProbesSyscalls}
 	case cfg.CountOnly, syscallsOnly(cfg) != "":
 		// Failed execs and existence checks happen only at the syscall.
 		sets = []string{ProbesSyscalls, ProbesSched}
@@ -141,7 +140,7 @@ func (b *Backend) Start(cfg tracer.Config) error {
 	}
 	var first error
 	for _, set := range sets {
-		if err = b.start(cfg, kernel, set); err == nil {
+		if err = b.start(cfg, set); err == nil {
 			break
 		}
 		_ = b.cleanup() // the next set, or the error below, says what matters
@@ -181,6 +180,20 @@ func normalize(cfg *tracer.Config) error {
 	if err := CheckProbes(cfg.Probes); err != nil {
 		return vocab.Usagef("%w", err)
 	}
+	if err := CheckTransport(cfg.Transport); err != nil {
+		return err
+	}
+	if err := CheckAttach(cfg.Attach); err != nil {
+		return err
+	}
+	// --ebpf-attach picks the probe set whose hooks are of that kind.
+	switch want := map[string]string{AttachTpBTF: ProbesSched, AttachTracepoint: ProbesSyscalls}[cfg.Attach]; {
+	case want == "":
+	case cfg.Probes != ProbesDefault && cfg.Probes != want:
+		return vocab.Usagef("--ebpf-attach %s attaches the %s probes, not --probes %s: give one of them", cfg.Attach, want, cfg.Probes)
+	case want == ProbesSched && syscallsOnly(*cfg) != "":
+		return vocab.Usagef("%s are seen only at the syscall: use --ebpf-attach tracepoint (or auto) with them, not --ebpf-attach tp_btf", syscallsOnly(*cfg))
+	}
 	if cfg.RingBytes == 0 {
 		cfg.RingBytes = DefaultRingBytes
 	}
@@ -202,24 +215,20 @@ func normalize(cfg *tracer.Config) error {
 // before, and returns. In counting mode it only waits for ctx.
 func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	b.mu.Lock()
-	started, countOnly, ring, pr := b.started, b.cfg.CountOnly, b.ring, b.perf
+	started, countOnly, tr := b.started, b.cfg.CountOnly, b.tr
 	b.mu.Unlock()
-	if started && ring != nil && !countOnly {
-		b.setRunning(true)
-		defer b.setRunning(false)
-	}
 	switch {
 	case !started:
 		return errors.New("ebpf backend not started")
 	case countOnly:
 		<-ctx.Done()
 		return nil
-	case ring != nil:
-		return b.runRing(ctx, ring, emit)
-	case pr != nil:
-		return b.runPerf(ctx, pr, emit)
+	case tr == nil:
+		return errors.New("ebpf backend closed")
 	}
-	return errors.New("ebpf backend closed")
+	b.setRunning(true)
+	defer b.setRunning(false)
+	return tr.read(ctx, emit)
 }
 
 // OnBatchEnd is tracer.Batcher's: f runs after each read of the ring that
@@ -251,7 +260,9 @@ func (b *Backend) Close() error {
 	st := b.kernelStats()
 	// What the probes took and Run did not read (it was not running when
 	// they stopped) goes with the maps: counted, not freed unseen.
-	st.Lost[tracer.LostRingbuf] += b.unread()
+	if b.tr != nil {
+		st.Lost[tracer.LostRingbuf] += b.tr.unread()
+	}
 	b.final = &st
 	if b.cfg.CountOnly && b.coll != nil {
 		if c, err := b.readCounts(); err == nil {
@@ -298,13 +309,9 @@ const membarrierCmdGlobal = 1
 // cleanup releases what start made, in reverse; b.mu is held.
 func (b *Backend) cleanup() error {
 	errs := []error{b.detachLocked()}
-	if b.ring != nil {
-		errs = append(errs, b.ring.Close(), b.ringWait.close())
-		b.ring, b.ringWait = nil, nil
-	}
-	if b.perf != nil {
-		errs = append(errs, b.perf.Close())
-		b.perf = nil
+	if b.tr != nil {
+		errs = append(errs, b.tr.close())
+		b.tr = nil
 	}
 	if b.coll != nil {
 		b.coll.Close()

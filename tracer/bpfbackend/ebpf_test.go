@@ -280,7 +280,7 @@ func TestWorkloadEvents(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		probes     string
-		force      func(*Backend)
+		force      func(*tracer.Config)
 		failedExec bool
 	}{
 		{"default", "", nil, false},
@@ -288,21 +288,19 @@ func TestWorkloadEvents(t *testing.T) {
 		// By default the syscalls set reports successful execs only, as
 		// the sched set and audit do.
 		{"syscalls without --exec-failures", ProbesSyscalls, nil, false},
-		{"perf buffer", "", func(b *Backend) { b.forcePerf = true }, false},
-		{"syscalls with raw tracepoints", ProbesSyscalls, func(b *Backend) { b.forceRawTrack = true }, true},
+		{"syscalls with raw tracepoints", ProbesSyscalls, func(cfg *tracer.Config) { cfg.Attach = AttachTracepoint }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := New()
-			if c.force != nil {
-				c.force(b)
-			}
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes = allTypes(), usr1(), c.probes
+			if c.force != nil {
+				c.force(&cfg)
+			}
 			cfg.ExecFailures = c.failedExec
 			start := time.Now()
 			all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
-			probes, transport := b.probes, b.transport
-			t.Logf("probes %s, transport %s: %d events", probes, transport, len(all))
+			t.Logf("%+v: %d events", b.Features(), len(all))
 			diffKeys(t, keys(all), wantKeys(bin, c.failedExec))
 			checkFields(t, all, root, start)
 			st := b.Stats()

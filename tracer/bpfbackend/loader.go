@@ -10,16 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/perf"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/bpf"
@@ -48,7 +44,8 @@ func syscallsOnly(cfg tracer.Config) string {
 	return ""
 }
 
-func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
+func (b *Backend) start(cfg tracer.Config, set string) error {
+	kernel := b.kernel.own // nil without the kernel's own BTF
 	var (
 		events []probe
 		err    error
@@ -56,7 +53,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	// The syscalls set sends its signal records directly.
 	b.batch = b.canBatch && set != ProbesSyscalls
 	// BTF tracepoints follow the process tree where the kernel has them.
-	b.track = trackProbes(hasTracepoint(kernel, "sched_process_fork") && !b.forceRawTrack)
+	b.track = trackProbes(hasTracepoint(kernel, "sched_process_fork") && cfg.Attach != AttachTracepoint)
 	switch set {
 	case ProbesSched:
 		if events, b.track, err = schedProbes(kernel, cfg.Types); err != nil {
@@ -105,7 +102,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	// A throttle that ends in silence is said by a sweep of the rate
 	// limit's map, where the kernel can run one (Linux 5.13+); elsewhere
 	// at the source's next event, or never.
-	b.sweep = cfg.RateLimit > 0 && !cfg.CountOnly && b.transport == "ringbuf" &&
+	b.sweep = cfg.RateLimit > 0 && !cfg.CountOnly && b.kernel.transport == TransportRingbuf &&
 		features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnForEachMapElem) == nil && haveRunOnCPU()
 	if b.sweep {
 		progs = append(progs, probe{name: "rate_sweep", prog: "rate_sweep", hook: hookNone},
@@ -115,7 +112,7 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 		return err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
-		Programs: ebpf.ProgramOptions{KernelTypes: kernel},
+		Programs: ebpf.ProgramOptions{KernelTypes: b.kernel.types},
 	})
 	if err != nil {
 		return loadError(err, set)
@@ -131,20 +128,8 @@ func (b *Backend) start(cfg tracer.Config, kernel *btf.Spec, set string) error {
 	// Readers exist before the first record: perf output to a CPU
 	// without a reader fails.
 	if !cfg.CountOnly {
-		if b.transport == "ringbuf" {
-			if b.ring, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
-				return fmt.Errorf("opening the ring buffer: %w", err)
-			}
-			if b.ringWait, err = newRingWait(b.ring, coll, spec.Variables["reader_parked"]); err != nil {
-				return err
-			}
-		} else {
-			perCPU := cfg.RingBytes / runtime.NumCPU()
-			perCPU = max(1<<(bitsLen(perCPU)-1), 16*os.Getpagesize())
-			b.perf, err = perf.NewReaderWithOptions(coll.Maps["events"], perCPU, perf.ReaderOptions{Watermark: perCPU / 4})
-			if err != nil {
-				return fmt.Errorf("opening the perf buffer: %w", err)
-			}
+		if b.tr, err = b.openTransport(coll, spec); err != nil {
+			return err
 		}
 	}
 	if cfg.BPFStats {
@@ -236,7 +221,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	consts := map[string]any{
 		"cfg_count_only": boolByte(cfg.CountOnly),
 		"cfg_types":      uint8(cfg.Types),
-		"cfg_perfbuf":    boolByte(b.transport == "perf"),
+		"cfg_perfbuf":    boolByte(b.kernel.transport == TransportPerf),
 		"cfg_batch":      boolByte(b.batch),
 		"cfg_sig_all":    boolByte(cfg.Signals.All()),
 		"cfg_sig_lo":     sigLo,
@@ -277,7 +262,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	}
 
 	events := spec.Maps["events"]
-	if b.transport == "perf" {
+	if b.kernel.transport == TransportPerf {
 		events.Type, events.KeySize, events.ValueSize, events.MaxEntries = ebpf.PerfEventArray, 4, 4, 0
 	} else if cfg.CountOnly {
 		events.MaxEntries = uint32(os.Getpagesize())

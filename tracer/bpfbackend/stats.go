@@ -38,7 +38,10 @@ func (b *Backend) kernelStats() tracer.Stats {
 		return st
 	}
 	lost := sumPerCPU(b.coll.Maps["lost"], 2)
-	st.Lost[tracer.LostRingbuf] = lost[lostOutput] + b.perfLost.Load()
+	st.Lost[tracer.LostRingbuf] = lost[lostOutput]
+	if b.tr != nil {
+		st.Lost[tracer.LostRingbuf] += b.tr.lost()
+	}
 	st.Lost[tracer.LostKernel] = lost[lostMap]
 	st.Lost[tracer.LostReassembly] = b.badRecs.Load()
 	copy(st.Filtered[:], sumPerCPU(b.coll.Maps["filtered"], uint32(vocab.NumFilterReasons)))

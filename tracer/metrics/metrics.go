@@ -46,6 +46,7 @@ type Collector struct {
 	progSeconds, progRuns                      *prometheus.Desc
 	delay                                      *prometheus.Desc
 	buildInfo                                  *prometheus.Desc
+	ebpfTransport, ebpfAttach                  *prometheus.Desc
 }
 
 // NewCollector returns the collector for p fed by b. version is the
@@ -96,6 +97,12 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		delay: prometheus.NewDesc(fq("event", "delay_seconds"),
 			"Time from an event's kernel timestamp (the scheduler tick's on eBPF) to its hand-over to the output; --max-delay bounds it (one signal in 16 is timed).",
 			[]string{"backend"}, nil),
+		ebpfTransport: prometheus.NewDesc(fq("ebpf", "transport"),
+			"1, labelled by the transport the eBPF backend chose from what the kernel has or --ebpf-transport forced: ringbuf or perfbuf.",
+			[]string{"transport"}, nil),
+		ebpfAttach: prometheus.NewDesc(fq("ebpf", "attach"),
+			"1, labelled by the hook kind of the eBPF backend's event probes: tp_btf, tracepoint or fentry; and by its process tree's probes (raw_tp where the kernel has no BTF tracepoints).",
+			[]string{"attach"}, nil),
 		buildInfo: prometheus.NewDesc(fq("", "build_info"),
 			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
 			[]string{"version", "goversion", "backend"}, nil),
@@ -105,7 +112,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 // Describe sends every descriptor the collector may send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled, c.rotationsFailed,
-		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo} {
+		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo, c.ebpfTransport, c.ebpfAttach} {
 		ch <- d
 	}
 }
@@ -160,6 +167,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1,
 		c.version, runtime.Version(), c.backend)
+	c.collectChoices(ch)
+}
+
+// collectChoices exports what a tracer.Chooser chose as labels of gauges
+// of value 1; nothing before it started.
+func (c *Collector) collectChoices(ch chan<- prometheus.Metric) {
+	chooser, ok := c.b.(tracer.Chooser)
+	if !ok {
+		return
+	}
+	attach := map[string]bool{}
+	for _, choice := range chooser.Choices() {
+		switch choice.Name {
+		case "transport":
+			ch <- prometheus.MustNewConstMetric(c.ebpfTransport, prometheus.GaugeValue, 1, choice.Value)
+		case "attach", "track":
+			// The tree's probes add raw_tp only where they differ.
+			if !attach[choice.Value] {
+				attach[choice.Value] = true
+				ch <- prometheus.MustNewConstMetric(c.ebpfAttach, prometheus.GaugeValue, 1, choice.Value)
+			}
+		}
+	}
 }
 
 // mergePrograms sums programs that share a name (the same hook attached

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package bpfbackend
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/tracertest"
+	"github.com/tracer-dev/tracer/tracer/vocab"
+)
+
+// combinations are the transports and attach kinds forced in turn: the
+// fallbacks of older kernels, run on this one. Subtest names are
+// TRANSPORT_ATTACH (e.g. -test.run 'TestFallbacks/perf_tracepoint').
+var combinations = []struct{ transport, attach string }{
+	{TransportRingbuf, AttachTpBTF},
+	{TransportRingbuf, AttachTracepoint},
+	{TransportPerf, AttachTpBTF},
+	{TransportPerf, AttachTracepoint},
+}
+
+// Each forced combination gives the default path's events: the workload's
+// exact events per syscall, the deaths' exact causes and senders, and a
+// storm of 200,000 kills with every signal delivered and none lost.
+func TestFallbacks(t *testing.T) {
+	tracertest.LockAudit(t) // the storm floods audit tests that watch SIGUSR1
+	work, deathsBin := tracertest.BuildWorkload(t), tracertest.BuildDeaths(t)
+	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-"+strconv.Itoa(os.Getpid()), 32<<20)
+	for _, c := range combinations {
+		t.Run(c.transport+"_"+c.attach, func(t *testing.T) {
+			force := func(cfg *tracer.Config) { cfg.Transport, cfg.Attach = c.transport, c.attach }
+			wantTransport := map[string]string{TransportRingbuf: "ringbuf", TransportPerf: "perfbuf"}[c.transport]
+			wantTrack := AttachTpBTF
+			if c.attach == AttachTracepoint {
+				wantTrack = AttachRawTP
+			}
+			checkFeatures := func(t *testing.T, b *Backend) {
+				t.Helper()
+				if f := b.Features(); f.Transport != wantTransport || f.Attach != c.attach || f.Track != wantTrack || f.BTF != "kernel" {
+					t.Errorf("features %+v, want transport %s attach %s track %s btf kernel", f, wantTransport, c.attach, wantTrack)
+				}
+			}
+
+			t.Run("workload", func(t *testing.T) {
+				b := New()
+				cfg := tracer.DefaultConfig()
+				cfg.Types, cfg.Signals = allTypes(), usr1()
+				force(&cfg)
+				start := time.Now()
+				all, root := runScoped(t, b, cfg, work, workloadArgs()...)
+				checkFeatures(t, b)
+				diffKeys(t, keys(all), wantKeys(work, false))
+				checkFields(t, all, root, start)
+				if st := b.Stats(); st.TotalLost() != 0 || st.TotalEvents() != uint64(len(all)) {
+					t.Errorf("stats: %d events, lost %v; delivered %d", st.TotalEvents(), st.Lost, len(all))
+				}
+			})
+
+			t.Run("deaths", func(t *testing.T) {
+				b := New()
+				cfg := tracer.DefaultConfig()
+				cfg.Types = allTypes()
+				force(&cfg)
+				events, deaths := runDeaths(t, b, cfg, deathsBin,
+					"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse")
+				checkFeatures(t, b)
+				main, ok := deaths.Proc("main", 0)
+				if !ok {
+					t.Fatalf("deaths printed no main line")
+				}
+				checkDeaths(t, events, deaths, main)
+			})
+
+			t.Run("storm", func(t *testing.T) {
+				const kills = 200000
+				cfg := tracer.DefaultConfig()
+				cfg.Types = vocab.TypeSet(0).With(vocab.TypeSignal).With(vocab.TypeExit)
+				force(&cfg)
+				var usr1, usr2, exits int
+				start := time.Now()
+				b := traceHeld(t, cfg, func(e *tracer.Event) {
+					switch {
+					case e.Type == vocab.TypeExit:
+						exits++
+					case e.Signal == 10:
+						usr1++
+					case e.Signal == 12:
+						usr2++
+					}
+				}, work, "kill", strconv.Itoa(kills), "10", "tkill", "1", "12", "exit", "7")
+				checkFeatures(t, b)
+				st := b.Stats()
+				t.Logf("%d kills in %v: %d SIGUSR1, %d SIGUSR2, %d exits, lost %v", kills, time.Since(start).Round(time.Millisecond), usr1, usr2, exits, st.Lost)
+				if usr1 != kills || usr2 != 1 || exits != 1 {
+					t.Errorf("%d SIGUSR1, %d SIGUSR2, %d exits; want %d, 1, 1", usr1, usr2, exits, kills)
+				}
+				if st.TotalLost() != 0 {
+					t.Errorf("lost %v", st.Lost)
+				}
+			})
+		})
+	}
+}
+
+// A forced choice is checked before anything loads: a bad value, or one
+// that contradicts --probes, is a usage error.
+func TestForcedChoiceErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  func(*tracer.Config)
+	}{
+		{"bad transport", func(cfg *tracer.Config) { cfg.Transport = "pipe" }},
+		{"bad attach", func(cfg *tracer.Config) { cfg.Attach = "kprobe" }},
+		{"tp_btf with syscalls probes", func(cfg *tracer.Config) { cfg.Attach, cfg.Probes = AttachTpBTF, ProbesSyscalls }},
+		{"tracepoint with sched probes", func(cfg *tracer.Config) { cfg.Attach, cfg.Probes = AttachTracepoint, ProbesSched }},
+		{"tp_btf with exec failures", func(cfg *tracer.Config) { cfg.Attach, cfg.ExecFailures = AttachTpBTF, true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := tracer.DefaultConfig()
+			c.cfg(&cfg)
+			err := normalize(&cfg)
+			if !errors.Is(err, vocab.ErrUsage) {
+				t.Fatalf("normalize: %v, want a usage error", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// Without the kernel's BTF and without --btf, Start says in one line to
+// pass --btf FILE; a --btf file that is not BTF is a usage error too.
+func TestBTFFile(t *testing.T) {
+	tracertest.NeedRoot(t)
+	bad := t.TempDir() + "/not-btf"
+	if err := os.WriteFile(bad, []byte("not BTF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tracer.DefaultConfig()
+	cfg.BTFFile = bad
+	err := New().Start(cfg)
+	if !errors.Is(err, vocab.ErrUsage) {
+		t.Fatalf("Start with --btf %s: %v, want a usage error", bad, err)
+	}
+	t.Log(err)
+
+	// The kernel's own BTF, given as a file: relocations from it, attach
+	// targets from the kernel.
+	cfg.BTFFile = "/sys/kernel/btf/vmlinux"
+	cfg.Types = vocab.TypeSet(0).With(vocab.TypeExec)
+	b := New()
+	if err := b.Start(cfg); err != nil {
+		t.Fatalf("Start with --btf %s: %v", cfg.BTFFile, err)
+	}
+	defer b.Close()
+	if f := b.Features(); f.BTF != cfg.BTFFile {
+		t.Errorf("features %+v, want BTF from %s", f, cfg.BTFFile)
+	}
+}
