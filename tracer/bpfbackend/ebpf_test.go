@@ -441,36 +441,43 @@ func TestCountOnly(t *testing.T) {
 
 // A full ring buffer loses records; the kernel counts each event, so that
 // delivered + lost is what happened: records of their own (signals that
-// differ from the one before), and a storm's repeats of one record.
+// differ from the one before), and a storm's repeats of one record. A full
+// perf buffer's lost samples, which it reports per CPU, count in the same
+// stage.
 func TestRingFullIsCounted(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := tracertest.BuildWorkload(t)
 	const pairs, repeats = 2500, 5000
 	const kills = 2*pairs + repeats
-	cfg := tracer.DefaultConfig()
-	cfg.Types, cfg.RingBytes = vocab.TypeSet(0).With(vocab.TypeSignal), os.Getpagesize()
-	b := New()
-	var args []string
-	for range pairs {
-		args = append(args, "kill", "1", "10", "tkill", "1", "12")
-	}
-	h := startHeld(t, bin, append(args, "kill", strconv.Itoa(repeats), "10", "exit", "7")...)
-	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	h.run(t) // no reader yet: the ring fills
-	delivered := 0
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // Run still drains what is queued
-	if err := b.Run(ctx, func(*tracer.Event) { delivered++ }); err != nil {
-		t.Fatal(err)
-	}
-	st := b.Stats()
-	lost := st.Lost[tracer.LostRingbuf]
-	if delivered == 0 || lost == 0 || uint64(delivered)+lost != kills || st.TotalEvents() != uint64(delivered) {
-		t.Errorf("delivered %d + lost %d, want %d (stats %+v)", delivered, lost, kills, st)
+	for _, transport := range []string{TransportRingbuf, TransportPerf} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := tracer.DefaultConfig()
+			cfg.Types, cfg.RingBytes, cfg.Transport = vocab.TypeSet(0).With(vocab.TypeSignal), os.Getpagesize(), transport
+			b := New()
+			var args []string
+			for range pairs {
+				args = append(args, "kill", "1", "10", "tkill", "1", "12")
+			}
+			h := startHeld(t, bin, append(args, "kill", strconv.Itoa(repeats), "10", "exit", "7")...)
+			cfg.PID = h.pid()
+			if err := b.Start(cfg); err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			h.run(t) // no reader yet: the ring fills
+			delivered := 0
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Run still drains what is queued
+			if err := b.Run(ctx, func(*tracer.Event) { delivered++ }); err != nil {
+				t.Fatal(err)
+			}
+			st := b.Stats()
+			lost := st.Lost[tracer.LostRingbuf]
+			t.Logf("%s: delivered %d, lost %d", b.Features().Transport, delivered, lost)
+			if delivered == 0 || lost == 0 || uint64(delivered)+lost != kills || st.TotalEvents() != uint64(delivered) {
+				t.Errorf("delivered %d + lost %d, want %d (stats %+v)", delivered, lost, kills, st)
+			}
+		})
 	}
 }
 
