@@ -67,6 +67,7 @@ type Backend struct {
 	links    []link.Link
 	track    []probe // process-tree probes, attached when tracking is on
 	tracking bool
+	followed bool      // the process-tree probes were attached (Features.Track)
 	tr       transport // nil in counting mode
 	batchEnd func()    // OnBatchEnd's
 	running  bool      // Run reads the ring

@@ -70,7 +70,7 @@ func CheckAttach(s string) error {
 type Features struct {
 	Transport  string // "ringbuf" or "perfbuf"
 	Attach     string // the event probes: "tp_btf", "tracepoint" or "fentry"
-	Track      string // the process tree's probes: "tp_btf" or "raw_tp"
+	Track      string // the process tree's probes: "tp_btf" or "raw_tp"; "" when no tree was followed
 	GlobalData string // GlobalMmap or GlobalConstants
 	BTF        string // "kernel", or the --btf file the types came from
 	Probes     string // the probe set: sched, syscalls or fentry
@@ -97,7 +97,10 @@ func (b *Backend) Features() Features {
 			f.GlobalData = GlobalMmap
 		}
 	}
-	if len(b.track) > 0 && b.track[0].hook == hookRawTP {
+	switch {
+	case !b.followed:
+		f.Track = "" // no process tree followed
+	case len(b.track) > 0 && b.track[0].hook == hookRawTP:
 		f.Track = AttachRawTP
 	}
 	return f
@@ -114,6 +117,9 @@ func attachOf(set string) string {
 	return AttachTracepoint
 }
 
+// loadKernelBTF reads the kernel's own BTF; tests make a kernel without.
+var loadKernelBTF = btf.LoadKernelSpec
+
 // kernelFeatures is what Start probed of the kernel and chose from it.
 type kernelFeatures struct {
 	own       *btf.Spec // the kernel's own BTF; nil without: BTF tracepoints and fentry need it
@@ -128,7 +134,7 @@ type kernelFeatures struct {
 // make is a one-line usage error naming what is missing.
 func probeKernel(cfg tracer.Config) (kernelFeatures, error) {
 	var kf kernelFeatures
-	own, err := btf.LoadKernelSpec()
+	own, err := loadKernelBTF()
 	switch {
 	case err == nil:
 		kf.own = own
@@ -184,12 +190,18 @@ func (b *Backend) Choices() []tracer.Choice {
 	if f.Transport == "" {
 		return nil
 	}
-	return []tracer.Choice{
+	var out []tracer.Choice
+	for _, c := range []tracer.Choice{
 		{Name: "transport", Value: f.Transport},
 		{Name: "attach", Value: f.Attach},
 		{Name: "track", Value: f.Track},
 		{Name: "global_data", Value: f.GlobalData},
 		{Name: "btf", Value: f.BTF},
 		{Name: "probes", Value: f.Probes},
+	} {
+		if c.Value != "" {
+			out = append(out, c)
+		}
 	}
+	return out
 }

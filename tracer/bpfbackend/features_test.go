@@ -8,8 +8,11 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
@@ -161,5 +164,43 @@ func TestBTFFile(t *testing.T) {
 	defer b.Close()
 	if f := b.Features(); f.BTF != cfg.BTFFile {
 		t.Errorf("features %+v, want BTF from %s", f, cfg.BTFFile)
+	}
+}
+
+// A kernel without BTF of its own (RHEL 8.0, 8.1), as this one pretends:
+// without --btf, one usage error saying to pass it; with --btf, the
+// programs are relocated against the file and attach to the classic
+// tracepoints, and the workload's events are exact.
+func TestNoKernelBTF(t *testing.T) {
+	tracertest.NeedRoot(t)
+	own := loadKernelBTF
+	t.Cleanup(func() { loadKernelBTF = own })
+	loadKernelBTF = func() (*btf.Spec, error) { return nil, btf.ErrNotFound }
+
+	cfg := tracer.DefaultConfig()
+	err := New().Start(cfg)
+	if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "pass --btf FILE") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Start without BTF: %v, want one usage line saying to pass --btf FILE", err)
+	}
+	t.Log(err)
+	cfg.Attach = AttachTpBTF
+	cfg.BTFFile = "/sys/kernel/btf/vmlinux"
+	if err := New().Start(cfg); !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "no BTF of its own") {
+		t.Fatalf("Start --ebpf-attach tp_btf without the kernel's BTF: %v, want a usage error", err)
+	}
+
+	bin := tracertest.BuildWorkload(t)
+	cfg = tracer.DefaultConfig()
+	cfg.Types, cfg.Signals, cfg.BTFFile = allTypes(), usr1(), "/sys/kernel/btf/vmlinux"
+	b := New()
+	start := time.Now()
+	all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
+	if f := b.Features(); f.Attach != AttachTracepoint || f.Track != AttachRawTP || f.BTF != cfg.BTFFile {
+		t.Errorf("features %+v, want tracepoint, raw_tp, BTF from %s", f, cfg.BTFFile)
+	}
+	diffKeys(t, keys(all), wantKeys(bin, false))
+	checkFields(t, all, root, start)
+	if st := b.Stats(); st.TotalLost() != 0 {
+		t.Errorf("lost %v", st.Lost)
 	}
 }

@@ -394,7 +394,7 @@ func (b *Backend) startTracking(pid uint32) error {
 				return err
 			}
 		}
-		b.tracking = true
+		b.tracking, b.followed = true, true
 	}
 	return nil
 }
