@@ -117,8 +117,13 @@ func attachOf(set string) string {
 	return AttachTracepoint
 }
 
-// loadKernelBTF reads the kernel's own BTF; tests make a kernel without.
-var loadKernelBTF = btf.LoadKernelSpec
+// loadKernelBTF reads the kernel's own BTF, and haveMmapable says whether
+// data sections can be memory-mapped (BPF_F_MMAPABLE, Linux 5.5); tests
+// make a kernel without.
+var (
+	loadKernelBTF = btf.LoadKernelSpec
+	haveMmapable  = func() bool { return features.HaveMapFlag(features.BPF_F_MMAPABLE) == nil }
+)
 
 // kernelFeatures is what Start probed of the kernel and chose from it.
 type kernelFeatures struct {
@@ -170,7 +175,7 @@ func probeKernel(cfg tracer.Config) (kernelFeatures, error) {
 			kf.transport = TransportPerf // Linux < 5.8, RHEL 8 before 8.4
 		}
 	}
-	kf.mmap = features.HaveMapFlag(features.BPF_F_MMAPABLE) == nil
+	kf.mmap = haveMmapable()
 
 	if cfg.Attach == AttachTpBTF {
 		switch {

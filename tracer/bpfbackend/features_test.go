@@ -204,3 +204,36 @@ func TestNoKernelBTF(t *testing.T) {
 		t.Errorf("lost %v", st.Lost)
 	}
 }
+
+// Without mmapable global data (before 5.5) the ring's reader shares no
+// flag with the programs: it never parks, so an idle spell and then the
+// workload still deliver every event, and Run ends when asked.
+func TestNoMmapableGlobalData(t *testing.T) {
+	tracertest.NeedRoot(t)
+	own := haveMmapable
+	t.Cleanup(func() { haveMmapable = own })
+	haveMmapable = func() bool { return false }
+	bin := tracertest.BuildWorkload(t)
+	cfg := tracer.DefaultConfig()
+	cfg.Types, cfg.Signals, cfg.Transport = allTypes(), usr1(), TransportRingbuf
+	cfg.MaxDelay = 20 * time.Millisecond
+	b := New()
+	h := startHeld(t, bin, workloadArgs()...)
+	cfg.PID = h.pid()
+	var all []tracer.Event
+	stop := startRun(t, b, cfg, func(e *tracer.Event) { all = append(all, *e) })
+	if f := b.Features(); f.Transport != "ringbuf" || f.GlobalData != GlobalConstants {
+		t.Errorf("features %+v, want ringbuf with constants", f)
+	}
+	time.Sleep(200 * time.Millisecond) // idle: a parked reader would wait for a wakeup
+	start := time.Now()
+	if code := h.run(t); code != 7 {
+		t.Errorf("workload exit status %d, want 7", code)
+	}
+	stop()
+	diffKeys(t, keys(all), wantKeys(bin, false))
+	checkFields(t, all, cfg.PID, start.Add(-time.Second))
+	if st := b.Stats(); st.TotalLost() != 0 {
+		t.Errorf("lost %v", st.Lost)
+	}
+}
