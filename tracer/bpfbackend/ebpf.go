@@ -58,22 +58,23 @@ type Backend struct {
 	started bool
 	closed  bool
 
-	probes   string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
-	batch    bool   // signal records are batched per CPU (see flushFunc)
-	canBatch bool   // the kernel and transport allow batching
-	kernel   kernelFeatures
-	linked   []string // program and attach point of each link, so one program is not attached twice
-	coll     *ebpf.Collection
-	links    []link.Link
-	track    []probe // process-tree probes, attached when tracking is on
-	tracking bool
-	followed bool      // the process-tree probes were attached (Features.Track)
-	tr       transport // nil in counting mode
-	batchEnd func()    // OnBatchEnd's
-	running  bool      // Run reads the ring
-	bpfStats io.Closer
-	cgroups  *cgroupNames // names the cgroup ids of records
-	sweep    bool         // rate_sweep and rate_final are loaded (--rate-limit)
+	probes      string // the probe set attached: ProbesSched, ProbesSyscalls or ProbesFEntry
+	batch       bool   // signal records are batched per CPU (see flushFunc)
+	canBatch    bool   // the kernel and transport allow batching
+	kernel      kernelFeatures
+	linked      []string // program and attach point of each link, so one program is not attached twice
+	coll        *ebpf.Collection
+	links       []link.Link
+	track       []probe // process-tree probes, attached when tracking is on
+	tracking    bool
+	followed    bool      // the process-tree probes were attached (Features.Track)
+	attribution string    // Features.Attribution
+	tr          transport // nil in counting mode
+	batchEnd    func()    // OnBatchEnd's
+	running     bool      // Run reads the ring
+	bpfStats    io.Closer
+	cgroups     *cgroupNames // names the cgroup ids of records
+	sweep       bool         // rate_sweep and rate_final are loaded (--rate-limit)
 
 	events  [vocab.TypeThrottle + 1]atomic.Uint64
 	badRecs atomic.Uint64

@@ -24,6 +24,10 @@ const (
 	AttachTracepoint = "tracepoint" // classic tracepoints: the syscalls set
 	AttachFEntry     = "fentry"     // reported only: --probes fentry
 	AttachRawTP      = "raw_tp"     // reported only: the process tree without BTF tracepoints
+	// AttributionNone: no probe sees deaths by a signal or the kernel's
+	// own signals (no BTF tracepoints: exit events come from exit calls
+	// only, without killed_by).
+	AttributionNone = "none"
 )
 
 // Ways the programs' global data reaches them (Features.GlobalData).
@@ -73,7 +77,11 @@ type Features struct {
 	Track      string // the process tree's probes: "tp_btf" or "raw_tp"; "" when no tree was followed
 	GlobalData string // GlobalMmap or GlobalConstants
 	BTF        string // "kernel", or the --btf file the types came from
-	Probes     string // the probe set: sched, syscalls or fentry
+	// Attribution is what sees deaths by a signal, their senders and the
+	// kernel's own signals: "tp_btf" (signal_generate, sched_process_exit),
+	// or AttributionNone; "" when counting.
+	Attribution string
+	Probes      string // the probe set: sched, syscalls or fentry
 }
 
 // Features returns what Start chose; the zero value before Start.
@@ -90,6 +98,8 @@ func (b *Backend) Features() Features {
 		GlobalData: GlobalConstants,
 		BTF:        b.kernel.btfSource,
 		Probes:     b.probes,
+
+		Attribution: b.attribution,
 	}
 	if b.kernel.transport == TransportRingbuf {
 		f.Transport = "ringbuf"
@@ -201,6 +211,7 @@ func (b *Backend) Choices() []tracer.Choice {
 		{Name: "attach", Value: f.Attach},
 		{Name: "track", Value: f.Track},
 		{Name: "global_data", Value: f.GlobalData},
+		{Name: "attribution", Value: f.Attribution},
 		{Name: "btf", Value: f.BTF},
 		{Name: "probes", Value: f.Probes},
 	} {

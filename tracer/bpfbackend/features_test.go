@@ -46,7 +46,7 @@ func TestFallbacks(t *testing.T) {
 			}
 			checkFeatures := func(t *testing.T, b *Backend) {
 				t.Helper()
-				if f := b.Features(); f.Transport != wantTransport || f.Attach != c.attach || f.Track != wantTrack || f.BTF != "kernel" {
+				if f := b.Features(); f.Transport != wantTransport || f.Attach != c.attach || f.Track != wantTrack || f.BTF != "kernel" || f.Attribution != AttachTpBTF {
 					t.Errorf("features %+v, want transport %s attach %s track %s btf kernel", f, wantTransport, c.attach, wantTrack)
 				}
 			}
@@ -195,7 +195,7 @@ func TestNoKernelBTF(t *testing.T) {
 	b := New()
 	start := time.Now()
 	all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
-	if f := b.Features(); f.Attach != AttachTracepoint || f.Track != AttachRawTP || f.BTF != cfg.BTFFile {
+	if f := b.Features(); f.Attach != AttachTracepoint || f.Track != AttachRawTP || f.BTF != cfg.BTFFile || f.Attribution != AttributionNone {
 		t.Errorf("features %+v, want tracepoint, raw_tp, BTF from %s", f, cfg.BTFFile)
 	}
 	diffKeys(t, keys(all), wantKeys(bin, false))

@@ -80,6 +80,13 @@ func (b *Backend) start(cfg tracer.Config, set string) error {
 			}
 		}
 		events = append(events, who...)
+		// Who killed it: the sched set's own BTF tracepoints, the other
+		// sets' attribution probes, or nothing where the kernel has no
+		// BTF tracepoints.
+		b.attribution = AttributionNone
+		if set == ProbesSched || slices.ContainsFunc(who, func(p probe) bool { return p.name == "sched_signal" || p.name == "proc_exit" }) {
+			b.attribution = AttachTpBTF
+		}
 	}
 	b.probes = set
 

@@ -101,7 +101,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 			"1, labelled by the transport the eBPF backend chose from what the kernel has or --ebpf-transport forced: ringbuf or perfbuf.",
 			[]string{"transport"}, nil),
 		ebpfAttach: prometheus.NewDesc(fq("ebpf", "attach"),
-			"1, labelled by the hook kind of the eBPF backend's event probes: tp_btf, tracepoint or fentry; and by its process tree's probes (raw_tp where the kernel has no BTF tracepoints).",
+			"1, labelled by each hook kind the eBPF backend's probes use: tp_btf, tracepoint or fentry for the events; raw_tp for the process tree without BTF tracepoints; tp_btf for deaths by a signal and their senders.",
 			[]string{"attach"}, nil),
 		buildInfo: prometheus.NewDesc(fq("", "build_info"),
 			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
@@ -182,9 +182,10 @@ func (c *Collector) collectChoices(ch chan<- prometheus.Metric) {
 		switch choice.Name {
 		case "transport":
 			ch <- prometheus.MustNewConstMetric(c.ebpfTransport, prometheus.GaugeValue, 1, choice.Value)
-		case "attach", "track":
-			// The tree's probes add raw_tp only where they differ.
-			if !attach[choice.Value] {
+		case "attach", "track", "attribution":
+			// Each hook kind in use once: the event probes', the process
+			// tree's (raw_tp) and who-killed-it's where they differ.
+			if choice.Value != "none" && !attach[choice.Value] {
 				attach[choice.Value] = true
 				ch <- prometheus.MustNewConstMetric(c.ebpfAttach, prometheus.GaugeValue, 1, choice.Value)
 			}
