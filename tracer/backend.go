@@ -35,6 +35,18 @@ type Backend interface {
 // Optional capabilities. A backend implements those it has; callers test
 // for them with a type assertion and do without when it is missing.
 
+// Chooser is a backend that chose among what the kernel has at Start
+// (the eBPF backend: transport, attach kind, global data, BTF source).
+// Choices names each, for watch's log and the metrics' labels; none
+// before Start.
+type Chooser interface {
+	Choices() []Choice
+}
+
+// Choice is one of a Chooser's: what was chosen ("transport") and the
+// choice ("ringbuf").
+type Choice struct{ Name, Value string }
+
 // Noter is a backend that tells the user what Start found or changed on
 // the node (audit enabled for the session, auditd holding the PID, b32
 // rules left out, the probe set chosen). watch prints the notes.
@@ -148,6 +160,19 @@ type Config struct {
 	RingBytes int
 	// BPFStats turns on the kernel's per-program run time accounting.
 	BPFStats bool
+	// Transport forces the eBPF transport (--ebpf-transport): "" or
+	// "auto" (the ring buffer where the kernel has one, else the perf
+	// buffer), "ringbuf" or "perf".
+	Transport string
+	// Attach forces the hook kind of the eBPF event probes
+	// (--ebpf-attach): "" or "auto" (from Probes and what the kernel
+	// has), "tp_btf" (BTF tracepoints: the sched set) or "tracepoint"
+	// (classic tracepoints: the syscalls set, the process tree on raw
+	// tracepoints).
+	Attach string
+	// BTFFile is --btf: the kernel's types from this file (a BTFHub or
+	// BTFGen file) where the kernel has no BTF of its own.
+	BTFFile string
 	// MaxDelay, when positive, is --max-delay: the kernel no longer wakes
 	// the reader per event (only when a quarter of the ring is queued), and
 	// the reader reads on its own every MaxDelay/2, so that with the

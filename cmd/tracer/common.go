@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,9 @@ type streamFlags struct {
 	probes    string
 	ringBytes int
 	bpfStats  bool
+	transport string // --ebpf-transport
+	attach    string // --ebpf-attach
+	btfFile   string // --btf
 }
 
 // register adds the flags to cmd; formats are the --format values, the
@@ -70,10 +74,15 @@ func (f *streamFlags) register(cmd *cobra.Command, formats []string, formatHelp,
 	fl.StringVar(&f.probes, "probes", "default", "ebpf: sched (scheduler BTF tracepoints: cheapest; no failed execs), syscalls (the audit rules' syscall tracepoints), fentry, or default (sched; syscalls where the kernel lacks sched's tracepoints, where what is asked for is seen only at the syscall, and for trace's counts unless --metrics-addr streams its events)")
 	fl.IntVar(&f.ringBytes, "ring-size", 0, "ebpf: ring buffer size in bytes (power of two; default 8 MiB)")
 	fl.BoolVar(&f.bpfStats, "bpf-stats", false, "ebpf: turn on the kernel's BPF run-time accounting (costs a little per event)")
+	fl.StringVar(&f.transport, "ebpf-transport", "auto", "ebpf: auto (the ring buffer where the kernel has one, else the perf buffer), ringbuf or perf: forces one, and fails where the kernel lacks it")
+	fl.StringVar(&f.attach, "ebpf-attach", "auto", "ebpf: auto, tp_btf (BTF tracepoints: the sched probes) or tracepoint (classic tracepoints: the syscalls probes, the process tree on raw tracepoints): forces one, and fails where the kernel lacks it")
+	fl.StringVar(&f.btfFile, "btf", "", "ebpf: the kernel's types from FILE (a BTFHub or BTFGen file) where the kernel has no BTF of its own (/sys/kernel/btf/vmlinux)")
 	registerEventCompletions(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("backend", completeOne("audit", "ebpf"))
 	_ = cmd.RegisterFlagCompletionFunc("format", completeOne(formats...))
 	_ = cmd.RegisterFlagCompletionFunc("probes", completeOne("default", "sched", "syscalls", "fentry"))
+	_ = cmd.RegisterFlagCompletionFunc("ebpf-transport", completeOne(bpfbackend.TransportChoices...))
+	_ = cmd.RegisterFlagCompletionFunc("ebpf-attach", completeOne(bpfbackend.AttachChoices...))
 	_ = cmd.RegisterFlagCompletionFunc("arch", completeOne("auto", "b64", "b32", "both"))
 	_ = cmd.RegisterFlagCompletionFunc("backpressure", completeOne("drop", "block"))
 }
@@ -98,6 +107,12 @@ func (f *streamFlags) config() (tracer.Config, error) {
 	if err := bpfbackend.CheckProbes(f.probes); err != nil {
 		return cfg, vocab.Usagef("%w", err)
 	}
+	if err := bpfbackend.CheckTransport(f.transport); err != nil {
+		return cfg, err
+	}
+	if err := bpfbackend.CheckAttach(f.attach); err != nil {
+		return cfg, err
+	}
 	cfg.Arch, cfg.AuidSet, cfg.EnableAudit, cfg.AllowPanicFailureMode = f.arch, f.auidSet, f.enableAudit, f.allowPanic
 	cfg.ExecFailures = f.execFailures
 	if f.cgroup != "" {
@@ -120,6 +135,7 @@ func (f *streamFlags) config() (tracer.Config, error) {
 		return cfg, err
 	}
 	cfg.Probes, cfg.RingBytes, cfg.BPFStats = f.probes, f.ringBytes, f.bpfStats
+	cfg.Transport, cfg.Attach, cfg.BTFFile = f.transport, f.attach, f.btfFile
 	if fl := f.flags.Lookup("lean-records"); fl != nil && fl.Changed {
 		cfg.LeanRecords = tracer.LeanOff
 		if f.leanRecords {
@@ -176,5 +192,21 @@ func printNotes(b tracer.Backend) {
 		for _, s := range n.Notes() {
 			fmt.Fprintf(os.Stderr, "tracer: note: %s\n", s)
 		}
+	}
+}
+
+// logChoices logs once what a backend chose from the kernel's features
+// (the eBPF backend's transport, attach kind, global data and BTF source).
+func logChoices(b tracer.Backend) {
+	c, ok := b.(tracer.Chooser)
+	if !ok {
+		return
+	}
+	var attrs []any
+	for _, ch := range c.Choices() {
+		attrs = append(attrs, ch.Name, ch.Value)
+	}
+	if len(attrs) > 0 {
+		slog.Info("ebpf kernel features chosen", attrs...)
 	}
 }

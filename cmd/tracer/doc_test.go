@@ -300,6 +300,10 @@ func checkFlagValue(cmd *cobra.Command, name, value string) error {
 		_, err = vocab.ParseSignals(value)
 	case "probes":
 		err = bpfbackend.CheckProbes(value)
+	case "ebpf-transport":
+		err = bpfbackend.CheckTransport(value)
+	case "ebpf-attach":
+		err = bpfbackend.CheckAttach(value)
 	case "arch":
 		err = auditrules.CheckArch(value)
 	case "backpressure":

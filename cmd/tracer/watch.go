@@ -198,6 +198,7 @@ func runWatch(parent context.Context, o *watchOptions) error {
 			if o.sel.quiet {
 				return
 			}
+			logChoices(b)
 			printNotes(b)
 			printLateNotes(ctx, b)
 			if commNote != "" {

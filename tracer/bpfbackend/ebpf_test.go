@@ -280,7 +280,7 @@ func TestWorkloadEvents(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		probes     string
-		force      func(*Backend)
+		force      func(*tracer.Config)
 		failedExec bool
 	}{
 		{"default", "", nil, false},
@@ -288,21 +288,19 @@ func TestWorkloadEvents(t *testing.T) {
 		// By default the syscalls set reports successful execs only, as
 		// the sched set and audit do.
 		{"syscalls without --exec-failures", ProbesSyscalls, nil, false},
-		{"perf buffer", "", func(b *Backend) { b.forcePerf = true }, false},
-		{"syscalls with raw tracepoints", ProbesSyscalls, func(b *Backend) { b.forceRawTrack = true }, true},
+		{"syscalls with raw tracepoints", ProbesSyscalls, func(cfg *tracer.Config) { cfg.Attach = AttachTracepoint }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := New()
-			if c.force != nil {
-				c.force(b)
-			}
 			cfg := tracer.DefaultConfig()
 			cfg.Types, cfg.Signals, cfg.Probes = allTypes(), usr1(), c.probes
+			if c.force != nil {
+				c.force(&cfg)
+			}
 			cfg.ExecFailures = c.failedExec
 			start := time.Now()
 			all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
-			probes, transport := b.probes, b.transport
-			t.Logf("probes %s, transport %s: %d events", probes, transport, len(all))
+			t.Logf("%+v: %d events", b.Features(), len(all))
 			diffKeys(t, keys(all), wantKeys(bin, c.failedExec))
 			checkFields(t, all, root, start)
 			st := b.Stats()
@@ -443,36 +441,43 @@ func TestCountOnly(t *testing.T) {
 
 // A full ring buffer loses records; the kernel counts each event, so that
 // delivered + lost is what happened: records of their own (signals that
-// differ from the one before), and a storm's repeats of one record.
+// differ from the one before), and a storm's repeats of one record. A full
+// perf buffer's lost samples, which it reports per CPU, count in the same
+// stage.
 func TestRingFullIsCounted(t *testing.T) {
 	tracertest.NeedRoot(t)
 	bin := tracertest.BuildWorkload(t)
 	const pairs, repeats = 2500, 5000
 	const kills = 2*pairs + repeats
-	cfg := tracer.DefaultConfig()
-	cfg.Types, cfg.RingBytes = vocab.TypeSet(0).With(vocab.TypeSignal), os.Getpagesize()
-	b := New()
-	var args []string
-	for range pairs {
-		args = append(args, "kill", "1", "10", "tkill", "1", "12")
-	}
-	h := startHeld(t, bin, append(args, "kill", strconv.Itoa(repeats), "10", "exit", "7")...)
-	cfg.PID = h.pid()
-	if err := b.Start(cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	h.run(t) // no reader yet: the ring fills
-	delivered := 0
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // Run still drains what is queued
-	if err := b.Run(ctx, func(*tracer.Event) { delivered++ }); err != nil {
-		t.Fatal(err)
-	}
-	st := b.Stats()
-	lost := st.Lost[tracer.LostRingbuf]
-	if delivered == 0 || lost == 0 || uint64(delivered)+lost != kills || st.TotalEvents() != uint64(delivered) {
-		t.Errorf("delivered %d + lost %d, want %d (stats %+v)", delivered, lost, kills, st)
+	for _, transport := range []string{TransportRingbuf, TransportPerf} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := tracer.DefaultConfig()
+			cfg.Types, cfg.RingBytes, cfg.Transport = vocab.TypeSet(0).With(vocab.TypeSignal), os.Getpagesize(), transport
+			b := New()
+			var args []string
+			for range pairs {
+				args = append(args, "kill", "1", "10", "tkill", "1", "12")
+			}
+			h := startHeld(t, bin, append(args, "kill", strconv.Itoa(repeats), "10", "exit", "7")...)
+			cfg.PID = h.pid()
+			if err := b.Start(cfg); err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			h.run(t) // no reader yet: the ring fills
+			delivered := 0
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Run still drains what is queued
+			if err := b.Run(ctx, func(*tracer.Event) { delivered++ }); err != nil {
+				t.Fatal(err)
+			}
+			st := b.Stats()
+			lost := st.Lost[tracer.LostRingbuf]
+			t.Logf("%s: delivered %d, lost %d", b.Features().Transport, delivered, lost)
+			if delivered == 0 || lost == 0 || uint64(delivered)+lost != kills || st.TotalEvents() != uint64(delivered) {
+				t.Errorf("delivered %d + lost %d, want %d (stats %+v)", delivered, lost, kills, st)
+			}
+		})
 	}
 }
 

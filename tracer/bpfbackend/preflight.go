@@ -6,10 +6,8 @@ package bpfbackend
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
-	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer/host"
@@ -43,22 +41,16 @@ func lockdownMode() string {
 	return mode
 }
 
-// preflight fails with a usage error when the node cannot run the backend.
-func preflight() (*btf.Spec, error) {
+// preflight fails with a usage error when the node cannot run the backend
+// whatever it probes (probeKernel comes next).
+func preflight() error {
 	if !haveCaps() {
-		return nil, vocab.Usagef("the ebpf backend needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo")
+		return vocab.Usagef("the ebpf backend needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo")
 	}
 	if lockdownMode() == "confidentiality" {
-		return nil, vocab.Usagef("kernel lockdown=confidentiality forbids the kernel reads BPF tracing needs: boot with lockdown=integrity or none, or use --backend audit")
+		return vocab.Usagef("kernel lockdown=confidentiality forbids the kernel reads BPF tracing needs: boot with lockdown=integrity or none, or use --backend audit")
 	}
-	kernel, err := btf.LoadKernelSpec()
-	if errors.Is(err, btf.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return nil, vocab.Usagef("the kernel has no BTF (/sys/kernel/btf/vmlinux), which the ebpf backend needs: use a kernel built with CONFIG_DEBUG_INFO_BTF=y, or --backend audit")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading kernel BTF: %w", err)
-	}
-	return kernel, nil
+	return nil
 }
 
 // errNoTracefs marks the usage error of a node where tracefs cannot be mounted.

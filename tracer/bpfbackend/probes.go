@@ -99,6 +99,9 @@ func sysPrefix() (string, error) {
 }
 
 func hasFunc(kernel *btf.Spec, name string) bool {
+	if kernel == nil { // no BTF of the kernel's own
+		return false
+	}
 	var fn *btf.Func
 	return kernel.TypeByName(name, &fn) == nil
 }
@@ -192,6 +195,9 @@ func fentryProbes(kernel *btf.Spec, types vocab.TypeSet) ([]probe, error) {
 }
 
 func hasTracepoint(kernel *btf.Spec, name string) bool {
+	if kernel == nil { // no BTF of the kernel's own
+		return false
+	}
 	var td *btf.Typedef
 	return kernel.TypeByName("btf_trace_"+name, &td) == nil
 }
@@ -351,7 +357,7 @@ func attributionProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []prob
 // tracepointTakesTask reports whether a BTF tracepoint's first argument is a task_struct pointer.
 func tracepointTakesTask(kernel *btf.Spec, name string) bool {
 	var td *btf.Typedef
-	if kernel.TypeByName("btf_trace_"+name, &td) != nil {
+	if kernel == nil || kernel.TypeByName("btf_trace_"+name, &td) != nil {
 		return false
 	}
 	ptr, ok := td.Type.(*btf.Pointer)

@@ -65,7 +65,8 @@ func mapVariable(coll *ebpf.Collection, spec *ebpf.VariableSpec) (*atomic.Uint32
 }
 
 // newRingWait makes the waiter of rd, which reads coll's ring buffer
-// (map events); parked is the programs' reader_parked.
+// (map events); parked is the programs' reader_parked, nil where data
+// sections cannot be mapped (the reader then never parks).
 func newRingWait(rd *ringbuf.Reader, coll *ebpf.Collection, parked *ebpf.VariableSpec) (_ *ringWait, err error) {
 	w := &ringWait{rd: rd}
 	defer func() {
@@ -73,8 +74,10 @@ func newRingWait(rd *ringbuf.Reader, coll *ebpf.Collection, parked *ebpf.Variabl
 			w.close()
 		}
 	}()
-	if w.parked, w.mem, err = mapVariable(coll, parked); err != nil {
-		return nil, err
+	if parked != nil {
+		if w.parked, w.mem, err = mapVariable(coll, parked); err != nil {
+			return nil, err
+		}
 	}
 	fd, err := unix.FcntlInt(uintptr(coll.Maps["events"].FD()), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
@@ -104,6 +107,8 @@ func (w *ringWait) wait(d time.Duration, park bool) (timedOut bool, err error) {
 		w.mu.Unlock()
 		return false, nil
 	}
+	// Without the shared flag no program would wake a parked reader.
+	park = park && w.parked != nil
 	var deadline time.Time
 	if !park {
 		deadline = time.Now().Add(d)

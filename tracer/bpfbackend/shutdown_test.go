@@ -68,7 +68,7 @@ func TestShutdownInStormLeavesNothingHeld(t *testing.T) {
 	}
 	// The storm goes on: what the probes still took would wait here.
 	time.Sleep(50 * time.Millisecond)
-	held, ring := heldBatches(t, b), b.ring.AvailableBytes()
+	held, ring := heldBatches(t, b), b.tr.(*ringTransport).rd.AvailableBytes()
 	atRun := b.Stats()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ type Collector struct {
 	buildInfo                                  *prometheus.Desc
 	// watch --kubernetes (tracer.PodSource)
 	kubeMisses, kubeErrors, kubeContainers *prometheus.Desc
+	ebpfTransport, ebpfAttach              *prometheus.Desc
 }
 
 // NewCollector returns the collector for p fed by b. version is the
@@ -98,6 +99,12 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 		delay: prometheus.NewDesc(fq("event", "delay_seconds"),
 			"Time from an event's kernel timestamp (the scheduler tick's on eBPF) to its hand-over to the output; --max-delay bounds it (one signal in 16 is timed).",
 			[]string{"backend"}, nil),
+		ebpfTransport: prometheus.NewDesc(fq("ebpf", "transport"),
+			"1, labelled by the transport the eBPF backend chose from what the kernel has or --ebpf-transport forced: ringbuf or perfbuf.",
+			[]string{"transport"}, nil),
+		ebpfAttach: prometheus.NewDesc(fq("ebpf", "attach"),
+			"1, labelled by each hook kind the eBPF backend's probes use: tp_btf, tracepoint or fentry for the events; raw_tp for the process tree without BTF tracepoints; tp_btf for deaths by a signal and their senders.",
+			[]string{"attach"}, nil),
 		buildInfo: prometheus.NewDesc(fq("", "build_info"),
 			"A metric with a constant value 1, labelled by the tracer's version, Go version and backend.",
 			[]string{"version", "goversion", "backend"}, nil),
@@ -117,7 +124,7 @@ func NewCollector(p *tracer.Pipeline, b tracer.Backend, version string) *Collect
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.backendEvents, c.lost, c.lostLower, c.filtered, c.throttled, c.rotationsFailed,
 		c.auditBacklog, c.auditBacklogLimit, c.auditLost, c.auditSocketBuffer, c.progSeconds, c.progRuns, c.delay, c.buildInfo,
-		c.kubeMisses, c.kubeErrors, c.kubeContainers} {
+		c.kubeMisses, c.kubeErrors, c.kubeContainers, c.ebpfTransport, c.ebpfAttach} {
 		ch <- d
 	}
 }
@@ -177,6 +184,30 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.kubeMisses, prometheus.CounterValue, float64(ps.Misses))
 		ch <- prometheus.MustNewConstMetric(c.kubeErrors, prometheus.CounterValue, float64(ps.Errors))
 		ch <- prometheus.MustNewConstMetric(c.kubeContainers, prometheus.GaugeValue, float64(ps.Containers))
+	}
+	c.collectChoices(ch)
+}
+
+// collectChoices exports what a tracer.Chooser chose as labels of gauges
+// of value 1; nothing before it started.
+func (c *Collector) collectChoices(ch chan<- prometheus.Metric) {
+	chooser, ok := c.b.(tracer.Chooser)
+	if !ok {
+		return
+	}
+	attach := map[string]bool{}
+	for _, choice := range chooser.Choices() {
+		switch choice.Name {
+		case "transport":
+			ch <- prometheus.MustNewConstMetric(c.ebpfTransport, prometheus.GaugeValue, 1, choice.Value)
+		case "attach", "track", "attribution":
+			// Each hook kind in use once: the event probes', the process
+			// tree's (raw_tp) and who-killed-it's where they differ.
+			if choice.Value != "none" && !attach[choice.Value] {
+				attach[choice.Value] = true
+				ch <- prometheus.MustNewConstMetric(c.ebpfAttach, prometheus.GaugeValue, 1, choice.Value)
+			}
+		}
 	}
 }
 

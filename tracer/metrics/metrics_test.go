@@ -554,3 +554,36 @@ func TestEventDelayHistogram(t *testing.T) {
 	}
 	t.Fatal("no tracer_event_delay_seconds")
 }
+
+// chooserBackend is an eBPF-like backend that says what it chose at Start.
+type chooserBackend struct {
+	fakeBackend
+	choices []tracer.Choice
+}
+
+func (c *chooserBackend) Choices() []tracer.Choice { return c.choices }
+
+// The eBPF backend's choices are gauges of value 1 labelled by each: one
+// transport, and the attach kinds of the event probes, the process tree's
+// and who-killed-it's (once each); nothing before Start.
+func TestCollectorEBPFChoices(t *testing.T) {
+	p := tracer.NewPipeline(tracer.DefaultConfig(), sink.NewJSONSink(io.Discard))
+	b := &chooserBackend{fakeBackend: fakeBackend{name: "ebpf"}}
+	s, err := New(p, b, Options{Version: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffValues(t, values(t, s.Registry(), "tracer_ebpf_"), map[string]float64{})
+	b.choices = []tracer.Choice{{Name: "transport", Value: "perfbuf"}, {Name: "attach", Value: "tracepoint"},
+		{Name: "track", Value: "raw_tp"}, {Name: "global_data", Value: "constants"}, {Name: "attribution", Value: "none"}, {Name: "btf", Value: "kernel"}}
+	diffValues(t, values(t, s.Registry(), "tracer_ebpf_"), map[string]float64{
+		`tracer_ebpf_transport{transport="perfbuf"}`: 1,
+		`tracer_ebpf_attach{attach="tracepoint"}`:    1,
+		`tracer_ebpf_attach{attach="raw_tp"}`:        1,
+	})
+	b.choices = []tracer.Choice{{Name: "transport", Value: "ringbuf"}, {Name: "attach", Value: "tp_btf"}, {Name: "track", Value: "tp_btf"}, {Name: "attribution", Value: "tp_btf"}}
+	diffValues(t, values(t, s.Registry(), "tracer_ebpf_"), map[string]float64{
+		`tracer_ebpf_transport{transport="ringbuf"}`: 1,
+		`tracer_ebpf_attach{attach="tp_btf"}`:        1,
+	})
+}

@@ -131,7 +131,7 @@ func probeBPF(f *Facts) {
 	}
 
 	if No(e.BPFSyscall) {
-		e.RingBuf, e.BTFTracepoints, e.Fentry = Bool(false), Bool(false), Bool(false)
+		e.RingBuf, e.BTFTracepoints, e.Fentry, e.MmapData = Bool(false), Bool(false), Bool(false), Bool(false)
 		return
 	}
 	e.RingBuf = note("ring buffer probe", features.HaveMapType(ebpf.RingBuf))
@@ -141,6 +141,7 @@ func probeBPF(f *Facts) {
 			e.RingBuf = Bool(strings.Contains(string(s), " bpf_ringbuf_output\n"))
 		}
 	}
+	e.MmapData = note("mmapable map probe", features.HaveMapFlag(features.BPF_F_MMAPABLE))
 	if No(e.BTF) {
 		// tp_btf and fentry resolve their target in the kernel's BTF.
 		e.BTFTracepoints, e.Fentry = Bool(false), Bool(false)

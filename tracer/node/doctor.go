@@ -148,6 +148,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		{"lockdown", lockdown},
 		{"unprivileged_bpf_disabled", intp(e.UnprivilegedBPF)},
 		{"bpf_jit_enable", intp(e.JITEnabled)},
+		{"transport", choice(e.RingBuf, "ringbuf", "perfbuf (no ring buffer: per-CPU buffers)")},
+		{"attach", choice(e.BTFTracepoints, "tp_btf", "tracepoint (classic tracepoints; the process tree on raw_tp)")},
+		{"global data", globalData(e)},
+		{"BTF source", choice(e.BTF, "kernel (/sys/kernel/btf/vmlinux)", "none of the kernel's: pass --btf FILE (this kernel's BTF from BTFHub)")},
 	})
 
 	p := f.Procs
@@ -248,4 +252,29 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// choice names what the eBPF backend chooses (--ebpf-transport and
+// --ebpf-attach auto) from a probed fact: yes, no, or unknown without root.
+func choice(have *bool, yes, no string) string {
+	switch {
+	case have == nil:
+		return "unknown"
+	case *have:
+		return yes
+	}
+	return no
+}
+
+// globalData names how the eBPF backend's programs get their settings and
+// share the ring's reader flag: mapped global data, or constants set at
+// load (the ring's reader then polls; the perf buffer needs nothing shared).
+func globalData(e EBPF) string {
+	switch {
+	case e.MmapData == nil || e.RingBuf == nil:
+		return "unknown"
+	case *e.MmapData && *e.RingBuf:
+		return "mmap (constants set at load, the reader's flag in mapped .bss)"
+	}
+	return "constants (set at load; nothing mapped)"
 }

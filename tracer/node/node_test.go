@@ -384,9 +384,9 @@ func TestKnowledgeFillsOnlyUnknowns(t *testing.T) {
 	if v := VerdictFor(Verdicts(f), "ebpf"); strings.Contains(strings.Join(v.Reasons, " "), "ring buffer") {
 		t.Errorf("ring buffer reason with a probed ring buffer: %v", v.Reasons)
 	}
-	// Unknown RHEL 8.1 facts: no BTF, so cannot.
+	// Unknown RHEL 8.1 facts: no BTF, so cannot (but with --btf FILE).
 	h := Facts{Kernel: "4.18.0-147.el8.x86_64", OS: OSRelease{ID: "rhel", VersionID: "8.1"}}
-	if v := VerdictFor(Verdicts(h), "ebpf"); v.Status != Cannot {
+	if v := VerdictFor(Verdicts(h), "ebpf"); v.Status != Cannot || !strings.Contains(v.Reasons[0], "--btf FILE") {
 		t.Errorf("bare RHEL 8.1 facts: %s %v", v.Status, v.Reasons)
 	}
 	k := Facts{Kernel: "5.14.0-427.13.1.el9_4.x86_64", OS: OSRelease{ID: "rocky", VersionID: "9.4"}}

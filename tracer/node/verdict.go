@@ -143,7 +143,7 @@ func ebpfVerdict(f Facts, assumed []string) Verdict {
 		return b.v
 	}
 	if No(e.BTF) {
-		b.cannot("no kernel BTF (/sys/kernel/btf/vmlinux): the CO-RE programs cannot be relocated (RHEL 8 has it from 8.2 on)")
+		b.cannot("no kernel BTF (/sys/kernel/btf/vmlinux): the CO-RE programs cannot be relocated (RHEL 8 has it from 8.2 on) unless watch is given this kernel's BTF with --btf FILE (from BTFHub)")
 	}
 	if e.Lockdown == "confidentiality" {
 		b.cannot("kernel lockdown is in confidentiality mode: BPF may not read kernel memory")
@@ -155,7 +155,7 @@ func ebpfVerdict(f Facts, assumed []string) Verdict {
 		b.limit("no BPF ring buffer (kernel before 5.8, not backported): events go through the per-CPU perf buffer, which loses more in bursts and may reorder events across CPUs")
 	}
 	if No(e.BTFTracepoints) && No(e.Fentry) {
-		b.limit("no BTF tracepoints or fentry: raw tracepoints are used, a little slower")
+		b.limit("no BTF tracepoints or fentry: the classic syscall tracepoints are used (every syscall takes the slow path while they are attached), the process tree on raw tracepoints")
 	}
 	if No(e.SyscallTracepoints) {
 		b.limit("no syscall tracepoints (CONFIG_FTRACE_SYSCALLS off): --probes syscalls and the ebpf-syscalls bench mode cannot run")

@@ -31,6 +31,10 @@ func NeedRoot(t testing.TB) {
 	}
 }
 
+// PrebuiltEnv names the directory of the C workloads (workload, deaths,
+// reach) built beforehand, for test binaries run without a C compiler.
+const PrebuiltEnv = "TRACER_TEST_PREBUILT"
+
 // LockFile is the lock every test that changes audit state holds.
 const LockFile = "/run/tracer-test-audit.lock"
 
@@ -74,6 +78,15 @@ func CompileC(t testing.TB, dir, name string, src []byte) string {
 // compileOwn compiles this package's NAME.c into dir/NAME.
 func compileOwn(t testing.TB, dir, name string) string {
 	t.Helper()
+	// A test binary run where there is no C compiler (a guest kernel's
+	// VM) takes the workloads built beforehand: $TRACER_TEST_PREBUILT/NAME.
+	if pre := os.Getenv(PrebuiltEnv); pre != "" {
+		bin := filepath.Join(pre, name)
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("%s=%s: %v", PrebuiltEnv, pre, err)
+		}
+		return bin
+	}
 	_, file, _, _ := runtime.Caller(0)
 	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), name+".c"))
 	if err != nil {

@@ -92,6 +92,7 @@ type EBPF struct {
 	BTF                *bool  `json:"btf"`                 // /sys/kernel/btf/vmlinux: CO-RE works
 	RingBuf            *bool  `json:"ringbuf"`             // BPF_MAP_TYPE_RINGBUF (5.8, or backported)
 	BTFTracepoints     *bool  `json:"btf_tracepoints"`     // tp_btf programs load and attach
+	MmapData           *bool  `json:"mmap_data,omitempty"` // BPF_F_MMAPABLE array maps: global data user space shares (5.5)
 	Fentry             *bool  `json:"fentry"`              // fentry programs load and attach
 	SyscallTracepoints *bool  `json:"syscall_tracepoints"` // events/syscalls in tracefs (CONFIG_FTRACE_SYSCALLS)
 	Kprobes            *bool  `json:"kprobes"`             // CONFIG_KPROBES, kprobe_events in tracefs
