@@ -26,8 +26,9 @@ type LoadedRule struct {
 
 // ParseLoaded reads a loaded rule in auditctl syntax (auditctl -l, or
 // go-libaudit's rule.ToCommandLine): an always,exit rule's syscalls (-S,
-// comma lists or repeated; all covers every class), a watch with x
-// permission (-w PATH -p x: execs of that file); never rules and the
+// comma lists or repeated; all covers every class), a watch or a perm
+// filter with x (-w PATH -p x, -F path=PATH -F perm=x: execs of that
+// file); never rules and the
 // exclude, user and task lists cover nothing.
 func ParseLoaded(text string) LoadedRule {
 	var r LoadedRule
@@ -70,6 +71,12 @@ func ParseLoaded(text string) LoadedRule {
 		if strings.Contains(perm, "x") {
 			r.Covers = r.Covers.With(vocab.TypeExec)
 		}
+	case (action == "always,exit" || action == "exit,always") && perm != "":
+		// -F perm= matches only the syscalls of its kind (audit_match_perm),
+		// whatever -S says (the kernel lists such rules with -S all).
+		if strings.Contains(perm, "x") {
+			r.Covers = r.Covers.With(vocab.TypeExec)
+		}
 	case action == "always,exit" || action == "exit,always":
 		for _, s := range syscalls {
 			if s == "all" {
@@ -81,9 +88,6 @@ func ParseLoaded(text string) LoadedRule {
 			if c := ClassOf(s); c != vocab.TypeNone {
 				r.Covers = r.Covers.With(c)
 			}
-		}
-		if len(syscalls) == 0 && strings.Contains(perm, "x") {
-			r.Covers = r.Covers.With(vocab.TypeExec) // -F path=... -F perm=x
 		}
 	}
 	return r

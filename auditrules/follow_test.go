@@ -50,6 +50,9 @@ func TestParseLoaded(t *testing.T) {
 		{"-a always,exit -F arch=b64 -S execve -k a -k b", []string{"a", "b"}, "exec"},
 		{"-a always,exit -F arch=b64 -S execve -F key=a\x01b", []string{"a", "b"}, "exec"},
 		{"-a always,exit -F arch=b64 -S exit_group -S kill -k x", []string{"x"}, "signal,exit"},
+		// STIG's, as the kernel lists them: perm=x is execs of the file.
+		{"-a always,exit -S all -F path=/usr/bin/sudo -F perm=x -F auid>=1000 -F auid!=-1 -F key=priv_cmd", []string{"priv_cmd"}, "exec"},
+		{"-a always,exit -S all -F path=/etc/shadow -F perm=wa -F key=identity", []string{"identity"}, ""},
 	} {
 		r := ParseLoaded(c.text)
 		var want vocab.TypeSet
