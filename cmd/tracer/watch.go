@@ -90,6 +90,9 @@ audit multicast group delivers nothing (before 3.16, RHEL 7).`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.follow.loadFlagsFile(cmd); err != nil {
+				return err
+			}
 			o.maxDelaySet = cmd.Flags().Changed("max-delay")
 			return runWatch(cmd.Context(), &o)
 		},
