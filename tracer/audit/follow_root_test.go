@@ -16,12 +16,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	libaudit "github.com/elastic/go-libaudit/v2"
 	"github.com/elastic/go-libaudit/v2/rule"
 	"github.com/elastic/go-libaudit/v2/rule/flags"
 
@@ -246,7 +248,7 @@ func TestLockedRulesFollowKeys(t *testing.T) {
 				t.Fatalf("loading %q: %v", text, err)
 			}
 		}
-		if err := c.SetEnabled(true, 0); err != nil {
+		if err := c.SetEnabled(true, libaudit.WaitForReply); err != nil {
 			t.Fatal(err)
 		}
 		lockAudit(t)
@@ -426,4 +428,37 @@ func TestAuditdPluginHelper(t *testing.T) {
 		return
 	}
 	done("ok")
+}
+
+// TestMulticastProbe: the probe finds its record on the host's multicast
+// group, and none in a network namespace of its own, where the kernel
+// binds the group but delivers nothing, as RHEL 7's 3.10 does: a usage
+// error that names plugin mode.
+func TestMulticastProbe(t *testing.T) {
+	tracertest.LockAudit(t)
+	tracertest.EnableAudit(t)
+	if err := checkMulticast(); err != nil {
+		t.Fatalf("host: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// The thread ends with the goroutine: never back in the pool in
+		// another namespace.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare: %w", err)
+			return
+		}
+		start := time.Now()
+		err := checkMulticast()
+		if d := time.Since(start); err != nil && d < multicastProbeTimeout {
+			err = fmt.Errorf("refused after %v, before the probe's %v: %w", d, multicastProbeTimeout, err)
+		}
+		errc <- err
+	}()
+	err := <-errc
+	if !errors.Is(err, ErrNoMulticast) || !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "--from-auditd") {
+		t.Errorf("in a network namespace of its own: %v", err)
+	}
+	t.Logf("in a network namespace of its own: %v", err)
 }
