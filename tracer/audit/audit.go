@@ -280,9 +280,10 @@ func (b *Backend) setup() error {
 	if holder != 0 && !tracer.ProcessAlive(holder) {
 		holder = 0
 	}
-	// Following the node's rules adds none: their records are made with
-	// or without this tracer, so the failure mode is not its risk.
-	if holder == 0 && !b.fo.on {
+	// Following the node's rules adds none: while audit is on, their
+	// records are made with or without this tracer, so the failure mode
+	// is not its risk; turning audit on would be.
+	if holder == 0 && (!b.fo.on || st.Enabled == 0) {
 		// Refuse before anything changes on the node.
 		if err := b.canRunAlone(st); err != nil {
 			return err
