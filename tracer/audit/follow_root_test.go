@@ -118,12 +118,29 @@ func hasNote(b *Backend, want string) bool {
 	return slices.ContainsFunc(b.Notes(), func(n string) bool { return strings.Contains(n, want) })
 }
 
+// leftAsFound fails t unless, after every other cleanup of the test, the
+// audit settings, the audit PID and the rules are as now. Call it first.
+func leftAsFound(t *testing.T) {
+	t.Helper()
+	st, rules := auditStatus(t), loadedRules(t)
+	t.Cleanup(func() {
+		now, after := auditStatus(t), loadedRules(t)
+		if now.Enabled != st.Enabled || now.PID != st.PID || now.Failure != st.Failure || now.BacklogLimit != st.BacklogLimit || now.BacklogWaitTime != st.BacklogWaitTime {
+			t.Errorf("audit state not left as found:\n before %+v\n after  %+v", st, now)
+		}
+		if !slices.Equal(rules, after) {
+			t.Errorf("audit rules not left as found:\n before %q\n after  %q", rules, after)
+		}
+	})
+}
+
 // TestFollowKeys: rules `tracer rules --key K` prints, loaded as the
 // node's, followed with --keys K, give the known workload's exact counts,
 // as tracer's own rules do (TestKnownWorkloadExactCounts); records of
 // another key are left out, and no rule is added or removed.
 func TestFollowKeys(t *testing.T) {
 	tracertest.LockAudit(t)
+	leftAsFound(t)
 	stBefore := auditStatus(t)
 	cfg := knownConfig()
 	loadNodeRules(t, append([]string{otherRule}, nodeRuleTexts(t, followKey, cfg)...))
@@ -299,6 +316,7 @@ func TestLockedRulesFollowKeys(t *testing.T) {
 // workload gives both the same events, field by field.
 func TestAuditdPluginMatchesMulticast(t *testing.T) {
 	tracertest.LockAudit(t)
+	leftAsFound(t)
 	tracertest.PauseNodeAuditd(t)
 	tracertest.KeepAuditSettings(t)
 	cfg := knownConfig()
