@@ -161,7 +161,7 @@ func kernelRelease() string {
 
 // noMulticastHint is what to do where the multicast group delivers
 // nothing.
-const noMulticastHint = "run tracer as auditd's plugin instead (/etc/audit/plugins.d/tracer.conf: args = watch --backend audit --from-auditd ...; docs/backends.md, \"Following the node's rules\"), or use --backend ebpf"
+const noMulticastHint = "run tracer as auditd's plugin instead (watch --backend audit --from-auditd, from /etc/audit/plugins.d/tracer.conf; docs/backends.md, \"Following the node's rules\"), or use --backend ebpf"
 
 // checkMulticast refuses a kernel without the multicast group, then
 // writes a record of its own (a TRUSTED_APP user message) and waits for it
