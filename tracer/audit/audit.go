@@ -105,8 +105,11 @@ type Backend struct {
 	bufGot, bufAsked int
 	closed           bool
 
-	fo  followState   // following the node's rules (follow.go)
-	src *pluginSource // reading auditd's plugin output (plugin.go)
+	fo followState // following the node's rules (follow.go)
+	// early are the records the multicast probe read before its own, for
+	// Run (probeMulticast).
+	early []earlyRecord
+	src   *pluginSource // reading auditd's plugin output (plugin.go)
 }
 
 // The optional capabilities the audit backend has (tracer/backend.go).
@@ -177,6 +180,9 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 			return vocab.Usagef("reading audit status was refused (%w): run as root with CAP_AUDIT_CONTROL", err)
 		}
 		return fmt.Errorf("reading audit status: %w", err)
+	}
+	if err := checkMulticastKernel(); err != nil {
+		return err
 	}
 	if locked := auditstate.Locked(st); locked || len(b.fo.keys) > 0 || b.fo.existing {
 		if locked && cfg.ScopeAUID != vocab.UnsetID {
@@ -309,7 +315,7 @@ func (b *Backend) setup() error {
 	if err := writeJSON(ownerPath(me.PID), me); err != nil {
 		return err
 	}
-	if err := checkMulticast(); err != nil {
+	if b.early, err = probeMulticast(b.recv); err != nil {
 		return err
 	}
 	if b.fo.on {
@@ -726,46 +732,57 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			lastSweep = time.Now()
 		}
 	}
-	feed := func(n int) {
-		b.r.setExcluded(recordSet(b.excluded.Load()), count)
-		for i := 0; i < n; i++ {
-			typ, data, ok := bt.Message(i)
-			if !ok {
-				continue
-			}
-			switch {
-			case typ == syscall.NLMSG_ERROR:
-			case draining && typ == typeConfigChange && b.isOurRemoval(data), draining && b.isFence(typ, data):
-				fences--
-			case typ == typeConfigChange && b.isOurRemoval(data):
-				// Another program deleted our rules (auditctl -D): put
-				// them back now rather than at the next poll.
-				select {
-				case b.recheck <- struct{}{}:
-				default:
-				}
-			case typ == typeConfigChange && excludeListChanged(data):
-				// Another tracer added or removed lean records.
-				select {
-				case b.recheck <- struct{}{}:
-				default:
-				}
-			case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
-				// A reader joined the multicast group, or took the PID.
-				select {
-				case b.readersNow <- struct{}{}:
-				default:
-				}
+	one := func(typ uint16, data []byte) {
+		switch {
+		case typ == syscall.NLMSG_ERROR:
+		case draining && typ == typeConfigChange && b.isOurRemoval(data), draining && b.isFence(typ, data):
+			fences--
+		case typ == typeConfigChange && b.isOurRemoval(data):
+			// Another program deleted our rules (auditctl -D): put
+			// them back now rather than at the next poll.
+			select {
+			case b.recheck <- struct{}{}:
 			default:
-				b.r.feed(typ, data, count)
 			}
+		case typ == typeConfigChange && excludeListChanged(data):
+			// Another tracer added or removed lean records.
+			select {
+			case b.recheck <- struct{}{}:
+			default:
+			}
+		case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
+			// A reader joined the multicast group, or took the PID.
+			select {
+			case b.readersNow <- struct{}{}:
+			default:
+			}
+		default:
+			b.r.feed(typ, data, count)
 		}
+	}
+	published := func() {
 		b.lostReasm.Store(b.r.lost + b.r.bad)
 		for i, n := range b.r.filtered {
 			b.filtered[i].Store(n)
 		}
 		b.storeThrottled()
 	}
+	feed := func(n int) {
+		b.r.setExcluded(recordSet(b.excluded.Load()), count)
+		for i := 0; i < n; i++ {
+			if typ, data, ok := bt.Message(i); ok {
+				one(typ, data)
+			}
+		}
+		published()
+	}
+	// What the multicast probe read before its own record comes first.
+	b.r.setExcluded(recordSet(b.excluded.Load()), count)
+	for _, rec := range b.early {
+		one(rec.typ, rec.data)
+	}
+	b.early = nil
+	published()
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
 			// A busy node never goes quiet: bound the drain by the clock

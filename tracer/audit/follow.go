@@ -163,45 +163,61 @@ func kernelRelease() string {
 // nothing.
 const noMulticastHint = "run tracer as auditd's plugin instead (watch --backend audit --from-auditd, from /etc/audit/plugins.d/tracer.conf; docs/backends.md, \"Following the node's rules\"), or use --backend ebpf"
 
-// checkMulticast refuses a kernel without the multicast group, then
-// writes a record of its own (a TRUSTED_APP user message) and waits for it
-// on a multicast socket of its own: where it does not come back, the
-// group delivers nothing (RHEL 7's 3.10, a network namespace other than
-// the initial one). Audit must be enabled (the kernel drops user messages
-// otherwise). Where the message cannot be written (no CAP_AUDIT_WRITE, a
-// PID namespace other than the initial one) there is no telling, and no
-// refusal.
-func checkMulticast() error {
+// checkMulticastKernel refuses a kernel without the audit multicast
+// group, by its release, before anything changes on the node.
+func checkMulticastKernel() error {
 	if rel := kernelRelease(); !MulticastKernel(rel) {
 		return vocab.Usagef("%w: kernel %s is older than 3.16, which brought the audit multicast group; %s", ErrNoMulticast, rel, noMulticastHint)
 	}
-	c, err := auditstate.NewConn(auditstate.GroupReadLog)
-	if err != nil {
-		return nil // joinMulticast says why
-	}
-	defer c.Close()
-	if err := c.SetRecvTimeout(100 * time.Millisecond); err != nil {
-		return nil
-	}
+	return nil
+}
+
+// earlyRecord is a record the multicast probe read before its own.
+type earlyRecord struct {
+	typ  uint16
+	data []byte
+}
+
+// earlyMax bounds the records the probe keeps for Run.
+const earlyMax = 1 << 16
+
+// probeMulticast writes a record of its own (a TRUSTED_APP user message)
+// and waits for it on c, a socket in the multicast group: where it does
+// not come back, the group delivers nothing (RHEL 7's 3.10, a network
+// namespace other than the initial one). It reads on the backend's own
+// socket, since a second member of the group would make other tracers
+// take it for another reader (and give up lean records); the records read
+// before its own are kept for Run. Audit must be enabled (the kernel
+// drops user messages otherwise). Where the message cannot be written (no
+// CAP_AUDIT_WRITE, a PID namespace other than the initial one) there is
+// no telling, and no refusal.
+func probeMulticast(c *auditstate.Conn) (early []earlyRecord, err error) {
 	nonce := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	if err := WriteUserMessage("op=tracer-multicast-probe nonce=" + nonce + " res=success"); err != nil {
-		return nil
+		return nil, nil
 	}
 	want := []byte("nonce=" + nonce)
-	bt := auditstate.NewBatch(16, 9000)
+	bt := auditstate.NewBatch(64, 9000)
 	deadline := time.Now().Add(multicastProbeTimeout)
 	for time.Now().Before(deadline) {
 		n, err := c.ReadBatch(bt)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) {
-			return nil
+		if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.ENOBUFS) {
+			return early, nil
 		}
 		for i := 0; i < n; i++ {
-			if typ, data, ok := bt.Message(i); ok && typ == UserMessageType && bytes.Contains(data, want) {
-				return nil
+			typ, data, ok := bt.Message(i)
+			if !ok {
+				continue
+			}
+			if typ == UserMessageType && bytes.Contains(data, want) {
+				return early, nil
+			}
+			if len(early) < earlyMax {
+				early = append(early, earlyRecord{typ, bytes.Clone(data)})
 			}
 		}
 	}
-	return vocab.Usagef("%w: a record of tracer's own did not arrive on the audit multicast group within %v (RHEL 7's 3.10 kernel binds the group but delivers nothing; so does a network namespace other than the host's); %s", ErrNoMulticast, multicastProbeTimeout, noMulticastHint)
+	return nil, vocab.Usagef("%w: a record of tracer's own did not arrive on the audit multicast group within %v (RHEL 7's 3.10 kernel binds the group but delivers nothing; so does a network namespace other than the host's); %s", ErrNoMulticast, multicastProbeTimeout, noMulticastHint)
 }
 
 // sendFence writes the user message whose record ends a following

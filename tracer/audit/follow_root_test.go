@@ -449,14 +449,35 @@ func TestAuditdPluginHelper(t *testing.T) {
 }
 
 // TestMulticastProbe: the probe finds its record on the host's multicast
-// group, and none in a network namespace of its own, where the kernel
-// binds the group but delivers nothing, as RHEL 7's 3.10 does: a usage
-// error that names plugin mode.
+// group, keeping the records before it, and none in a network namespace
+// of its own, where the kernel binds the group but delivers nothing, as
+// RHEL 7's 3.10 does: a usage error that names plugin mode.
 func TestMulticastProbe(t *testing.T) {
 	tracertest.LockAudit(t)
 	tracertest.EnableAudit(t)
-	if err := checkMulticast(); err != nil {
+	probe := func() ([]earlyRecord, error) {
+		c, err := auditstate.NewConn(auditstate.GroupReadLog)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		if err := c.SetRecvTimeout(recvTimeout); err != nil {
+			return nil, err
+		}
+		// A record before the probe's: kept for Run.
+		if err := WriteUserMessage("op=tracer-probe-test res=success"); err != nil {
+			return nil, err
+		}
+		return probeMulticast(c)
+	}
+	early, err := probe()
+	if err != nil {
 		t.Fatalf("host: %v", err)
+	}
+	if !slices.ContainsFunc(early, func(r earlyRecord) bool {
+		return r.typ == UserMessageType && bytes.Contains(r.data, []byte("op=tracer-probe-test"))
+	}) {
+		t.Errorf("host: the record before the probe's was not kept: %d records", len(early))
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -468,13 +489,13 @@ func TestMulticastProbe(t *testing.T) {
 			return
 		}
 		start := time.Now()
-		err := checkMulticast()
+		_, err := probe()
 		if d := time.Since(start); err != nil && d < multicastProbeTimeout {
 			err = fmt.Errorf("refused after %v, before the probe's %v: %w", d, multicastProbeTimeout, err)
 		}
 		errc <- err
 	}()
-	err := <-errc
+	err = <-errc
 	if !errors.Is(err, ErrNoMulticast) || !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "--from-auditd") {
 		t.Errorf("in a network namespace of its own: %v", err)
 	}
