@@ -86,7 +86,7 @@ audit multicast group delivers nothing (before 3.16, RHEL 7).`,
   tracer watch --backend ebpf --exe curl --uid 1000,1001 --time iso
   tracer watch --backend ebpf --target nginx
   tracer rules --key tracer | auditctl -R /dev/stdin; tracer watch --backend audit --keys tracer
-  tracer watch --backend audit --from-auditd --keys tracer -o /var/log/tracer/events.jsonl --format json`,
+  tracer watch --flags-file=/etc/tracer/auditd-plugin.flags  # auditd's plugin: /etc/audit/plugins.d/tracer.conf`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -30,7 +30,7 @@ type followFlags struct {
 
 func (f *followFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.keys, "keys", "", "audit: add no rules; read the records of the node's loaded rules with these keys (KEY,...), e.g. those `tracer rules --key KEY` printed and the node loads; works beside auditd and with rules locked (-e 2)")
+	fl.StringVar(&f.keys, "keys", "", "audit: add no rules; read the records of the node's loaded rules with these keys (KEY,...), e.g. those tracer rules --key KEY printed and the node loads; works beside auditd and with rules locked (-e 2)")
 	fl.StringVar(&f.rules, "rules", "own", "audit: own (load tracer's rules, remove them on exit), or existing (add none; read the records of every loaded rule that records the events asked for)")
 	fl.BoolVar(&f.fromAuditd, "from-auditd", false, "audit: run as auditd's plugin: read its output (plugins.d, format = string) on stdin instead of the kernel, adding no rules; with --keys, only those rules' records (docs/backends.md)")
 	fl.StringVar(&f.flagsFile, "flags-file", "", "read more watch flags from FILE (split at spaces and lines, no quoting, # comments), which root must own and only root may write: auditd passes its plugins at most two arguments (args = watch --flags-file=FILE)")
