@@ -131,7 +131,8 @@ type Follow struct {
 
 // LoadHint is how the user loads rules with key into the kernel.
 func LoadHint(key string) string {
-	return fmt.Sprintf("tracer rules --key %s | auditctl -R /dev/stdin (or persist them: tracer rules --key %s > /etc/audit/rules.d/%s.rules)", key, key, key)
+	// auditctl -R reads only a regular file of root's: not a pipe.
+	return fmt.Sprintf("tracer rules --key %s > /etc/audit/rules.d/%s.rules && auditctl -R /etc/audit/rules.d/%s.rules (persisted: loaded again at boot)", key, key, key)
 }
 
 // PlanFollow decides what a tracer following keys reads from the loaded

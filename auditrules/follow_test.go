@@ -77,7 +77,7 @@ func TestPlanFollow(t *testing.T) {
 	}
 	// A key no loaded rule has: a usage error that says how to load it.
 	_, err = PlanFollow(nodeRules, []string{"tracer", "nope"}, false, allTypes)
-	if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "tracer rules --key nope | auditctl -R") {
+	if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "tracer rules --key nope > /etc/audit/rules.d/nope.rules && auditctl -R /etc/audit/rules.d/nope.rules") {
 		t.Errorf("unknown key: %v", err)
 	}
 	// A key whose rules record nothing the watch wants.

@@ -85,7 +85,8 @@ audit multicast group delivers nothing (before 3.16, RHEL 7).`,
   tracer watch --backend ebpf --pid 4242 --duration 30s -o events.jsonl --format json
   tracer watch --backend ebpf --exe curl --uid 1000,1001 --time iso
   tracer watch --backend ebpf --target nginx
-  tracer rules --key tracer | auditctl -R /dev/stdin; tracer watch --backend audit --keys tracer
+  tracer rules --key tracer > /etc/audit/rules.d/tracer.rules && auditctl -R /etc/audit/rules.d/tracer.rules
+  tracer watch --backend audit --keys tracer
   tracer watch --flags-file=/etc/tracer/auditd-plugin.flags  # auditd's plugin: /etc/audit/plugins.d/tracer.conf`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,

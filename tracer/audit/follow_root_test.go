@@ -191,7 +191,7 @@ func TestFollowKeys(t *testing.T) {
 	b.Follow([]string{"tracer-follow-none"}, false)
 	err := b.Start(cfg)
 	_ = b.Close()
-	if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "tracer rules --key tracer-follow-none | auditctl -R") {
+	if !errors.Is(err, vocab.ErrUsage) || !strings.Contains(err.Error(), "tracer rules --key tracer-follow-none > /etc/audit/rules.d/tracer-follow-none.rules && auditctl -R") {
 		t.Errorf("--keys of no loaded rule: %v", err)
 	}
 	if owners, _ := owners(); len(owners) != 0 {
