@@ -36,8 +36,9 @@ type watchOptions struct {
 	// maxDelay is --max-delay (eBPF); maxDelaySet says it was given.
 	maxDelay    time.Duration
 	maxDelaySet bool
-	dest        destFlags // destflags.go
-	kube        kubeFlags // watch_kube.go
+	dest        destFlags   // destflags.go
+	kube        kubeFlags   // watch_kube.go
+	follow      followFlags // watch_follow.go
 }
 
 // maxMaxDelay bounds --max-delay: longer, the ring buffer and the batches
@@ -71,15 +72,29 @@ The filters combine: --events and --signal choose classes and signals;
 --comm, --exe, --uid, --pid, --cgroup and --target choose processes. On
 exit tracer prints how many events it saw and lost, stage by stage. The
 audit backend loads rules of its own and removes them on exit; the ebpf
-backend loads probes; neither changes what the node's auditd logs.`,
+backend loads probes; neither changes what the node's auditd logs.
+
+With --keys KEY (or --rules existing) the audit backend adds no rules and
+reads the records of the node's loaded rules with that key: for nodes that
+persist their rules, and for rules locked with -e 2 (STIG, CIS), where
+watch --backend audit follows the loaded keyed rules by itself. With
+--from-auditd, tracer runs as auditd's plugin (/etc/audit/plugins.d/
+tracer.conf) and reads auditd's output on stdin: the way on kernels whose
+audit multicast group delivers nothing (before 3.16, RHEL 7).`,
 		Example: `  tracer watch --backend ebpf
   tracer watch --backend audit --events signal --signal USR1 --format json
   tracer watch --backend ebpf --pid 4242 --duration 30s -o events.jsonl --format json
   tracer watch --backend ebpf --exe curl --uid 1000,1001 --time iso
-  tracer watch --backend ebpf --target nginx`,
+  tracer watch --backend ebpf --target nginx
+  tracer rules --key tracer > /etc/audit/rules.d/tracer.rules && auditctl -R /etc/audit/rules.d/tracer.rules
+  tracer watch --backend audit --keys tracer
+  tracer watch --flags-file=/etc/tracer/auditd-plugin.flags  # auditd's plugin: /etc/audit/plugins.d/tracer.conf`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.follow.loadFlagsFile(cmd); err != nil {
+				return err
+			}
 			o.maxDelaySet = cmd.Flags().Changed("max-delay")
 			return runWatch(cmd.Context(), &o)
 		},
@@ -94,6 +109,7 @@ backend loads probes; neither changes what the node's auditd logs.`,
 	o.rotate.register(cmd)
 	o.dest.register(cmd)
 	o.kube.register(cmd)
+	o.follow.register(cmd)
 	cmd.Flags().DurationVar(&o.maxDelay, "max-delay", 100*time.Millisecond, "ebpf: the most an event may wait in the kernel and the output before it is written; the reader then wakes a few times a second instead of per event (0: woken per event)")
 	return cmd
 }
@@ -141,8 +157,15 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := needRoot("tracer watch"); err != nil {
+	plugin, err := o.follow.apply(o.backend, b)
+	if err != nil {
 		return err
+	}
+	// As auditd's plugin, tracer reads its stdin: the kernel is auditd's.
+	if !plugin {
+		if err := needRoot("tracer watch"); err != nil {
+			return err
+		}
 	}
 	kubeEnricher, err := o.kube.open()
 	if err != nil {

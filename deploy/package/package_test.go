@@ -131,6 +131,9 @@ func wantFiles(t *testing.T, format string) map[string]wantFile {
 		"/usr/lib/tmpfiles.d/tracer.conf":                  {mode: "-rw-r--r--"},
 		confDir:                                            {mode: "-rw-------", conf: true}, // may hold OTLP headers
 		"/etc/logrotate.d/tracer":                          {mode: "-rw-r--r--", conf: true},
+		"/etc/audit/plugins.d/tracer.conf":                 {mode: "-rw-r-----", conf: true}, // active = no
+		"/etc/tracer/auditd-plugin.flags":                  {mode: "-rw-------", conf: true}, // read by root
+		"/etc/tracer":                                      {mode: "drwx------"},
 		"/var/log/tracer":                                  {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer":                            {mode: "drwxr-xr-x"},
 		"/usr/share/doc/tracer/docs":                       {mode: "drwxr-xr-x"},
@@ -402,8 +405,9 @@ func TestDeb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := strings.Fields(string(conffiles)); !slices.Equal(c, []string{"/etc/default/tracer", "/etc/logrotate.d/tracer"}) {
-		t.Errorf("deb conffiles %v, want /etc/default/tracer and /etc/logrotate.d/tracer", c)
+	wantConf := []string{"/etc/audit/plugins.d/tracer.conf", "/etc/default/tracer", "/etc/logrotate.d/tracer", "/etc/tracer/auditd-plugin.flags"}
+	if c := strings.Fields(string(conffiles)); !slices.Equal(slices.Sorted(slices.Values(c)), wantConf) {
+		t.Errorf("deb conffiles %v, want %v", c, wantConf)
 	}
 	for script, file := range map[string]string{"postinst": "postinstall.sh", "prerm": "preremove.sh", "postrm": "postremove.sh"} {
 		got, err := os.ReadFile(filepath.Join(control, script))

@@ -104,6 +104,12 @@ type Backend struct {
 	mcastPort        atomic.Uint32 // the multicast socket's port id, 0 when none
 	bufGot, bufAsked int
 	closed           bool
+
+	fo followState // following the node's rules (follow.go)
+	// early are the records the multicast probe read before its own, for
+	// Run (probeMulticast).
+	early []earlyRecord
+	src   *pluginSource // reading auditd's plugin output (plugin.go)
 }
 
 // The optional capabilities the audit backend has (tracer/backend.go).
@@ -158,6 +164,9 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 			_ = b.Close()
 		}
 	}()
+	if b.src != nil {
+		return b.startPlugin()
+	}
 	if os.Geteuid() != 0 {
 		return vocab.Usagef("the audit backend needs root (CAP_AUDIT_CONTROL and CAP_AUDIT_READ): run with sudo")
 	}
@@ -172,24 +181,20 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 		}
 		return fmt.Errorf("reading audit status: %w", err)
 	}
-	if auditstate.Locked(st) {
-		return vocab.Usagef("%w; use --backend ebpf", auditstate.ErrLocked)
+	if err := checkMulticastKernel(); err != nil {
+		return err
+	}
+	if locked := auditstate.Locked(st); locked || len(b.fo.keys) > 0 || b.fo.existing {
+		if locked && cfg.ScopeAUID != vocab.UnsetID {
+			return vocab.Usagef("%w; trace scopes its own rules by login uid: use --backend ebpf", auditstate.ErrLocked)
+		}
+		// No rules of its own: the node's, by key (follow.go).
+		return b.startFollow(locked)
 	}
 	if err := b.setup(); err != nil {
 		return err
 	}
-	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
-	b.r.signals, b.r.execFailures, b.r.self = cfg.Signals, cfg.ExecFailures, uint32(os.Getpid())
-	b.r.scope = noiseScope(cfg)
-	if cfg.RateLimit > 0 {
-		b.r.limit = tracer.NewLimiter(cfg.RateLimit, backendName)
-		if mount, err := host.CgroupMount(); err == nil {
-			b.r.limit.CgroupID = func(path string) uint64 {
-				id, _, _ := host.CgroupID(mount, path)
-				return id // 0 when it is gone: unknown
-			}
-		}
-	}
+	b.newReassembler()
 
 	opts := auditrules.Options{
 		Arch: cfg.Arch, Types: cfg.Types, Signals: cfg.Signals,
@@ -239,6 +244,23 @@ func (b *Backend) Start(cfg tracer.Config) (err error) {
 	return nil
 }
 
+// newReassembler makes the reassembler for b.cfg.
+func (b *Backend) newReassembler() {
+	cfg := b.cfg
+	b.r = newReassembler(cfg.Types, cfg.ScopeAUID)
+	b.r.signals, b.r.execFailures, b.r.self = cfg.Signals, cfg.ExecFailures, uint32(os.Getpid())
+	b.r.scope = noiseScope(cfg)
+	if cfg.RateLimit > 0 {
+		b.r.limit = tracer.NewLimiter(cfg.RateLimit, backendName)
+		if mount, err := host.CgroupMount(); err == nil {
+			b.r.limit.CgroupID = func(path string) uint64 {
+				id, _, _ := host.CgroupID(mount, path)
+				return id // 0 when it is gone: unknown
+			}
+		}
+	}
+}
+
 // setup registers this tracer in the state directory, enables audit if
 // needed, sizes the backlog when no audit daemon runs, and joins the
 // multicast group, all under the state lock so that tracers starting and
@@ -265,7 +287,10 @@ func (b *Backend) setup() error {
 	if holder != 0 && !tracer.ProcessAlive(holder) {
 		holder = 0
 	}
-	if holder == 0 {
+	// Following the node's rules adds none: while audit is on, their
+	// records are made with or without this tracer, so the failure mode
+	// is not its risk; turning audit on would be.
+	if holder == 0 && (!b.fo.on || st.Enabled == 0) {
 		// Refuse before anything changes on the node.
 		if err := b.canRunAlone(st); err != nil {
 			return err
@@ -278,7 +303,8 @@ func (b *Backend) setup() error {
 	}
 	b.startLost = st.Lost
 	b.status.Store(st)
-	if holder == 0 {
+	// A locked audit takes no setting either.
+	if holder == 0 && !auditstate.Locked(st) {
 		if err := b.prepareAlone(st); err != nil {
 			return err
 		}
@@ -289,6 +315,12 @@ func (b *Backend) setup() error {
 	me.Port = b.recv.Port()
 	if err := writeOwner(me); err != nil {
 		return err
+	}
+	if b.early, err = probeMulticast(b.recv); err != nil {
+		return err
+	}
+	if b.fo.on {
+		return nil // exclude rules are rules: none while following
 	}
 	return b.leanRecords()
 }
@@ -669,6 +701,9 @@ const (
 // kernel logs each rule removal as a CONFIG_CHANGE record behind every
 // record queued before it, so once all removals are read, nothing is left.
 func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
+	if b.src != nil {
+		return b.runPlugin(ctx, emit)
+	}
 	if b.recv == nil {
 		return errors.New("audit backend not started")
 	}
@@ -698,46 +733,57 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			lastSweep = time.Now()
 		}
 	}
-	feed := func(n int) {
-		b.r.setExcluded(recordSet(b.excluded.Load()), count)
-		for i := 0; i < n; i++ {
-			typ, data, ok := bt.Message(i)
-			if !ok {
-				continue
-			}
-			switch {
-			case typ == syscall.NLMSG_ERROR:
-			case draining && typ == typeConfigChange && b.isOurRemoval(data):
-				fences--
-			case typ == typeConfigChange && b.isOurRemoval(data):
-				// Another program deleted our rules (auditctl -D): put
-				// them back now rather than at the next poll.
-				select {
-				case b.recheck <- struct{}{}:
-				default:
-				}
-			case typ == typeConfigChange && excludeListChanged(data):
-				// Another tracer added or removed lean records.
-				select {
-				case b.recheck <- struct{}{}:
-				default:
-				}
-			case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
-				// A reader joined the multicast group, or took the PID.
-				select {
-				case b.readersNow <- struct{}{}:
-				default:
-				}
+	one := func(typ uint16, data []byte) {
+		switch {
+		case typ == syscall.NLMSG_ERROR:
+		case draining && typ == typeConfigChange && b.isOurRemoval(data), draining && b.isFence(typ, data):
+			fences--
+		case typ == typeConfigChange && b.isOurRemoval(data):
+			// Another program deleted our rules (auditctl -D): put
+			// them back now rather than at the next poll.
+			select {
+			case b.recheck <- struct{}{}:
 			default:
-				b.r.feed(typ, data, count)
 			}
+		case typ == typeConfigChange && excludeListChanged(data):
+			// Another tracer added or removed lean records.
+			select {
+			case b.recheck <- struct{}{}:
+			default:
+			}
+		case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
+			// A reader joined the multicast group, or took the PID.
+			select {
+			case b.readersNow <- struct{}{}:
+			default:
+			}
+		default:
+			b.r.feed(typ, data, count)
 		}
+	}
+	published := func() {
 		b.lostReasm.Store(b.r.lost + b.r.bad)
 		for i, n := range b.r.filtered {
 			b.filtered[i].Store(n)
 		}
 		b.storeThrottled()
 	}
+	feed := func(n int) {
+		b.r.setExcluded(recordSet(b.excluded.Load()), count)
+		for i := 0; i < n; i++ {
+			if typ, data, ok := bt.Message(i); ok {
+				one(typ, data)
+			}
+		}
+		published()
+	}
+	// What the multicast probe read before its own record comes first.
+	b.r.setExcluded(recordSet(b.excluded.Load()), count)
+	for _, rec := range b.early {
+		one(rec.typ, rec.data)
+	}
+	b.early = nil
+	published()
 	for {
 		if draining && time.Since(drainStart) > drainTimeout {
 			// A busy node never goes quiet: bound the drain by the clock
@@ -759,6 +805,9 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 			fences = b.ruleCount()
 			if err := b.removeRules(); err != nil {
 				return err
+			}
+			if b.fo.on && b.sendFence() {
+				fences = 1
 			}
 		}
 		n, err := b.recv.ReadBatch(bt)

@@ -335,11 +335,18 @@ func Field(body []byte, key string) (string, bool) {
 	}
 }
 
-// LogRecord splits a line of auditd's log, in its RAW or ENRICHED format
+// LogRecord splits a line of auditd's log or of its plugin output
+// (format = string), in its RAW or ENRICHED format
 // ("type=SYSCALL msg=audit(1796012089.707:405546): arch=... \x1dARCH=..."),
 // into the record type ("SYSCALL") and the record as the kernel sent it
 // (for ParseHeader): auditd's ENRICHED fields after 0x1d are left out.
 func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
+	if node, ok := bytes.CutPrefix(line, []byte("node=")); ok {
+		// auditd's name_format puts the node's name first.
+		if _, after, ok := bytes.Cut(node, []byte(" ")); ok {
+			line = after
+		}
+	}
 	rest, ok := bytes.CutPrefix(line, []byte("type="))
 	if !ok {
 		return "", nil, false

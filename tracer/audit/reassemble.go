@@ -97,6 +97,9 @@ type reassembler struct {
 	// event, holds the serials already emitted (handover.go).
 	dedupe map[uint64]struct{}
 	ids    *identities // exec ids, cgroups, deaths (identity.go)
+	// keys, when set, keeps only the events of rules with one of these
+	// keys (following the node's rules, follow.go).
+	keys [][]byte
 }
 
 func newReassembler(types vocab.TypeSet, scopeAUID uint32) *reassembler {
@@ -148,6 +151,9 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		return
 	}
 	if typ == typeSyscall {
+		if r.keys != nil && !keyMatch(body, r.keys) {
+			return // another rule's: its other records find no event
+		}
 		p := r.startEvent(t, serial, body, emit)
 		if p != nil && r.eoeless && p.whole(r.pathless) && !r.awaitsObjPID(p) {
 			r.complete(p, emit)

@@ -310,7 +310,7 @@ func TestVerdictsRHEL(t *testing.T) {
 		audit, ebpf want
 	}{
 		{"rhel7.json",
-			want{WorksLimits, []string{"auditd (pid 812) holds the audit PID", "spinning disk"}, []string{"no 32-bit process runs"}},
+			want{WorksLimits, []string{"older than 3.16", "auditd (pid 812) holds the audit PID", "spinning disk"}, []string{"no 32-bit process runs"}},
 			want{Cannot, []string{"kernel 3.10.0-1160.108.1.el7.x86_64: the eBPF backend needs 4.18"}, nil}},
 		{"rhel81.json",
 			want{WorksLimits, []string{"auditd (pid 1021) holds the audit PID"}, nil},
@@ -324,7 +324,7 @@ func TestVerdictsRHEL(t *testing.T) {
 				[]string{"lost 1274 audit records", "1 rule with the tracer's key", "1 32-bit process runs (e.g. legacy-agent)"}},
 			want{Works, nil, nil}},
 		{"rhel94-stig.json",
-			want{Cannot, []string{"audit is locked", "auditd (pid 903)"}, nil},
+			want{WorksLimits, []string{"rules locked (enabled=2, e.g. STIG/CIS): tracer cannot add rules; it follows the node's rules by key: watch --backend audit --keys execpriv,", "auditd (pid 903)"}, nil},
 			want{Works, nil, []string{"lockdown is in integrity mode"}}},
 	}
 	for _, c := range cases {
@@ -356,15 +356,33 @@ func TestVerdictsRHEL(t *testing.T) {
 	}
 }
 
-// TestMulticastNoteOnOldKernels: before 3.16 reading beside auditd needs a backport.
+// TestMulticastNoteOnOldKernels: before 3.16 (RHEL 7's 3.10 binds the
+// group but delivers nothing) the way is auditd's plugin.
 func TestMulticastNoteOnOldKernels(t *testing.T) {
 	v := VerdictFor(Verdicts(loadFacts(t, "rhel7.json")), "audit")
-	if !strings.Contains(v.Reasons[0], "multicast group arrived in kernel 3.16") {
+	if !strings.Contains(v.Reasons[0], "older than 3.16") || !strings.Contains(v.Reasons[0], "watch --backend audit --from-auditd") {
 		t.Errorf("RHEL 7: %q", v.Reasons[0])
 	}
 	v = VerdictFor(Verdicts(loadFacts(t, "rhel86.json")), "audit")
-	if strings.Contains(v.Reasons[0], "3.16") {
-		t.Errorf("RHEL 8.6: %q", v.Reasons[0])
+	if strings.Contains(strings.Join(v.Reasons, "\n"), "3.16") {
+		t.Errorf("RHEL 8.6: %q", v.Reasons)
+	}
+}
+
+// TestLockedVerdict: on a locked node, the verdict names the keys to
+// follow, or, with no keyed rule that records events, the ways out.
+func TestLockedVerdict(t *testing.T) {
+	f := loadFacts(t, "rhel94-stig.json")
+	v := VerdictFor(Verdicts(f), "audit")
+	want := "rules locked (enabled=2, e.g. STIG/CIS): tracer cannot add rules; it follows the node's rules by key: watch --backend audit --keys execpriv,privileged-priv_change,priv_cmd,privileged-chage,privileged-passwd,privileged-mount,privileged-crontab (11 loaded rules record exec events; none records fork,signal; only what they select is seen)"
+	if v.Status != WorksLimits || v.Reasons[0] != want {
+		t.Errorf("STIG, locked:\n got  %s %q\n want %s %q", v.Status, v.Reasons[0], WorksLimits, want)
+	}
+	f.Audit.Rules = []string{"-w /etc/shadow -p wa -k identity", "-a always,exit -F arch=b64 -S kill"}
+	v = VerdictFor(Verdicts(f), "audit")
+	if v.Status != Cannot || !strings.Contains(v.Reasons[0], "no loaded rule with a key records exec, fork or signal syscalls") ||
+		!strings.Contains(v.Reasons[0], "and reboot, or use --backend ebpf") {
+		t.Errorf("locked without keyed rules: %s %q", v.Status, v.Reasons)
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
 // Verdict values.
@@ -81,13 +83,16 @@ func auditVerdict(f Facts) Verdict {
 	if HasTaskNever(a.Rules) {
 		b.cannot("a never,task rule is loaded: the kernel audits no syscall of any process (RHEL's default audit.rules once shipped it); remove it from /etc/audit/rules.d and run augenrules --load")
 	}
+	if maj, mn, ok := KernelVersion(f.Kernel); ok && (maj < 3 || (maj == 3 && mn < 16)) {
+		b.limit("%s", NoMulticastReason(f.Kernel))
+	}
 	st := a.Status
 	if st == nil {
 		b.limit("audit state and rules unknown: collected without root (run tracer doctor as root)")
 	} else {
 		switch st.Enabled {
 		case auditstate.EnabledLocked:
-			b.cannot("audit is locked (enabled 2, `-e 2` in the rules): no rule can be added until reboot; remove -e 2 from /etc/audit/rules.d and reboot")
+			lockedVerdict(&b, a.Rules)
 		case 0:
 			b.limit("audit is disabled: the tracer turns it on for its session and off again on exit, but processes forked before audit was first enabled since boot have no audit context and are not audited (with audit=0 on the kernel command line it needs --enable-audit)")
 		}
@@ -97,9 +102,6 @@ func auditVerdict(f Facts) Verdict {
 				who = "a process"
 			}
 			msg := fmt.Sprintf("%s (pid %d) holds the audit PID: the tracer reads the audit multicast group beside it, and every event the tracer's rules raise is also written to the audit log", who, st.PID)
-			if maj, mn, _ := KernelVersion(f.Kernel); maj < 3 || (maj == 3 && mn < 16) {
-				msg += "; the multicast group arrived in kernel 3.16: where it is not backported, stop auditd while tracing"
-			}
 			b.limit("%s", msg)
 			if f.LogDisk.Kind() == "hdd" {
 				b.limit("the audit log (%s) is on a spinning disk: auditd's writes dominate the cost (measured: a 0.6 s shell script took 4.4 s with the log on SSD, 39.5 s on HDD)", f.LogDisk.Path)
@@ -289,4 +291,26 @@ func presentIf(b bool) string {
 		return "present"
 	}
 	return "absent"
+}
+
+// NoMulticastReason is the verdict's reason on a kernel before 3.16.
+func NoMulticastReason(kernel string) string {
+	return fmt.Sprintf("kernel %s is older than 3.16: the audit multicast group is missing there, or (RHEL 7's 3.10) binds but delivers nothing, so tracer cannot read the records itself; run it as auditd's plugin: watch --backend audit --from-auditd (docs/backends.md, \"Following the node's rules\")", kernel)
+}
+
+// lockedVerdict judges a locked audit (enabled=2): tracer adds no rule
+// there, and follows the loaded rules by key when some record events.
+func lockedVerdict(b *verdictBuilder, rules []string) {
+	const why = "rules locked (enabled=2, e.g. STIG/CIS): tracer cannot add rules"
+	want := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal)
+	plan, err := auditrules.PlanLocked(rules, want)
+	if err != nil {
+		b.cannot("%s, and no loaded rule with a key records exec, fork or signal syscalls; add keyed rules to the node's rules files (tracer rules --key %s > /etc/audit/rules.d/%s.rules) and reboot, or use --backend ebpf", why, auditrules.Key, auditrules.Key)
+		return
+	}
+	msg := fmt.Sprintf("%s; it follows the node's rules by key: watch --backend audit --keys %s (%d loaded %s record %s events", why, strings.Join(plan.Keys, ","), plan.Rules, plural(plan.Rules, "rule", "rules"), plan.Covers)
+	if miss := want &^ plan.Covers; miss != 0 {
+		msg += fmt.Sprintf("; none records %s", miss)
+	}
+	b.limit("%s; only what they select is seen)", msg)
 }
