@@ -649,7 +649,7 @@ func (s *OTLPSink) export(records []sdklog.Record, failed int) {
 		}
 	}
 	n := uint64(len(records) + failed)
-	s.mu.Lock()
+	// Not under s.mu: OnFailing logs, and Write must never wait on that.
 	var counted bool
 	if len(records) > 0 {
 		// An export cancelled by Close is no news to the command.
@@ -662,9 +662,11 @@ func (s *OTLPSink) export(records []sdklog.Record, failed int) {
 		counted = s.book.add(0, lost)
 	}
 	if counted {
-		s.finish(n)
+		s.mu.Lock()
+		// abandon may have finished them since.
+		s.finish(min(n, s.accepted-s.finished))
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // partialSuccess reads how many records the collector rejected from the
