@@ -40,7 +40,7 @@ func startNodeAuditd(t *testing.T, dir string) {
 	t.Helper()
 	bin, err := lookSbin("auditd")
 	if err != nil {
-		t.Fatal("auditd is not installed: apt-get install -y auditd (make test installs it)")
+		tracertest.MissingTool(t, "auditd is not installed: apt-get install -y auditd")
 	}
 	if pid, comm := auditHolder(); pid != 0 {
 		t.Fatalf("%s (pid %d) already holds the audit PID", comm, pid)

@@ -63,7 +63,7 @@ func TestPeerModes(t *testing.T) {
 	tracertest.LockAudit(t)
 	for _, tool := range []string{"laurel", "execsnoop", "exitsnoop", "sigsnoop", "auditd"} {
 		if _, err := lookSbin(tool); err != nil {
-			t.Fatalf("%s is not installed: apt-get install -y laurel libbpf-tools auditd (make test installs them)", tool)
+			tracertest.MissingTool(t, tool+" is not installed: apt-get install -y laurel libbpf-tools auditd")
 		}
 	}
 	bin := buildTracer(t)

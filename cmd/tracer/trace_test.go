@@ -181,7 +181,7 @@ func TestTraceCISLoopTruth(t *testing.T) {
 func TestTraceRusageMatchesTime(t *testing.T) {
 	tracertest.NeedRoot(t)
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		t.Fatal("/usr/bin/time is not installed: apt-get install -y time (the CI script installs it)")
+		tracertest.MissingTool(t, "/usr/bin/time is not installed: apt-get install -y time")
 	}
 	wl := tracertest.BuildWorkload(t)
 	tf := filepath.Join(t.TempDir(), "time.out")
@@ -221,7 +221,7 @@ func TestTraceRusageIsTheCommands(t *testing.T) {
 	// CPUs while the 1 s computations are compared.
 	tracertest.LockAudit(t)
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
-		t.Fatal("/usr/bin/time is not installed: apt-get install -y time (the CI script installs it)")
+		tracertest.MissingTool(t, "/usr/bin/time is not installed: apt-get install -y time")
 	}
 	median := func(xs []float64) float64 {
 		xs = slices.Clone(xs)

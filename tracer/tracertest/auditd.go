@@ -27,8 +27,8 @@ type Auditd struct {
 	exited            chan struct{} // closed when the running auditd exits
 }
 
-// AuditdBin is the path of the node's auditd; the test fails when it is
-// not installed.
+// AuditdBin is the path of the node's auditd; MissingTool when it is not
+// installed.
 func AuditdBin(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/sbin/auditd", "/usr/sbin/auditd"} {
@@ -39,7 +39,7 @@ func AuditdBin(t testing.TB) string {
 	if p, err := exec.LookPath("auditd"); err == nil {
 		return p
 	}
-	t.Fatal("auditd is not installed: apt-get install -y auditd (make test installs it)")
+	MissingTool(t, "auditd is not installed: apt-get install -y auditd")
 	return ""
 }
 

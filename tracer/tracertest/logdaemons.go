@@ -36,7 +36,7 @@ func StartJournald(t testing.TB) *Journald {
 	NeedRoot(t)
 	bin := "/lib/systemd/systemd-journald"
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no systemd-journald (install the systemd package: make deps): %v", err)
+		MissingTool(t, fmt.Sprintf("no systemd-journald (the systemd package): %v", err))
 	}
 	dir := t.TempDir()
 	for _, d := range []string{"run", "log"} {
@@ -171,7 +171,7 @@ func StartRsyslog(t testing.TB) *Rsyslog {
 	NeedRoot(t)
 	bin, err := exec.LookPath("rsyslogd")
 	if err != nil {
-		t.Fatalf("no rsyslogd (install the rsyslog package: make deps): %v", err)
+		MissingTool(t, fmt.Sprintf("no rsyslogd (the rsyslog package): %v", err))
 	}
 	dir := t.TempDir()
 	r := &Rsyslog{Socket: filepath.Join(dir, "log.sock"), Out: filepath.Join(dir, "out.log"), dir: dir, log: &bytes.Buffer{}}
