@@ -379,6 +379,9 @@ func bootOne(o options, k kernel, accel, initrd string, runs []run) bool {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		if l := strings.TrimRight(sc.Text(), "\r"); worthShowing(l) {
+			if i := strings.Index(l, marker); i > 0 {
+				l = l[i:] // the firmware's terminal codes before the first
+			}
 			fmt.Println(prefix + l)
 		}
 	}
