@@ -54,6 +54,8 @@ const module = "github.com/tracer-dev/tracer"
 var testOnly = map[string]bool{
 	"tracer/tracertest": true, "tracer/node/nodetest": true, "tracer/sink/schematest": true, "tracer/kube/kubetest": true,
 	"bpf/tests": true,
+	// make test-kernels' program.
+	"tracer/tracertest/kernels": true,
 	// go generate's program that builds schematest's OCSF schema.
 	"tracer/sink/schematest/internal/ocsfgen": true,
 }

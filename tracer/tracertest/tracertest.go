@@ -64,15 +64,39 @@ func BuildWorkload(t testing.TB) string {
 
 // CompileC compiles the C program src with the system C compiler (cc)
 // into dir/name and returns the binary's path: the tests' workloads in C.
+// Where $TRACER_TEST_PREBUILT holds a program of that name, it is copied
+// instead: make test-kernels builds every test's C program with gcc
+// -static for its guests, which have no compiler.
 func CompileC(t testing.TB, dir, name string, src []byte) string {
 	t.Helper()
 	out := filepath.Join(dir, name)
+	if copyPrebuilt(t, out) {
+		return out
+	}
 	cmd := exec.Command("cc", "-O2", "-o", out, "-x", "c", "-")
 	cmd.Stdin = bytes.NewReader(src)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s with cc: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// copyPrebuilt copies the program of out's name from $TRACER_TEST_PREBUILT
+// to out, if there is one.
+func copyPrebuilt(t testing.TB, out string) bool {
+	t.Helper()
+	pre := os.Getenv(PrebuiltEnv)
+	if pre == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(pre, filepath.Base(out)))
+	if err != nil {
+		return false
+	}
+	if err := os.WriteFile(out, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
 
 // compileOwn compiles this package's NAME.c into dir/NAME.
