@@ -35,7 +35,7 @@ KERNEL_TEST_PACKAGES := qemu-system-x86 busybox-static gcc libc6-dev
 KERNEL_PACKAGES := linux-image-amd64 linux-image-6.12-amd64
 TEST_PACKAGES := $(KERNEL_TEST_PACKAGES) $(DEMO_PACKAGES) prometheus chromium clang llvm libbpf-dev gcc libc6-dev strace time $(APP_PACKAGES) $(PACKAGE_TEST_PACKAGES) $(LOG_TEST_PACKAGES)
 
-.PHONY: help deps deps-demo deps-kernels test-kernels test-kernels-kvm build demo test check test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check package
+.PHONY: help deps deps-demo deps-kernels test-kernels build demo test check test-beside-auditd vet cross lint fmt-check generate check-generated bench bench-apps clean man fuzz fuzz-smoke fuzz-list-check package
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -155,7 +155,7 @@ test: ## all tests, as root: unit (with -race), privileged integration, deploy m
 	@# receiver: a module of its own, as the collector's packages are heavy.
 	.ci/stage otlptest sh -c 'cd deploy/otlptest && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...'
 	.ci/stage bench-smoke $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x -timeout 10m ./...
-	.ci/stage test-kernels $(MAKE) --no-print-directory test-kernels-kvm
+	.ci/stage test-kernels $(MAKE) --no-print-directory test-kernels
 	@echo "== make test: $$(( $$(date +%s) - $$(cat build/.test-start) ))s in all"
 
 # The test runs make test-kernels makes in each guest kernel, in order, one
@@ -185,13 +185,6 @@ test-kernels: deps-kernels ## boot Debian's 6.1 and 6.12 kernels under qemu and 
 	@start=$$(date +%s); \
 	$(GO) run ./tracer/tracertest/kernels -out $(KERNELS_DIR) $$(sed 's/^/-kernel /' $(KERNELS_DIR)/list); rc=$$?; \
 	echo "make test-kernels: $$(( $$(date +%s) - start ))s"; exit $$rc
-
-# make test boots the kernels only with KVM: under TCG they take minutes
-# each (make test-kernels runs them anyway). A KVM that cannot boot a
-# Debian kernel (PVM) counts as none.
-test-kernels-kvm:
-	@why=$$($(GO) run ./tracer/tracertest/kernels -kvm-check); if [ -z "$$why" ]; then $(MAKE) --no-print-directory test-kernels; \
-	else echo "test-kernels: skipped: $$why (TCG would take too long in make test; make test-kernels runs it anyway)"; fi
 
 BESIDE_AUDITD_SKIP := ^(TestColdGoBuildRuntimeNoise|TestPeerModes|TestEBPFCPUAgainstPeers|TestEBPFMaxDelaySteadyExecs|TestEBPFMaxDelayStormDelivered)$$
 
