@@ -35,6 +35,33 @@ type Backend interface {
 // Optional capabilities. A backend implements those it has; callers test
 // for them with a type assertion and do without when it is missing.
 
+// Capabilities is what a backend is, for the callers that would
+// otherwise tell it from the backend's name (the metrics, watch).
+type Capabilities struct {
+	// AuditQueue: its records come through the kernel's audit queue,
+	// and its Stats carry the queue's backlog, its limit and the records
+	// the kernel lost (AuditBacklog, AuditBacklogLimit, AuditKernelLost).
+	AuditQueue bool
+	// NoiseOnlyCounted: of the filter reasons it counts only the noise
+	// ones (below vocab.NumNoiseReasons); the others its kernel filter
+	// drops before a record exists, uncounted.
+	NoiseOnlyCounted bool
+}
+
+// Capable is a backend that says its Capabilities; one that does not has
+// none of them.
+type Capable interface {
+	Capabilities() Capabilities
+}
+
+// CapabilitiesOf is b's Capabilities, the zero value when b does not say.
+func CapabilitiesOf(b Backend) Capabilities {
+	if c, ok := b.(Capable); ok {
+		return c.Capabilities()
+	}
+	return Capabilities{}
+}
+
 // Chooser is a backend that chose among what the kernel has at Start
 // (the eBPF backend: transport, attach kind, global data, BTF source).
 // Choices names each, for watch's log and the metrics' labels; none

@@ -178,7 +178,9 @@ func runWatch(parent context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.backend == "ebpf" {
+	// A reader that delivers in batches does best on one P, scheduled as
+	// a batch job: it wakes a few times a second, not per event.
+	if _, ok := b.(tracer.Batcher); ok {
 		if err := batchScheduling(); err != nil {
 			slog.Debug("staying with the default scheduling policy", "err", err)
 		}

@@ -157,14 +157,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lostLower, prometheus.GaugeValue, lower, c.backend, s.String())
 	}
 	ch <- prometheus.MustNewConstMetric(c.rotationsFailed, prometheus.CounterValue, float64(st.RotationsFailed), c.backend)
+	caps := tracer.CapabilitiesOf(c.b)
 	for r := vocab.FilterReason(0); r < vocab.NumFilterReasons; r++ {
-		if r >= vocab.NumNoiseReasons && c.backend == "audit" {
-			continue // audit's rules leave these out uncounted
+		if r >= vocab.NumNoiseReasons && caps.NoiseOnlyCounted {
+			continue // the backend's kernel filter leaves these out uncounted
 		}
 		ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue,
 			float64(st.Filtered[r]), c.backend, r.String())
 	}
-	if c.backend == "audit" {
+	if caps.AuditQueue {
 		ch <- prometheus.MustNewConstMetric(c.auditBacklog, prometheus.GaugeValue, float64(st.AuditBacklog))
 		ch <- prometheus.MustNewConstMetric(c.auditBacklogLimit, prometheus.GaugeValue, float64(st.AuditBacklogLimit))
 		ch <- prometheus.MustNewConstMetric(c.auditLost, prometheus.GaugeValue, float64(st.AuditKernelLost))

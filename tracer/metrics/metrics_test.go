@@ -37,7 +37,13 @@ type fakeBackend struct {
 	st   tracer.Stats
 }
 
-func (f *fakeBackend) Name() string              { return f.name }
+func (f *fakeBackend) Name() string { return f.name }
+
+// Capabilities: a fake named audit is audit-like, as the real one says.
+func (f *fakeBackend) Capabilities() tracer.Capabilities {
+	audit := f.name == "audit"
+	return tracer.Capabilities{AuditQueue: audit, NoiseOnlyCounted: audit}
+}
 func (f *fakeBackend) Start(tracer.Config) error { return nil }
 func (f *fakeBackend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	<-ctx.Done()
