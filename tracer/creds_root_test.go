@@ -58,10 +58,11 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = vocab.ParseTypes("all")
 	for _, r := range []struct {
-		name string
-		b    tracer.Backend
-	}{{"audit", audit.New()}, {"ebpf", bpfbackend.New()}} {
+		name, probes string
+		b            tracer.Backend
+	}{{"audit", "", audit.New()}, {"ebpf", "", bpfbackend.New()}, {"ebpf-syscalls", "syscalls", bpfbackend.New()}} {
 		t.Run(r.name, func(t *testing.T) {
+			cfg.Probes = r.probes
 			s := tracertest.StartSession(t, r.b, cfg)
 			// As nobody, in a session of its own (no terminal), after a
 			// login as uid 1000 (a new audit session, whose id it prints).
@@ -70,7 +71,12 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 				exec setpriv --reuid=65534 --regid=65534 --clear-groups "$0" exec 1 /bin/true exit 0`, suid)
 			cmd.Dir, cmd.Stdout = dir, &out
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			setuidExec := runTree(t, s, cmd)
+			execs := runTree(t, s, cmd)
+			setuidExec := execs["/bin/true"]
+			// Its own exec: the ids after it, a setuid program's.
+			if e := execs[suid]; e.UID != nobody || e.EUID != 0 {
+				t.Errorf("exec of the setuid program: uid %d euid %d, want 65534 0", e.UID, e.EUID)
+			}
 			loginSes, err := strconv.ParseUint(strings.TrimSpace(out.String()), 10, 32)
 			if err != nil {
 				t.Fatalf("session id %q: %v", out.String(), err)
@@ -82,7 +88,7 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 			go io.Copy(io.Discard, ptm) //nolint:errcheck // drains what the workload prints
-			ttyExec := runTree(t, s, cmd)
+			ttyExec := runTree(t, s, cmd)["/bin/true"]
 			s.Stop()
 
 			e := setuidExec
@@ -115,7 +121,7 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 					if e.Exe != suid {
 						t.Errorf("audit exe %q, want the caller's program before the exec, %q", e.Exe, suid)
 					}
-				case "ebpf":
+				default:
 					if e.Key != "" || e.Cwd != "" || e.Exe != "" {
 						t.Errorf("ebpf key %q cwd %q exe %q: fields it does not fill", e.Key, e.Cwd, e.Exe)
 					}
@@ -127,9 +133,9 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 	}
 }
 
-// runTree runs cmd, a workload that execs /bin/true once, and returns that
-// exec's event once the workload's exit is in.
-func runTree(t *testing.T, s *tracertest.Session, cmd *exec.Cmd) tracer.Event {
+// runTree runs cmd, a workload that execs /bin/true once, and returns
+// the execs of its tree by filename once the workload's exit is in.
+func runTree(t *testing.T, s *tracertest.Session, cmd *exec.Cmd) map[string]tracer.Event {
 	t.Helper()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("workload: %v", err)
@@ -137,16 +143,16 @@ func runTree(t *testing.T, s *tracertest.Session, cmd *exec.Cmd) tracer.Event {
 	root := uint32(cmd.Process.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var ex *tracer.Event
+		execs := map[string]tracer.Event{}
 		exited := false
 		for _, e := range s.Tree(root) {
-			if e.Type == vocab.TypeExec && e.Filename == "/bin/true" {
-				ex = &e
+			if e.Type == vocab.TypeExec {
+				execs[e.Filename] = e
 			}
 			exited = exited || e.Type == vocab.TypeExit && e.PID == root
 		}
-		if ex != nil && exited {
-			return *ex
+		if _, ok := execs["/bin/true"]; ok && exited {
+			return execs
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no exec of /bin/true under pid %d: %v", root, s.Tree(root))
