@@ -333,11 +333,11 @@ func parseSyscallInOrder(body []byte, r *SyscallRecord) bool {
 		rest = after
 	}
 	f := fields{rest: rest}
-	if k, v, ok := f.next(); !ok || string(k) != "comm" {
+	k, v, ok := f.next()
+	if !ok || string(k) != "comm" {
 		return false
-	} else {
-		r.commRaw = v
 	}
+	r.commRaw = v
 	r.afterComm(&f)
 	return true
 }
