@@ -36,6 +36,8 @@ type TracerBatch struct {
 		Code   int32
 		Uid    uint32
 		Auid   uint32
+		Euid   uint32
+		Egid   uint32
 		Sc     uint8
 		Compat uint8
 		Result uint8
@@ -46,7 +48,7 @@ type TracerBatch struct {
 	Pad2      uint32
 	RegsStart uint64
 	Regs      uint64
-	Buf       [4096]int8
+	Buf       [4224]int8
 }
 
 type TracerCommKey struct {
@@ -87,6 +89,15 @@ type TracerEventHdr struct {
 	Cgid    uint64
 	Ppid    uint32
 	Repeat  uint32
+	Gid     uint32
+	Euid    uint32
+	Suid    uint32
+	Fsuid   uint32
+	Egid    uint32
+	Sgid    uint32
+	Fsgid   uint32
+	Ses     uint32
+	Tty     [16]int8
 }
 
 type TracerExecEvent struct {

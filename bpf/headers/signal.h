@@ -326,6 +326,7 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___ident *
 	h->pstart = p->group_leader->start_boottime;
 	h->cgid = t->cgroups->dfl_cgrp->kn->id;
 	h->repeat = 0;
+	fill_creds(h, t, t->real_cred);
 	ev->a = group ? tgid : t->pid;
 	ev->b = sig;
 	ev->ret = 0;
@@ -441,6 +442,8 @@ static __always_inline int signal_generated(__u64 *ctx)
 		k.code = code;
 		k.uid = cur->cred->uid.val;
 		k.auid = current_auid(cur);
+		k.euid = cur->cred->euid.val;
+		k.egid = cur->cred->egid.val;
 		k.sc = sc;
 		k.compat = compat;
 		k.result = result;
