@@ -230,4 +230,34 @@ static __always_inline void task_comm(struct task_struct___ident *task, union co
 	c->w[1] = nul ? 0 : before_nul(c->w[1] & 0x00ffffffffffffffULL, &nul);
 }
 
+/* ---- raw tracepoints: the same reads without a BTF task ----
+ *
+ * Programs on raw tracepoints (kernels without BTF tracepoints) get task
+ * pointers as plain numbers: the verifier refuses a load through them, so
+ * the bodies they share with the BTF programs read through KR, a direct
+ * load when raw is false and a CO-RE probe read (relocated against the
+ * kernel's BTF or --btf's) when true. raw is a constant at every call:
+ * the compiler keeps one branch. */
+#define KR(raw, src, a, ...) ((raw) ? BPF_CORE_READ(src, a, ##__VA_ARGS__) : ___arrow(src, a, ##__VA_ARGS__))
+
+/* fill_creds by probe reads, for any task t and its credentials c. */
+static __always_inline void fill_creds_read(struct event_hdr *h, struct task_struct___ident *t,
+					    const struct cred___ident *c)
+{
+	struct cred_ids ids = {};
+	bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&c->uid));
+	h->gid = ids.gid;
+	h->euid = ids.euid;
+	h->suid = ids.suid;
+	h->fsuid = ids.fsuid;
+	h->egid = ids.egid;
+	h->sgid = ids.sgid;
+	h->fsgid = ids.fsgid;
+	h->ses = bpf_core_field_exists(t->sessionid) ? BPF_CORE_READ(t, sessionid) : 0xffffffff;
+	__builtin_memset(h->tty, 0, TTY_LEN);
+	struct tty_struct___ident *tty = BPF_CORE_READ(t, signal, tty);
+	if (tty)
+		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
+}
+
 #endif /* TRACER_IDENTITY_H */
