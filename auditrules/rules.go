@@ -439,19 +439,20 @@ func ArchSyscallName(arch uint32, nr int) string { return abi.SyscallName(arch, 
 // LeanExcludes are the record types tracer asks the kernel not to build
 // while it holds the audit PID ("lean records"): it reads none of them, and
 // each costs the audited process kernel time at syscall exit. PROCTITLE
-// repeats the comm and argv; CWD is not reported; OBJ_PID names a signal's
+// repeats the comm and argv (CWD, an exec's working directory, is read:
+// cwd); OBJ_PID names a signal's
 // target, which the syscall's arguments give, except pidfd_send_signal's
 // (LeanTypes keeps it while signals are watched); EOE only ends an event,
 // and tracer knows from the SYSCALL record which records it still waits
 // for. Exclude rules are global: auditd's log would miss these types too,
 // which is why tracer adds them only where no other consumer reads the
 // records, or when asked (and then keeps EOE: LeanExcludesBeside).
-var LeanExcludes = []string{"PROCTITLE", "CWD", "OBJ_PID", "EOE"}
+var LeanExcludes = []string{"PROCTITLE", "OBJ_PID", "EOE"}
 
 // LeanExcludesBeside are the lean records beside another consumer
 // (auditd, with --lean-records): its event assembly and ausearch end each
 // event at its EOE record, so that one stays.
-var LeanExcludesBeside = LeanExcludes[:3]
+var LeanExcludesBeside = LeanExcludes[:2]
 
 // LeanTypes is the lean records of a watch: LeanExcludes, or
 // LeanExcludesBeside beside another consumer, less OBJ_PID when signals

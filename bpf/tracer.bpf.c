@@ -179,6 +179,9 @@ TP_EXIT_FORK(clone3, SC_CLONE3)
 	SEC("tracepoint/syscalls/sys_enter_" #name)                                      \
 	int tp_enter_##name(struct sys_enter_ctx *ctx)                                   \
 	{                                                                                \
+		sig_call_enter(sc);                                                      \
+		if (!(cfg_types & (1 << EV_SIGNAL)))                                     \
+			return 0; /* attached for sig_calls only */                      \
 		return signal_enter(sc, (__s32)ctx->args[ti], tg, (__s32)ctx->args[si]); \
 	}
 
@@ -194,6 +197,7 @@ TP_ENTER_SIGNAL(pidfd_send_signal, SC_PIDFD_SEND_SIGNAL, 0, 1, NO_TGID)
 SEC("tracepoint/syscalls/sys_exit_kill")
 int tp_exit_signal(struct sys_exit_ctx *ctx)
 {
+	sig_call_exit();
 	__u64 key = bpf_get_current_task();
 	struct event *ev = bpf_map_lookup_elem(&pending, &key);
 	if (!ev)
@@ -277,7 +281,7 @@ int sched_exit(__u64 *ctx)
 		const struct pt_regs *regs;
 		bool compat;
 		struct task_struct___ident *task = (struct task_struct___ident *)ctx[0];
-		if (!killed_exit(ctx, task)) {
+		if (!killed_exit(ctx, task, false)) {
 			__u8 sc = current_syscall(task, &regs, &compat);
 			if (sc == SC_EXIT || sc == SC_EXIT_GROUP)
 				on_exit(ctx, sc, (__s32)syscall_arg(regs, 0, compat), compat, task);
@@ -294,28 +298,57 @@ SEC("tp_btf/sched_process_exit")
 int proc_exit(__u64 *ctx)
 {
 	if (cfg_types & (1 << EV_EXIT))
-		killed_exit(ctx, (struct task_struct___ident *)ctx[0]);
+		killed_exit(ctx, (struct task_struct___ident *)ctx[0], false);
+	return track_exit((struct task_struct *)ctx[0]);
+}
+
+/* The same without BTF tracepoints: the task is read through CO-RE. */
+SEC("raw_tp/sched_process_exit")
+int proc_exit_raw(__u64 *ctx)
+{
+	if (cfg_types & (1 << EV_EXIT))
+		killed_exit(ctx, (struct task_struct___ident *)ctx[0], true);
 	return track_exit((struct task_struct *)ctx[0]);
 }
 
 /* The OOM killer chose a process (6.8+: the victim task; before: its pid). */
+static __always_inline int oom_victim_task(struct task_struct___ident *task, bool raw)
+{
+	__u32 tgid = KR(raw, task, tgid);
+	__u64 start = KR(raw, task, group_leader, start_boottime);
+	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int oom_victim_tgid(__u32 tgid)
+{
+	__u64 start = 0;
+	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
+	return 0;
+}
+
 SEC("tp_btf/mark_victim")
 int oom_victim(__u64 *ctx)
 {
-	struct task_struct___ident *task = (struct task_struct___ident *)ctx[0];
-	__u32 tgid = task->tgid;
-	__u64 start = task->group_leader->start_boottime;
-	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
-	return 0;
+	return oom_victim_task((struct task_struct___ident *)ctx[0], false);
 }
 
 SEC("tp_btf/mark_victim")
 int oom_victim_pid(__u64 *ctx)
 {
-	__u32 tgid = (__u32)ctx[0];
-	__u64 start = 0;
-	bpf_map_update_elem(&oom_victims, &tgid, &start, BPF_ANY);
-	return 0;
+	return oom_victim_tgid((__u32)ctx[0]);
+}
+
+SEC("raw_tp/mark_victim")
+int oom_victim_raw(__u64 *ctx)
+{
+	return oom_victim_task((struct task_struct___ident *)ctx[0], true);
+}
+
+SEC("raw_tp/mark_victim")
+int oom_victim_pid_raw(__u64 *ctx)
+{
+	return oom_victim_tgid((__u32)ctx[0]);
 }
 
 /*
@@ -323,10 +356,21 @@ int oom_victim_pid(__u64 *ctx)
  * other sets report them at the syscall), and those the kernel made on its
  * own when they will kill or --signal names them (signal_generated).
  */
+/* signal_generate(int sig, struct kernel_siginfo *info, struct task_struct *task, int group, int result) */
 SEC("tp_btf/signal_generate")
 int sched_signal(__u64 *ctx)
 {
-	return signal_generated(ctx);
+	return signal_generated(ctx, (int)ctx[0], (void *)ctx[1], (struct task_struct___ident *)ctx[2], (int)ctx[3],
+				(int)ctx[4], false);
+}
+
+/* The same without BTF tracepoints (syscalls set only): the target is
+ * read through CO-RE, the sender's syscall from sig_calls. */
+SEC("raw_tp/signal_generate")
+int sched_signal_raw(__u64 *ctx)
+{
+	return signal_generated(ctx, (int)ctx[0], (void *)ctx[1], (struct task_struct___ident *)ctx[2], (int)ctx[3],
+				(int)ctx[4], true);
 }
 
 /* ---- run by user space (BPF_PROG_TEST_RUN) ---- */

@@ -36,6 +36,8 @@ type TracerBatch struct {
 		Code   int32
 		Uid    uint32
 		Auid   uint32
+		Euid   uint32
+		Egid   uint32
 		Sc     uint8
 		Compat uint8
 		Result uint8
@@ -46,7 +48,7 @@ type TracerBatch struct {
 	Pad2      uint32
 	RegsStart uint64
 	Regs      uint64
-	Buf       [4096]int8
+	Buf       [4224]int8
 }
 
 type TracerCommKey struct {
@@ -87,6 +89,15 @@ type TracerEventHdr struct {
 	Cgid    uint64
 	Ppid    uint32
 	Repeat  uint32
+	Gid     uint32
+	Euid    uint32
+	Suid    uint32
+	Fsuid   uint32
+	Egid    uint32
+	Sgid    uint32
+	Fsgid   uint32
+	Ses     uint32
+	Tty     [16]int8
 }
 
 type TracerExecEvent struct {
@@ -149,6 +160,13 @@ type TracerRateKey struct {
 	Pad  uint32
 }
 
+type TracerSigCall struct {
+	_     structs.HostLayout
+	Start uint64
+	Sc    uint8
+	Pad   [7]uint8
+}
+
 type TracerSignalKey struct {
 	_      structs.HostLayout
 	Comm   [16]int8
@@ -191,6 +209,7 @@ const (
 	TracerMapOomVictims               = "oom_victims"
 	TracerMapPending                  = "pending"
 	TracerMapRates                    = "rates"
+	TracerMapSigCalls                 = "sig_calls"
 	TracerMapSignalCounts             = "signal_counts"
 	TracerMapThrottled                = "throttled"
 	TracerMapTick                     = "tick"
@@ -220,7 +239,10 @@ const (
 	TracerProgFlushBatch              = "flush_batch"
 	TracerProgOomVictim               = "oom_victim"
 	TracerProgOomVictimPid            = "oom_victim_pid"
+	TracerProgOomVictimPidRaw         = "oom_victim_pid_raw"
+	TracerProgOomVictimRaw            = "oom_victim_raw"
 	TracerProgProcExit                = "proc_exit"
+	TracerProgProcExitRaw             = "proc_exit_raw"
 	TracerProgRateFinal               = "rate_final"
 	TracerProgRateSweep               = "rate_sweep"
 	TracerProgSchedExec               = "sched_exec"
@@ -228,6 +250,7 @@ const (
 	TracerProgSchedFork               = "sched_fork"
 	TracerProgSchedPrepareExec        = "sched_prepare_exec"
 	TracerProgSchedSignal             = "sched_signal"
+	TracerProgSchedSignalRaw          = "sched_signal_raw"
 	TracerProgSchedTaskRename         = "sched_task_rename"
 	TracerProgSwitchFlush             = "switch_flush"
 	TracerProgTpEnterExecve           = "tp_enter_execve"
@@ -267,6 +290,7 @@ const (
 	TracerVarCfgRateLimit             = "cfg_rate_limit"
 	TracerVarCfgSelfTgid              = "cfg_self_tgid"
 	TracerVarCfgSigAll                = "cfg_sig_all"
+	TracerVarCfgSigCalls              = "cfg_sig_calls"
 	TracerVarCfgSigHi                 = "cfg_sig_hi"
 	TracerVarCfgSigLo                 = "cfg_sig_lo"
 	TracerVarCfgSigSched              = "cfg_sig_sched"
@@ -344,7 +368,10 @@ type TracerProgramSpecs struct {
 	FlushBatch              *ebpf.ProgramSpec `ebpf:"flush_batch"`
 	OomVictim               *ebpf.ProgramSpec `ebpf:"oom_victim"`
 	OomVictimPid            *ebpf.ProgramSpec `ebpf:"oom_victim_pid"`
+	OomVictimPidRaw         *ebpf.ProgramSpec `ebpf:"oom_victim_pid_raw"`
+	OomVictimRaw            *ebpf.ProgramSpec `ebpf:"oom_victim_raw"`
 	ProcExit                *ebpf.ProgramSpec `ebpf:"proc_exit"`
+	ProcExitRaw             *ebpf.ProgramSpec `ebpf:"proc_exit_raw"`
 	RateFinal               *ebpf.ProgramSpec `ebpf:"rate_final"`
 	RateSweep               *ebpf.ProgramSpec `ebpf:"rate_sweep"`
 	SchedExec               *ebpf.ProgramSpec `ebpf:"sched_exec"`
@@ -352,6 +379,7 @@ type TracerProgramSpecs struct {
 	SchedFork               *ebpf.ProgramSpec `ebpf:"sched_fork"`
 	SchedPrepareExec        *ebpf.ProgramSpec `ebpf:"sched_prepare_exec"`
 	SchedSignal             *ebpf.ProgramSpec `ebpf:"sched_signal"`
+	SchedSignalRaw          *ebpf.ProgramSpec `ebpf:"sched_signal_raw"`
 	SchedTaskRename         *ebpf.ProgramSpec `ebpf:"sched_task_rename"`
 	SwitchFlush             *ebpf.ProgramSpec `ebpf:"switch_flush"`
 	TpEnterExecve           *ebpf.ProgramSpec `ebpf:"tp_enter_execve"`
@@ -396,6 +424,7 @@ type TracerMapSpecs struct {
 	OomVictims   *ebpf.MapSpec `ebpf:"oom_victims"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	Rates        *ebpf.MapSpec `ebpf:"rates"`
+	SigCalls     *ebpf.MapSpec `ebpf:"sig_calls"`
 	SignalCounts *ebpf.MapSpec `ebpf:"signal_counts"`
 	Throttled    *ebpf.MapSpec `ebpf:"throttled"`
 	Tick         *ebpf.MapSpec `ebpf:"tick"`
@@ -426,6 +455,7 @@ type TracerVariableSpecs struct {
 	CfgRateLimit        *ebpf.VariableSpec `ebpf:"cfg_rate_limit"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSigAll           *ebpf.VariableSpec `ebpf:"cfg_sig_all"`
+	CfgSigCalls         *ebpf.VariableSpec `ebpf:"cfg_sig_calls"`
 	CfgSigHi            *ebpf.VariableSpec `ebpf:"cfg_sig_hi"`
 	CfgSigLo            *ebpf.VariableSpec `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.VariableSpec `ebpf:"cfg_sig_sched"`
@@ -475,6 +505,7 @@ type TracerMaps struct {
 	OomVictims   *ebpf.Map `ebpf:"oom_victims"`
 	Pending      *ebpf.Map `ebpf:"pending"`
 	Rates        *ebpf.Map `ebpf:"rates"`
+	SigCalls     *ebpf.Map `ebpf:"sig_calls"`
 	SignalCounts *ebpf.Map `ebpf:"signal_counts"`
 	Throttled    *ebpf.Map `ebpf:"throttled"`
 	Tick         *ebpf.Map `ebpf:"tick"`
@@ -502,6 +533,7 @@ func (m *TracerMaps) Close() error {
 		m.OomVictims,
 		m.Pending,
 		m.Rates,
+		m.SigCalls,
 		m.SignalCounts,
 		m.Throttled,
 		m.Tick,
@@ -533,6 +565,7 @@ type TracerVariables struct {
 	CfgRateLimit        *ebpf.Variable `ebpf:"cfg_rate_limit"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSigAll           *ebpf.Variable `ebpf:"cfg_sig_all"`
+	CfgSigCalls         *ebpf.Variable `ebpf:"cfg_sig_calls"`
 	CfgSigHi            *ebpf.Variable `ebpf:"cfg_sig_hi"`
 	CfgSigLo            *ebpf.Variable `ebpf:"cfg_sig_lo"`
 	CfgSigSched         *ebpf.Variable `ebpf:"cfg_sig_sched"`
@@ -572,7 +605,10 @@ type TracerPrograms struct {
 	FlushBatch              *ebpf.Program `ebpf:"flush_batch"`
 	OomVictim               *ebpf.Program `ebpf:"oom_victim"`
 	OomVictimPid            *ebpf.Program `ebpf:"oom_victim_pid"`
+	OomVictimPidRaw         *ebpf.Program `ebpf:"oom_victim_pid_raw"`
+	OomVictimRaw            *ebpf.Program `ebpf:"oom_victim_raw"`
 	ProcExit                *ebpf.Program `ebpf:"proc_exit"`
+	ProcExitRaw             *ebpf.Program `ebpf:"proc_exit_raw"`
 	RateFinal               *ebpf.Program `ebpf:"rate_final"`
 	RateSweep               *ebpf.Program `ebpf:"rate_sweep"`
 	SchedExec               *ebpf.Program `ebpf:"sched_exec"`
@@ -580,6 +616,7 @@ type TracerPrograms struct {
 	SchedFork               *ebpf.Program `ebpf:"sched_fork"`
 	SchedPrepareExec        *ebpf.Program `ebpf:"sched_prepare_exec"`
 	SchedSignal             *ebpf.Program `ebpf:"sched_signal"`
+	SchedSignalRaw          *ebpf.Program `ebpf:"sched_signal_raw"`
 	SchedTaskRename         *ebpf.Program `ebpf:"sched_task_rename"`
 	SwitchFlush             *ebpf.Program `ebpf:"switch_flush"`
 	TpEnterExecve           *ebpf.Program `ebpf:"tp_enter_execve"`
@@ -628,7 +665,10 @@ func (p *TracerPrograms) Close() error {
 		p.FlushBatch,
 		p.OomVictim,
 		p.OomVictimPid,
+		p.OomVictimPidRaw,
+		p.OomVictimRaw,
 		p.ProcExit,
+		p.ProcExitRaw,
 		p.RateFinal,
 		p.RateSweep,
 		p.SchedExec,
@@ -636,6 +676,7 @@ func (p *TracerPrograms) Close() error {
 		p.SchedFork,
 		p.SchedPrepareExec,
 		p.SchedSignal,
+		p.SchedSignalRaw,
 		p.SchedTaskRename,
 		p.SwitchFlush,
 		p.TpEnterExecve,

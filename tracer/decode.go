@@ -28,6 +28,18 @@ type jsonEvent struct {
 	Comm         jsonString     `json:"comm"`
 	UID          uint32         `json:"uid"`
 	AUID         uint32         `json:"auid"`
+	GID          *uint32        `json:"gid"`
+	EUID         *uint32        `json:"euid"`
+	SUID         *uint32        `json:"suid"`
+	FSUID        *uint32        `json:"fsuid"`
+	EGID         *uint32        `json:"egid"`
+	SGID         *uint32        `json:"sgid"`
+	FSGID        *uint32        `json:"fsgid"`
+	Session      uint32         `json:"ses"`
+	TTY          jsonString     `json:"tty"`
+	Exe          jsonString     `json:"exe"`
+	Cwd          jsonString     `json:"cwd"`
+	Key          jsonString     `json:"key"`
 	ExecID       string         `json:"exec_id"`
 	ParentExecID string         `json:"parent_exec_id"`
 	Cgroup       jsonString     `json:"cgroup"`
@@ -114,6 +126,21 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	e.Cgroup, e.ContainerID, e.Unit, e.CgroupTruncated = string(j.Cgroup), string(j.ContainerID), string(j.Unit), j.CgroupCut
 	e.Pod = PodInfo{Name: string(j.Pod), Namespace: string(j.PodNamespace), UID: string(j.PodUID),
 		Container: string(j.PodContainer), Image: string(j.Image), ImageID: string(j.ImageID)}
+	// gid says the backend read the ids; one left out is the real one
+	// (sink's appendUserJSON).
+	if e.HasCreds = j.GID != nil; e.HasCreds {
+		e.GID = *j.GID
+		e.SameCreds()
+		for _, c := range [...]struct {
+			v   *uint32
+			dst *uint32
+		}{{j.EUID, &e.EUID}, {j.SUID, &e.SUID}, {j.FSUID, &e.FSUID}, {j.EGID, &e.EGID}, {j.SGID, &e.SGID}, {j.FSGID, &e.FSGID}} {
+			if c.v != nil {
+				*c.dst = *c.v
+			}
+		}
+	}
+	e.Session, e.TTY, e.Exe, e.Cwd, e.Key = j.Session, string(j.TTY), string(j.Exe), string(j.Cwd), string(j.Key)
 	ids := []struct {
 		s  string
 		id *ExecID

@@ -27,6 +27,20 @@ type Event struct {
 	UID     uint32
 	AUID    uint32
 
+	// The caller's other credentials, as audit logs them (SYSCALL gid=
+	// euid= ...), where HasCreds says the backend read them. The encoders
+	// print gid, and each other id only where it differs from the real
+	// one: a setuid program's euid 0 under uid 1000 shows, nothing else does.
+	HasCreds          bool
+	GID               uint32
+	EUID, SUID, FSUID uint32
+	EGID, SGID, FSGID uint32
+	Session           uint32 // audit session id; vocab.UnsetID when unset, 0 when unknown
+	TTY               string // controlling terminal as the kernel names it ("pts0"); empty: none
+	Exe               string // the caller's executable (exec: before the exec); at most FilenameMax bytes
+	Cwd               string // exec: the working directory; at most FilenameMax bytes
+	Key               string // audit: the key of the rule that made the record
+
 	// exec
 	PPID     uint32
 	Filename string // at most FilenameMax bytes
@@ -127,6 +141,13 @@ type KilledBy struct {
 
 // Seen reports whether the killing signal was seen.
 func (k *KilledBy) Seen() bool { return k.Origin != vocab.OriginUnknown }
+
+// SameCreds sets the ids but UID and GID to those two (a backend that
+// knows the real ids alone: printed as not differing).
+func (e *Event) SameCreds() {
+	e.EUID, e.SUID, e.FSUID = e.UID, e.UID, e.UID
+	e.EGID, e.SGID, e.FSGID = e.GID, e.GID, e.GID
+}
 
 // SignalName is the event's signal as a name (SIGUSR1).
 func (e *Event) SignalName() string { return vocab.SignalName(e.Signal) }

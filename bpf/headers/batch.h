@@ -25,7 +25,8 @@
  * and last access: one that interrupts it (an IRQ, a preempting task)
  * sends its record directly.
  */
-#define BATCH_BYTES 4096
+#define BATCH_BYTES (24 * 176) /* 24 records (sizeof(struct event)): whole records, about a page */
+_Static_assert(BATCH_BYTES % sizeof(struct event) == 0, "a batch holds whole records");
 #define REPEAT_MAX 0xffff /* decode.go's maxRepeat */
 
 /*
@@ -33,7 +34,10 @@
  * batched, read off the sender and the target with few loads: a thread is
  * its pid and start time (the group leader, and so tgid and exec id,
  * change only with the pid, in an exec), the parent the same, the
- * credentials their uid, the cgroup its id. A match costs a compare
+ * credentials their uid, euid and egid (the stack has no room
+ * for the rest), the cgroup its id. A process that changes only its
+ * saved or file system ids, its gid or its terminal in the tick of a
+ * storm of its own signals keeps the first one's in their repeats. A match costs a compare
  * instead of a record (sched_signal).
  */
 struct repeat_key {
@@ -41,6 +45,7 @@ struct repeat_key {
 	__u64 comm[2], tcomm[2];
 	__s32 pid, ppid, tid, tpid, sig, code;
 	__u32 uid, auid;
+	__u32 euid, egid;
 	__u8 sc, compat, result, _pad;
 	__u32 valid; /* the key is the batch's last record's */
 };
@@ -160,10 +165,21 @@ static __always_inline void batch_commit(struct batch *b, const struct repeat_ke
 	if (off > BATCH_BYTES - sizeof(struct event))
 		return;
 	struct event *ev = (struct event *)&b->buf[off];
-	struct event *last = (struct event *)&b->buf[off - sizeof(struct event)];
-	if (off >= sizeof(struct event) && last->h.repeat < REPEAT_MAX && same_event(last, ev))
-		last->h.repeat++;
-	else
+	bool repeat = false;
+	if (off >= sizeof(struct event)) {
+		/* Bounded anew: the compiler may otherwise compute last before
+		 * the test, where the verifier sees it start before the buffer. */
+		__u32 loff = off - sizeof(struct event);
+		barrier_var(loff);
+		if (loff <= BATCH_BYTES - 2 * sizeof(struct event)) {
+			struct event *last = (struct event *)&b->buf[loff];
+			if (last->h.repeat < REPEAT_MAX && same_event(last, ev)) {
+				last->h.repeat++;
+				repeat = true;
+			}
+		}
+	}
+	if (!repeat)
 		b->len = off + sizeof(struct event);
 	b->events++;
 	if (key) {

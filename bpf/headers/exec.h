@@ -237,6 +237,9 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	if (cfg_rate_limit && !rate_pass(ctx, NULL, st->h.pid, st->h.comm, EV_EXEC, st->h.ktime))
 		goto out;
 	__builtin_memcpy(&e->h, &st->h, sizeof(e->h));
+	/* The ids after the exec, as audit logs them at the syscall's exit
+	 * and the sched set reads them: a setuid program's are new. */
+	fill_creds_current(&e->h);
 	e->ppid = st->ppid;
 	e->ret = ret;
 	__u32 size = ret == 0 ? exec_image(e, pos) : exec_args(e, pos, (const void *)st->argv, st->h.flags & EVF_COMPAT);

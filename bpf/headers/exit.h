@@ -74,31 +74,34 @@ static __always_inline int on_exit(void *ctx, __u8 sc, __s32 code, bool compat, 
  * reported here, with the sender of the killing signal (note_killer) and
  * the OOM killer's mark (oom_victim). Returns whether it was one.
  */
-static __always_inline bool killed_exit(void *ctx, struct task_struct___ident *task)
+static __always_inline bool killed_exit(void *ctx, struct task_struct___ident *task, bool raw)
 {
-	struct signal_struct___ident *sig = task->signal;
-	if (sig->live.counter != 0)
+	struct signal_struct___ident *sig = KR(raw, task, signal);
+	if (KR(raw, sig, live.counter) != 0)
 		return false; /* not the last thread */
-	__u32 status = (sig->flags & SIGNAL_GROUP_EXIT) ? sig->group_exit_code : task->exit_code;
+	__u32 status = (KR(raw, sig, flags) & SIGNAL_GROUP_EXIT) ? KR(raw, sig, group_exit_code) : KR(raw, task, exit_code);
 	__u32 signo = status & 0x7f;
 	if (signo == 0 || signo == 0x7f)
 		return false; /* an exit call, reported at its syscall */
-	__u32 tgid = task->tgid;
-	__u64 start = task->group_leader->start_boottime;
+	__u32 tgid = KR(raw, task, tgid);
+	__u64 start = KR(raw, task, group_leader, start_boottime);
 	struct killer *k = bpf_map_lookup_elem(&killers, &tgid);
 	__u64 *oom = bpf_map_lookup_elem(&oom_victims, &tgid);
 	union comm comm;
-	if (cfg_count_only || !pass_current(task, &tgid, &comm))
+	/* The exiting task is the current one: without a BTF task, the
+	 * filters and the header read it through the helpers. */
+	struct task_struct___ident *cur = raw ? NULL : task;
+	if (cfg_count_only || !pass_current(cur, &tgid, &comm))
 		goto out;
 	__u64 now = now_ns();
-	if (cfg_rate_limit && !rate_pass(ctx, task, tgid, comm.c, EV_EXIT, now))
+	if (cfg_rate_limit && !rate_pass(ctx, cur, tgid, comm.c, EV_EXIT, now))
 		goto out;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
 		lost_inc(LOST_OUTPUT);
 		goto out;
 	}
-	fill_hdr(&ev->h, EV_EXIT, SC_NONE, tgid, comm.c, now, task);
+	fill_hdr(&ev->h, EV_EXIT, SC_NONE, tgid, comm.c, now, cur);
 	ev->a = 0;
 	ev->b = signo;
 	ev->ret = 0;

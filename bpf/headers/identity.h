@@ -40,14 +40,26 @@ struct sighand_struct___ident {
 	struct k_sigaction___ident action[64];
 };
 
+struct tty_struct___ident {
+	char name[64];
+};
+
 struct signal_struct___ident {
 	atomic_t live;
 	int group_exit_code;
 	unsigned int flags;
+	struct tty_struct___ident *tty;
 };
 
 struct cred___ident {
 	kuid_t uid;
+	kgid_t gid;
+	kuid_t suid;
+	kgid_t sgid;
+	kuid_t euid;
+	kgid_t egid;
+	kuid_t fsuid;
+	kgid_t fsgid;
 };
 
 struct task_struct___ident {
@@ -63,6 +75,7 @@ struct task_struct___ident {
 	const struct cred___ident *real_cred;
 	const struct cred___ident *cred;
 	kuid_t loginuid;
+	unsigned int sessionid;
 	char comm[16];
 };
 
@@ -115,6 +128,56 @@ static __always_inline void fill_ident(struct event_hdr *h, struct task_struct__
 	h->repeat = 0;
 }
 
+/*
+ * The header's other credentials (c: the task's subjective ones, as audit
+ * logs; a kernel signal's target, its objective ones), its audit session
+ * and its controlling terminal's name, as audit_log_task_info reads them.
+ */
+static __always_inline void fill_creds(struct event_hdr *h, struct task_struct___ident *t,
+				       const struct cred___ident *c)
+{
+	h->gid = c->gid.val;
+	h->euid = c->euid.val;
+	h->suid = c->suid.val;
+	h->fsuid = c->fsuid.val;
+	h->egid = c->egid.val;
+	h->sgid = c->sgid.val;
+	h->fsgid = c->fsgid.val;
+	h->ses = bpf_core_field_exists(t->sessionid) ? t->sessionid : 0xffffffff;
+	__builtin_memset(h->tty, 0, TTY_LEN);
+	struct tty_struct___ident *tty = t->signal->tty;
+	if (tty)
+		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
+}
+
+/* struct cred's ids, in the kernel's order: one probe read of all eight
+ * (they have been adjacent, in this order, since Linux 2.6.29). */
+struct cred_ids {
+	__u32 uid, gid, suid, sgid, euid, egid, fsuid, fsgid;
+};
+
+/* fill_creds for programs without a BTF task: probe reads, as few as
+ * the fields allow (a helper call costs more than the loads it makes). */
+static __always_inline void fill_creds_current(struct event_hdr *h)
+{
+	struct task_struct___ident *t = (void *)bpf_get_current_task();
+	const struct cred___ident *c = BPF_CORE_READ(t, cred);
+	struct cred_ids ids = {};
+	bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&c->uid));
+	h->gid = ids.gid;
+	h->euid = ids.euid;
+	h->suid = ids.suid;
+	h->fsuid = ids.fsuid;
+	h->egid = ids.egid;
+	h->sgid = ids.sgid;
+	h->fsgid = ids.fsgid;
+	h->ses = bpf_core_field_exists(t->sessionid) ? BPF_CORE_READ(t, sessionid) : 0xffffffff;
+	__builtin_memset(h->tty, 0, TTY_LEN);
+	struct tty_struct___ident *tty = BPF_CORE_READ(t, signal, tty);
+	if (tty)
+		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
+}
+
 /* Fills a record's header; comm was read by pass_current. The uid is the
  * current (subjective) credentials' real uid, as bpf_get_current_uid_gid
  * gives it. */
@@ -131,6 +194,10 @@ static __always_inline void fill_hdr(struct event_hdr *h, __u8 type, __u8 sc, __
 	h->_pad = 0;
 	__builtin_memcpy(h->comm, comm, COMM_LEN);
 	fill_ident(h, task);
+	if (task)
+		fill_creds(h, task, task->cred);
+	else
+		fill_creds_current(h);
 }
 
 /* The caller's comm, 8-byte aligned for pass_comm. */
@@ -161,6 +228,36 @@ static __always_inline void task_comm(struct task_struct___ident *task, union co
 	__builtin_memcpy(c->c, task->comm, COMM_LEN);
 	c->w[0] = before_nul(c->w[0], &nul);
 	c->w[1] = nul ? 0 : before_nul(c->w[1] & 0x00ffffffffffffffULL, &nul);
+}
+
+/* ---- raw tracepoints: the same reads without a BTF task ----
+ *
+ * Programs on raw tracepoints (kernels without BTF tracepoints) get task
+ * pointers as plain numbers: the verifier refuses a load through them, so
+ * the bodies they share with the BTF programs read through KR, a direct
+ * load when raw is false and a CO-RE probe read (relocated against the
+ * kernel's BTF or --btf's) when true. raw is a constant at every call:
+ * the compiler keeps one branch. */
+#define KR(raw, src, a, ...) ((raw) ? BPF_CORE_READ(src, a, ##__VA_ARGS__) : ___arrow(src, a, ##__VA_ARGS__))
+
+/* fill_creds by probe reads, for any task t and its credentials c. */
+static __always_inline void fill_creds_read(struct event_hdr *h, struct task_struct___ident *t,
+					    const struct cred___ident *c)
+{
+	struct cred_ids ids = {};
+	bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&c->uid));
+	h->gid = ids.gid;
+	h->euid = ids.euid;
+	h->suid = ids.suid;
+	h->fsuid = ids.fsuid;
+	h->egid = ids.egid;
+	h->sgid = ids.sgid;
+	h->fsgid = ids.fsgid;
+	h->ses = bpf_core_field_exists(t->sessionid) ? BPF_CORE_READ(t, sessionid) : 0xffffffff;
+	__builtin_memset(h->tty, 0, TTY_LEN);
+	struct tty_struct___ident *tty = BPF_CORE_READ(t, signal, tty);
+	if (tty)
+		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
 }
 
 #endif /* TRACER_IDENTITY_H */

@@ -52,6 +52,10 @@ typedef struct {
 } kuid_t;
 
 typedef struct {
+	__u32 val;
+} kgid_t;
+
+typedef struct {
 	int counter;
 } atomic_t;
 

@@ -58,11 +58,14 @@ struct sig_info {
 };
 
 /* The target's part of a signal's tail. */
-static __always_inline void sig_target(struct sig_info *si, struct task_struct___ident *target)
+static __always_inline void sig_target(struct sig_info *si, struct task_struct___ident *target, bool raw)
 {
-	si->tgid = target->tgid;
-	si->start = target->group_leader->start_boottime;
-	__builtin_memcpy(si->comm, target->comm, COMM_LEN);
+	si->tgid = KR(raw, target, tgid);
+	si->start = KR(raw, target, group_leader, start_boottime);
+	if (raw)
+		bpf_probe_read_kernel(si->comm, COMM_LEN, target->comm);
+	else
+		__builtin_memcpy(si->comm, target->comm, COMM_LEN);
 }
 
 /* Fills the tail of a record after ret: from si, or zeros. */

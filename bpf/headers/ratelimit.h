@@ -90,6 +90,8 @@ static __always_inline void rate_report(void *ctx, const struct rate_key *k, str
 	h->cgid = r->who_cgid;
 	h->ppid = 0;
 	h->repeat = 0;
+	/* Not kept for the source: user space reads none of it (HasCreds). */
+	__builtin_memset(&h->gid, 0, sizeof(*h) - __builtin_offsetof(struct event_hdr, gid));
 	t->wstart = win * NS_PER_SEC;
 	t->wend = end;
 #pragma unroll
@@ -100,13 +102,19 @@ static __always_inline void rate_report(void *ctx, const struct rate_key *k, str
 }
 
 /* The first event a window leaves out names the source's process. */
-static __always_inline void rate_who(struct rate *r, struct task_struct___ident *task, __u32 tgid, const char *comm,
-				     __u64 cgid)
+static __always_inline void rate_who(struct rate *r, struct task_struct___ident *task, bool raw, __u32 tgid,
+				     const char *comm, __u64 cgid)
 {
 	if (r->who_pid || __sync_val_compare_and_swap(&r->who_pid, 0, tgid) != 0)
 		return;
 	__builtin_memcpy(r->who_comm, comm, COMM_LEN);
 	r->who_cgid = cgid;
+	if (task && raw) {
+		r->who_auid = bpf_core_field_exists(task->loginuid) ? BPF_CORE_READ(task, loginuid.val) : 0xffffffff;
+		r->who_uid = BPF_CORE_READ(task, cred, uid.val);
+		r->who_start = BPF_CORE_READ(task, group_leader, start_boottime);
+		return;
+	}
 	r->who_auid = current_auid(task);
 	if (task) {
 		r->who_uid = task->cred->uid.val;
@@ -125,13 +133,13 @@ static __always_inline void rate_who(struct rate *r, struct task_struct___ident 
  * or batched, behind cfg_rate_limit at each call, so that without
  * --rate-limit the verifier drops all of it, its arguments' loads too.
  */
-static __always_inline bool rate_pass(void *ctx, struct task_struct___ident *task, __u32 tgid, const char *comm,
-				      __u8 type, __u64 now)
+static __always_inline bool rate_pass_raw(void *ctx, struct task_struct___ident *task, bool raw, __u32 tgid,
+					  const char *comm, __u8 type, __u64 now)
 {
 	if (!cfg_rate_limit)
 		return true;
 	struct rate_key k = {};
-	__u64 cgid = task ? task->cgroups->dfl_cgrp->kn->id : bpf_get_current_cgroup_id();
+	__u64 cgid = task ? KR(raw, task, cgroups, dfl_cgrp, kn, id) : bpf_get_current_cgroup_id();
 	if (cgid > 1)
 		k.cgid = cgid;
 	else
@@ -170,12 +178,20 @@ static __always_inline bool rate_pass(void *ctx, struct task_struct___ident *tas
 	__u32 idx = type - 1;
 	if (idx < 4)
 		__sync_fetch_and_add(&r->dropped[idx], 1);
-	rate_who(r, task, tgid, comm, cgid);
+	rate_who(r, task, raw, tgid, comm, cgid);
 	idx = type;
 	__u64 *v = bpf_map_lookup_elem(&throttled, &idx);
 	if (v)
 		*v += 1;
 	return false;
+}
+
+/* rate_pass of the current task (task NULL) or of a task got from a BTF
+ * tracepoint; rate_pass_raw with raw true takes any task pointer. */
+static __always_inline bool rate_pass(void *ctx, struct task_struct___ident *task, __u32 tgid, const char *comm,
+				      __u8 type, __u64 now)
+{
+	return rate_pass_raw(ctx, task, false, tgid, comm, type, now);
 }
 
 /* What rate_sweep_one is told. */

@@ -223,7 +223,7 @@ struct kernel_siginfo {
 
 /* The signal's si_code; the kernel passes SEND_SIG_NOINFO (0) and
  * SEND_SIG_PRIV (1) for the siginfo it fills itself. */
-static __always_inline __s32 sig_code(void *info)
+static __always_inline __s32 sig_code(void *info, bool raw)
 {
 	if ((unsigned long)info == 0)
 		return SI_USER;
@@ -232,7 +232,7 @@ static __always_inline __s32 sig_code(void *info)
 	/* si_signo, si_errno, si_code: the UAPI layout on every arch traced.
 	 * Some kernels (a 6.18 build here) type this argument as a scalar, as
 	 * it "may encode error", and refuse a direct load: cast it back. */
-	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+	if (!raw && bpf_ksym_exists(bpf_rdonly_cast)) {
 		const struct siginfo_head *si = bpf_rdonly_cast(info, bpf_core_type_id_kernel(struct kernel_siginfo));
 		return si->si_code;
 	}
@@ -243,7 +243,7 @@ static __always_inline __s32 sig_code(void *info)
 
 /* Whether a delivered signal will end the target: SIGKILL, or a signal
  * whose default action ends a process and whose handler is the default. */
-static __always_inline bool sig_kills(struct task_struct___ident *t, int sig, int result)
+static __always_inline bool sig_kills(struct task_struct___ident *t, int sig, int result, bool raw)
 {
 	if (result != TRACE_SIGNAL_DELIVERED && result != TRACE_SIGNAL_LOSE_INFO)
 		return false;
@@ -256,7 +256,7 @@ static __always_inline bool sig_kills(struct task_struct___ident *t, int sig, in
 		return false; /* CHLD CONT STOP TSTP TTIN TTOU URG WINCH */
 	}
 	void *handler = (void *)1;
-	struct sighand_struct___ident *sh = t->sighand;
+	struct sighand_struct___ident *sh = KR(raw, t, sighand);
 	bpf_probe_read_kernel(&handler, sizeof(handler),
 			      (void *)sh + bpf_core_field_offset(struct sighand_struct___ident, action) +
 				      (sig - 1) * bpf_core_type_size(struct k_sigaction___ident) +
@@ -265,21 +265,21 @@ static __always_inline bool sig_kills(struct task_struct___ident *t, int sig, in
 }
 
 /* Remembers who sent a signal that will kill t, for its exit record. */
-static __always_inline void note_killer(struct task_struct___ident *t, int sig, __s32 code, __u8 sc)
+static __always_inline void note_killer(struct task_struct___ident *t, int sig, __s32 code, __u8 sc, bool raw)
 {
 	struct killer k;
 	__builtin_memset(&k, 0, sizeof(k));
-	__u32 tgid = t->tgid;
-	k.tstart = t->group_leader->start_boottime;
+	__u32 tgid = KR(raw, t, tgid);
+	k.tstart = KR(raw, t, group_leader, start_boottime);
 	k.sig = sig;
 	k.code = code;
 	k.syscall = sc;
 	if (sc == SC_NONE) {
 		k.kernel = 1;
 	} else {
-		struct task_struct___ident *cur = (void *)bpf_get_current_task_btf();
-		k.pid = cur->tgid;
-		k.start = cur->group_leader->start_boottime;
+		struct task_struct___ident *cur = raw ? (void *)bpf_get_current_task() : (void *)bpf_get_current_task_btf();
+		k.pid = KR(raw, cur, tgid);
+		k.start = KR(raw, cur, group_leader, start_boottime);
 		bpf_get_current_comm(k.comm, COMM_LEN);
 	}
 	bpf_map_update_elem(&killers, &tgid, &k, BPF_ANY);
@@ -288,22 +288,22 @@ static __always_inline void note_killer(struct task_struct___ident *t, int sig, 
 /* A signal the kernel sent on its own. No process sent it: the record is
  * the target's, so the filters and the header are about the target. */
 static __always_inline int kernel_signal(void *ctx, struct task_struct___ident *t, int group, int sig,
-					 struct sig_info *si)
+					 struct sig_info *si, bool raw)
 {
 	union comm comm;
-	__u32 tgid = t->tgid;
+	__u32 tgid = KR(raw, t, tgid);
 	if (!pass_pid(tgid))
 		return 0;
 	bpf_probe_read_kernel(comm.c, COMM_LEN, t->comm);
 	if (!pass_comm(comm.c))
 		return 0;
 	if ((cfg_uid_on || cfg_auid_set) &&
-	    !pass_ids(t->real_cred->uid.val, bpf_core_field_exists(t->loginuid) ? t->loginuid.val : 0xffffffff))
+	    !pass_ids(KR(raw, t, real_cred, uid.val), bpf_core_field_exists(t->loginuid) ? KR(raw, t, loginuid.val) : 0xffffffff))
 		return 0;
 	if (!pass_cgroup(t))
 		return 0;
 	__u64 now = now_ns();
-	if (cfg_rate_limit && !rate_pass(ctx, t, tgid, comm.c, EV_SIGNAL, now))
+	if (cfg_rate_limit && !rate_pass_raw(ctx, t, raw, tgid, comm.c, EV_SIGNAL, now))
 		return 0;
 	struct event *ev = ev_reserve(now);
 	if (!ev) {
@@ -313,20 +313,24 @@ static __always_inline int kernel_signal(void *ctx, struct task_struct___ident *
 	struct event_hdr *h = &ev->h;
 	h->ktime = now;
 	h->pid = tgid;
-	h->uid = t->real_cred->uid.val;
-	h->auid = bpf_core_field_exists(t->loginuid) ? t->loginuid.val : 0xffffffff;
+	h->uid = KR(raw, t, real_cred, uid.val);
+	h->auid = bpf_core_field_exists(t->loginuid) ? KR(raw, t, loginuid.val) : 0xffffffff;
 	h->type = EV_SIGNAL;
 	h->syscall = SC_NONE;
 	h->flags = 0;
 	h->_pad = 0;
 	__builtin_memcpy(h->comm, comm.c, COMM_LEN);
-	struct task_struct___ident *p = t->real_parent;
-	h->start = t->group_leader->start_boottime;
-	h->ppid = p->tgid;
-	h->pstart = p->group_leader->start_boottime;
-	h->cgid = t->cgroups->dfl_cgrp->kn->id;
+	struct task_struct___ident *p = KR(raw, t, real_parent);
+	h->start = KR(raw, t, group_leader, start_boottime);
+	h->ppid = KR(raw, p, tgid);
+	h->pstart = KR(raw, p, group_leader, start_boottime);
+	h->cgid = KR(raw, t, cgroups, dfl_cgrp, kn, id);
 	h->repeat = 0;
-	ev->a = group ? tgid : t->pid;
+	if (raw)
+		fill_creds_read(h, t, BPF_CORE_READ(t, real_cred));
+	else
+		fill_creds(h, t, t->real_cred);
+	ev->a = group ? tgid : KR(raw, t, pid);
 	ev->b = sig;
 	ev->ret = 0;
 	fill_tail(ev, si);
@@ -360,6 +364,60 @@ static __always_inline __u8 signal_syscall(struct task_struct___ident *task, str
 }
 
 /*
+ * Without BTF tracepoints, the signal program cannot read the caller's
+ * saved registers (bpf_task_pt_regs takes a BTF task): the syscalls set's
+ * signal syscalls say here, keyed by thread, which of them the thread is
+ * in, from sys_enter to sys_exit. The thread's start time tells a later
+ * thread of the same id from one that died inside the call.
+ */
+struct sig_call {
+	__u64 start;
+	__u8 sc;
+	__u8 _pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct sig_call);
+} sig_calls SEC(".maps");
+
+const volatile __u8 cfg_sig_calls = 0; /* the signal syscalls fill sig_calls (raw signal_generate attached) */
+
+static __always_inline __u64 current_start(void)
+{
+	struct task_struct___ident *t = (void *)bpf_get_current_task();
+	return BPF_CORE_READ(t, start_boottime);
+}
+
+static __always_inline void sig_call_enter(__u8 sc)
+{
+	if (!cfg_sig_calls)
+		return;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sig_call c = {.start = current_start(), .sc = sc};
+	bpf_map_update_elem(&sig_calls, &id, &c, BPF_ANY);
+}
+
+static __always_inline void sig_call_exit(void)
+{
+	if (!cfg_sig_calls)
+		return;
+	__u64 id = bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&sig_calls, &id);
+}
+
+static __always_inline __u8 sig_call_of_current(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sig_call *c = bpf_map_lookup_elem(&sig_calls, &id);
+	if (!c || c->start != current_start())
+		return SC_NONE;
+	return c->sc;
+}
+
+/*
  * Every generated signal. Those a signal syscall made are the caller's
  * (sched set; the other sets report them at the syscall): the target as
  * given is the syscall's argument (pidfd_send_signal: the target's pid),
@@ -369,28 +427,32 @@ static __always_inline __u8 signal_syscall(struct task_struct___ident *task, str
  * they will kill the target, or when --signal names them. A signal that
  * will kill is remembered for the target's exit record.
  */
-static __always_inline int signal_generated(__u64 *ctx)
+static __always_inline int signal_generated(void *ctx, int sig, void *info, struct task_struct___ident *target,
+					    int group, int result, bool raw)
 {
-	int sig = (int)ctx[0];
-	void *info = (void *)ctx[1];
-	struct task_struct___ident *target = (struct task_struct___ident *)ctx[2];
-	int group = (int)ctx[3], result = (int)ctx[4];
-	const struct pt_regs *regs;
-	bool compat;
-	struct task_struct___ident *cur = current_btf();
-	__u32 zero = 0;
-	struct batch *b = cfg_batch ? bpf_map_lookup_elem(&batches, &zero) : NULL;
-	__u8 sc = signal_syscall(cur, b, &regs, &compat);
-	__s32 code = sig_code(info);
+	const struct pt_regs *regs = NULL;
+	bool compat = false;
+	struct task_struct___ident *cur = NULL;
+	struct batch *b = NULL;
+	__u8 sc;
+	if (raw) {
+		sc = sig_call_of_current();
+	} else {
+		__u32 zero = 0;
+		cur = current_btf();
+		b = cfg_batch ? bpf_map_lookup_elem(&batches, &zero) : NULL;
+		sc = signal_syscall(cur, b, &regs, &compat);
+	}
+	__s32 code = sig_code(info, raw);
 	/* A timer or the terminal may signal from an interrupt that came
 	 * while the task it interrupted was in a signal syscall. */
 	if (sc < SC_KILL || sc > SC_PIDFD_SEND_SIGNAL || code == SI_KERNEL ||
 	    (code == SI_TIMER && sc != SC_RT_SIGQUEUEINFO && sc != SC_RT_TGSIGQUEUEINFO))
 		sc = SC_NONE;
 	bool note = !cfg_count_only && (cfg_types & (1 << EV_EXIT));
-	bool kills = (note || (sc == SC_NONE && cfg_sig_all)) && sig_kills(target, sig, result);
+	bool kills = (note || (sc == SC_NONE && cfg_sig_all)) && sig_kills(target, sig, result, raw);
 	if (kills && note)
-		note_killer(target, sig, code, sc);
+		note_killer(target, sig, code, sc, raw);
 	if (!(cfg_types & (1 << EV_SIGNAL)) || !pass_signal(sig))
 		return 0;
 
@@ -411,17 +473,18 @@ static __always_inline int signal_generated(__u64 *ctx)
 		tpid = (__s32)syscall_arg(regs, 1, compat);
 		break;
 	case SC_PIDFD_SEND_SIGNAL:
-		tpid = group ? target->tgid : target->pid;
+		tpid = group ? KR(raw, target, tgid) : KR(raw, target, pid);
 		break;
 	default:
 		/* Sent by the kernel: kept when fatal, or named by --signal. */
 		if (cfg_count_only || (cfg_sig_all && !kills))
 			return 0;
 		si.flags |= XF_KERNEL;
-		sig_target(&si, target);
-		return kernel_signal(ctx, target, group, sig, &si);
+		sig_target(&si, target, raw);
+		return kernel_signal(ctx, target, group, sig, &si, raw);
 	}
-	if (!cfg_sig_sched)
+	/* The raw program runs with the syscalls set only. */
+	if (raw || !cfg_sig_sched)
 		return 0; /* the syscall probes report it */
 	long ret = result == TRACE_SIGNAL_OVERFLOW_FAIL ? -EAGAIN : 0;
 	struct repeat_key k;
@@ -441,6 +504,8 @@ static __always_inline int signal_generated(__u64 *ctx)
 		k.code = code;
 		k.uid = cur->cred->uid.val;
 		k.auid = current_auid(cur);
+		k.euid = cur->cred->euid.val;
+		k.egid = cur->cred->egid.val;
 		k.sc = sc;
 		k.compat = compat;
 		k.result = result;
@@ -468,7 +533,7 @@ static __always_inline int signal_generated(__u64 *ctx)
 			return 0;
 		}
 	}
-	sig_target(&si, target);
+	sig_target(&si, target, false);
 	return on_signal_si(ctx, sc, tpid, target->tgid, sig, ret, compat, cur, cfg_count_only ? NULL : &si, cfg_batch ? &k : NULL);
 }
 

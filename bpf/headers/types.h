@@ -69,6 +69,7 @@ enum filter_index {
 #define SIGURG 23
 
 #define COMM_LEN 16
+#define TTY_LEN 16 /* bytes of the terminal's name kept, NUL included ("pts0"; the kernel's holds 64) */
 #define FILENAME_MAX 256 /* bytes of the exec filename kept, NUL included */
 #define ARGC_MAX 20	 /* arguments kept per exec */
 #define ARG_MAX 128	 /* bytes kept per argument, NUL included */
@@ -91,6 +92,11 @@ struct event_hdr {
 	__u64 cgid;   /* its cgroup v2 id */
 	__u32 ppid;   /* its real parent's tgid */
 	__u32 repeat; /* batched signal records: the record stands for 1 + repeat events (see struct batch) */
+	/* The other credentials, the audit session and the controlling
+	 * terminal, as audit's SYSCALL record has them (fill_creds). */
+	__u32 gid, euid, suid, fsuid, egid, sgid, fsgid;
+	__u32 ses;
+	char tty[TTY_LEN]; /* NUL padded; "" without a terminal */
 };
 
 /* fork, signal and exit records. */
@@ -157,9 +163,9 @@ struct throttle_event {
 _Static_assert(sizeof(struct throttle_event) == sizeof(struct event), "throttle_event travels as an event");
 /* Only cast to: this puts its type in the object's BTF, for bpf2go. */
 const struct throttle_event *unused_throttle_event __attribute__((unused));
-_Static_assert(sizeof(struct event_hdr) == 72, "event_hdr layout");
-_Static_assert(sizeof(struct event) == 128, "event layout");
-_Static_assert(__builtin_offsetof(struct exec_event, data) == 96, "exec_event layout");
+_Static_assert(sizeof(struct event_hdr) == 120, "event_hdr layout");
+_Static_assert(sizeof(struct event) == 176, "event layout");
+_Static_assert(__builtin_offsetof(struct exec_event, data) == 144, "exec_event layout");
 
 /* Counting-mode keys. */
 struct exec_key {

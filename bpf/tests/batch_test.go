@@ -30,8 +30,8 @@ const (
 
 const (
 	eventSize  = int(unsafe.Sizeof(BatchEvent{}))
-	batchBytes = 4096   // BATCH_BYTES
-	repeatMax  = 0xffff // REPEAT_MAX
+	batchBytes = 24 * 176 // BATCH_BYTES
+	repeatMax  = 0xffff   // REPEAT_MAX
 )
 
 // harness is the loaded test object, its programs run on CPU 0 (the batch

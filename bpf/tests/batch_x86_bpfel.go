@@ -25,7 +25,7 @@ type BatchBatch struct {
 	Pad2      uint32
 	RegsStart uint64
 	Regs      uint64
-	Buf       [4096]int8
+	Buf       [4224]int8
 }
 
 type BatchBatchOp struct {
@@ -67,6 +67,15 @@ type BatchEvent struct {
 		Cgid    uint64
 		Ppid    uint32
 		Repeat  uint32
+		Gid     uint32
+		Euid    uint32
+		Suid    uint32
+		Fsuid   uint32
+		Egid    uint32
+		Sgid    uint32
+		Fsgid   uint32
+		Ses     uint32
+		Tty     [16]int8
 	}
 	A        int32
 	B        int32
@@ -98,6 +107,8 @@ type BatchRepeatKey struct {
 	Code   int32
 	Uid    uint32
 	Auid   uint32
+	Euid   uint32
+	Egid   uint32
 	Sc     uint8
 	Compat uint8
 	Result uint8

@@ -62,6 +62,7 @@ func BenchmarkReassembleSignal(b *testing.B) {
 				return tracer.ProcIdentity{PPID: 1, Comm: "workload", Cgroup: "/user.slice"}, true
 			}
 			r.procComm = func(uint32) (string, bool) { return "workload", true }
+			r.procExe = func(uint32) (string, bool) { return "", false }
 			s := sink.NewJSONSink(io.Discard)
 			emit := func(e *tracer.Event) { _ = s.Write(e) }
 			b.ReportAllocs()

@@ -263,9 +263,9 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	if !r.types.Has(vocab.TypeExit) {
 		return
 	}
-	var pid, uid, auid uint32
+	var pid, uid, auid, ses uint32
 	var sig int
-	var comm []byte
+	var comm, exe []byte
 	f := fields{rest: body}
 	for {
 		k, v, ok := f.next()
@@ -279,8 +279,12 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 			uid = uint32(decInt(v))
 		case "auid":
 			auid = uint32(decInt(v))
+		case "ses":
+			ses = uint32(decInt(v))
 		case "comm":
 			comm = v
+		case "exe":
+			exe = v
 		case "sig":
 			sig = int(decInt(v))
 		}
@@ -305,6 +309,9 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	e.Reset()
 	e.Time, e.Backend, e.Type = t, backendName, vocab.TypeExit
 	e.PID, e.UID, e.AUID, e.Comm = pid, uid, auid, r.str(comm)
+	// The record has uid and gid alone of the ids: HasCreds stays false.
+	e.Session = ses
+	e.Exe, _ = tracer.CapString(r.str(exe), tracer.FilenameMax)
 	e.Signal, e.CoreUnknown = sig, true
 	w := r.ids
 	if me, ok := w.lookup(pid, 0); ok {

@@ -15,6 +15,7 @@ func identityReassembler(procs map[uint32]tracer.ProcIdentity, comms map[uint32]
 	all := vocab.TypeSet(0).With(vocab.TypeExec).With(vocab.TypeFork).With(vocab.TypeSignal).With(vocab.TypeExit)
 	r := newReassembler(all, vocab.UnsetID)
 	r.procComm = func(pid uint32) (string, bool) { c, ok := comms[pid]; return c, ok }
+	r.procExe = func(uint32) (string, bool) { return "", false }
 	r.ids.readProc = func(pid uint32, _ procParts) (tracer.ProcIdentity, bool) { p, ok := procs[pid]; return p, ok }
 	return r
 }

@@ -45,7 +45,7 @@ func runLean(t *testing.T, mode tracer.LeanMode) (*Backend, []string, map[string
 	return b, during, countEvents(events, cfg)
 }
 
-// Lean records: the kernel builds no PROCTITLE, CWD or EOE records (nor
+// Lean records: the kernel builds no PROCTITLE or EOE records (nor
 // OBJ_PID where signals are not watched) while tracer holds the PID, every event is still exact (ended
 // without its EOE), and the exclude rules are gone afterwards.
 func TestLeanRecords(t *testing.T) {

@@ -202,13 +202,17 @@ type SyscallRecord struct {
 	PID     uint32
 	AUID    uint32
 	UID     uint32
-	Comm    string // set by the backend from commRaw, which it interns
-	commRaw []byte // undecoded; valid only until the next record is read
+	// The other ids, the session and the terminal, as audit_log_task_info
+	// writes them after uid.
+	GID, EUID, SUID, FSUID, EGID, SGID, FSGID uint32
+	Ses                                       uint32
+	Comm                                      string // set by the backend from commRaw, which it interns
+	Exe, Key, TTY                             string // set by the backend from the raw fields, interned
+	commRaw, exeRaw, keyRaw, ttyRaw           []byte // undecoded; valid only until the next record is read
 }
 
-// ParseSyscall reads a SYSCALL record body into r (all but Comm). It
-// stops at comm, since exe, key and the LSM fields follow: Field reads
-// those.
+// ParseSyscall reads a SYSCALL record body into r (all but the strings
+// the backend interns: Comm, Exe, Key, TTY).
 func ParseSyscall(body []byte, r *SyscallRecord) {
 	*r = SyscallRecord{}
 	if parseSyscallInOrder(body, r) {
@@ -222,7 +226,8 @@ func ParseSyscall(body []byte, r *SyscallRecord) {
 // the kernel writes them (audit_log_exit); comm follows, after fields not
 // read. "exit" comes after "success", and neither is there for a syscall
 // that does not return (exit_group).
-var syscallKeys = [...]string{"arch", "syscall", "exit", "a0", "a1", "a2", "a3", "items", "ppid", "pid", "auid", "uid"}
+var syscallKeys = [...]string{"arch", "syscall", "exit", "a0", "a1", "a2", "a3", "items", "ppid", "pid", "auid", "uid",
+	"gid", "euid", "suid", "fsuid", "egid", "sgid", "fsgid", "tty", "ses"}
 
 const keyExit = 2
 
@@ -247,6 +252,42 @@ func (r *SyscallRecord) set(i int, v []byte) {
 		r.AUID = uint32(decInt(v))
 	case 11:
 		r.UID = uint32(decInt(v))
+	case 12:
+		r.GID = uint32(decInt(v))
+	case 13:
+		r.EUID = uint32(decInt(v))
+	case 14:
+		r.SUID = uint32(decInt(v))
+	case 15:
+		r.FSUID = uint32(decInt(v))
+	case 16:
+		r.EGID = uint32(decInt(v))
+	case 17:
+		r.SGID = uint32(decInt(v))
+	case 18:
+		r.FSGID = uint32(decInt(v))
+	case 19:
+		r.ttyRaw = v
+	case 20:
+		r.Ses = uint32(decInt(v))
+	}
+}
+
+// afterComm reads what follows comm: exe, the LSM's subj, and key, the
+// last field (audit_log_exit).
+func (r *SyscallRecord) afterComm(f *fields) {
+	for {
+		k, v, ok := f.next()
+		if !ok {
+			return
+		}
+		switch string(k) {
+		case "exe":
+			r.exeRaw = v
+		case "key":
+			r.keyRaw = v
+			return
+		}
 	}
 }
 
@@ -260,6 +301,7 @@ func parseSyscallByKey(body []byte, r *SyscallRecord) {
 		}
 		if string(k) == "comm" {
 			r.commRaw = v
+			r.afterComm(&f)
 			return
 		}
 		if i := slices.Index(syscallKeys[:], string(k)); i >= 0 {
@@ -290,16 +332,13 @@ func parseSyscallInOrder(body []byte, r *SyscallRecord) bool {
 		r.set(i, v)
 		rest = after
 	}
-	// gid through ses are not read: go straight to comm. (Searched for by
-	// its first letter, which those fields never hold; spaces they do.)
-	i := bytes.Index(rest, []byte("comm="))
-	if i < 1 || rest[i-1] != ' ' {
+	f := fields{rest: rest}
+	k, v, ok := f.next()
+	if !ok || string(k) != "comm" {
 		return false
 	}
-	f := fields{rest: rest[i:]}
-	if _, v, ok := f.next(); ok {
-		r.commRaw = v
-	}
+	r.commRaw = v
+	r.afterComm(&f)
 	return true
 }
 

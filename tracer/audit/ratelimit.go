@@ -49,7 +49,7 @@ func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, 
 	case class == vocab.TypeFork && sc.Exit > 0:
 		delete(w.procs, uint32(sc.Exit)) // a new process has that pid now
 	case class == vocab.TypeExec && sc.Exit == 0:
-		r.setComm(sc.PID, sc.PPID, sc.Comm)
+		r.setComm(sc.PID, sc.PPID, sc.Comm, sc.Exe)
 	case class == vocab.TypeExit && r.byArch[sc.Arch][sc.Syscall].name == "exit_group":
 		delete(w.procs, sc.PID)
 		delete(r.comms, sc.PID)

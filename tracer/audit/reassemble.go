@@ -33,6 +33,7 @@ type pending struct {
 	args     execveArgs // from the EXECVE records, which may be several
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
+	cwd      string // exec: the CWD record's
 	// reread: the exec's process was read again from /proc when the
 	// event started (the rate limit's cgroup): identify need not.
 	reread bool
@@ -66,10 +67,11 @@ type reassembler struct {
 	// objless: OBJ_PID records (setExcluded).
 	eoeless, pathless, objless bool
 
-	comms  map[uint32]commEntry // pid -> comm, to name the caller of an exec as it was before the exec
+	comms  map[uint32]commEntry // pid -> comm and exe, to name the caller of an exec as it was before the exec
 	intern map[string]string
-	// procComm reads a live process's comm (replaced in tests on recordings).
-	procComm func(pid uint32) (string, bool)
+	// procComm and procExe read a live process's comm and executable
+	// (replaced in tests on recordings).
+	procComm, procExe func(pid uint32) (string, bool)
 
 	// signals says which runtime noise (vocab.IsNoise) to keep; what is
 	// left out is counted in filtered, by reason.
@@ -111,6 +113,7 @@ func newReassembler(types vocab.TypeSet, scopeAUID uint32) *reassembler {
 		intern:   map[string]string{},
 		ids:      newIdentities(),
 		procComm: host.ProcComm,
+		procExe:  host.ProcExe,
 	}
 	for _, b32 := range []bool{false, true} {
 		arch := archValue(b32)
@@ -137,7 +140,7 @@ func archValue(b32 bool) uint32 {
 // feed takes one record; emit receives each completed event.
 func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	switch typ {
-	case typeSyscall, typeExecve, typePath, typeObjPID, typeEOE, typeAnomAbend:
+	case typeSyscall, typeExecve, typePath, typeObjPID, typeCwd, typeEOE, typeAnomAbend:
 	default:
 		return
 	}
@@ -190,6 +193,12 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		}
 		if r.eoeless && p.whole(r.pathless) {
 			r.complete(p, emit)
+		}
+	case typeCwd:
+		if p.info.class == vocab.TypeExec && p.cwd == "" {
+			if v, ok := Field(body, "cwd"); ok {
+				p.cwd, _ = tracer.CapString(v, tracer.FilenameMax)
+			}
 		}
 	case typeEOE:
 		r.complete(p, emit)
@@ -279,8 +288,14 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
 		return nil // the other socket's copy of a record already read
 	}
-	// commRaw points into the read buffer, which the next record overwrites.
+	// The raw fields point into the read buffer, which the next record overwrites.
 	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
+	sc.Exe, sc.exeRaw = r.str(sc.exeRaw), nil
+	sc.Key, sc.keyRaw = r.str(sc.keyRaw), nil
+	if string(sc.ttyRaw) != "(none)" {
+		sc.TTY = r.str(sc.ttyRaw)
+	}
+	sc.ttyRaw = nil
 	reread := false
 	if r.limit != nil {
 		if info.class == vocab.TypeFork && (!sc.HasExit || sc.Exit <= 0) {
@@ -437,12 +452,20 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	sc := &p.sc
 	e.Time, e.Backend, e.Type = p.time, backendName, p.info.class
 	e.PID, e.UID, e.AUID = sc.PID, sc.UID, sc.AUID
+	e.HasCreds, e.GID, e.EUID, e.SUID, e.FSUID = true, sc.GID, sc.EUID, sc.SUID, sc.FSUID
+	e.EGID, e.SGID, e.FSGID, e.Session = sc.EGID, sc.SGID, sc.FSGID, sc.Ses
+	e.TTY, e.Key = sc.TTY, sc.Key
+	e.Exe, _ = tracer.CapString(sc.Exe, tracer.FilenameMax)
 	comm := sc.Comm
 	e.Comm = comm
 	switch p.info.class {
 	case vocab.TypeExec:
-		e.PPID, e.Ret = sc.PPID, sc.Exit
-		e.Comm = r.commBefore(sc.PID, sc.PPID, comm)
+		e.PPID, e.Ret, e.Cwd = sc.PPID, sc.Exit, p.cwd
+		// The record's comm and exe are the new program's (a failed
+		// exec's, the caller's own).
+		var exe string
+		e.Comm, exe = r.callerBefore(sc.PID, sc.PPID, comm, sc.Exe)
+		e.Exe, _ = tracer.CapString(exe, tracer.FilenameMax)
 		e.Argv, e.ArgvTruncated = p.args.appendArgv(e.Argv)
 		e.Filename = p.filename
 		if !p.havePath && len(e.Argv) > 0 {
@@ -450,7 +473,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		}
 		e.Filename, e.FilenameTruncated = tracer.CapString(e.Filename, tracer.FilenameMax)
 		if sc.Exit == 0 {
-			r.setComm(sc.PID, sc.PPID, comm)
+			r.setComm(sc.PID, sc.PPID, comm, sc.Exe)
 		}
 	case vocab.TypeFork:
 		if !sc.HasExit || sc.Exit <= 0 {
@@ -460,7 +483,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		// A vfork parent's record comes after its child's exec, which
 		// already named the child: the parent's comm must not undo that.
 		if c, ok := r.comms[e.ChildPID]; !ok || c.ppid != sc.PID {
-			r.setComm(e.ChildPID, sc.PID, comm)
+			r.setComm(e.ChildPID, sc.PID, comm, sc.Exe)
 		}
 	case vocab.TypeSignal:
 		e.Syscall, e.Ret = p.info.name, sc.Exit
@@ -487,39 +510,42 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 	emit(e)
 }
 
-func (r *reassembler) setComm(pid, ppid uint32, comm string) {
+func (r *reassembler) setComm(pid, ppid uint32, comm, exe string) {
 	if len(r.comms) > 1<<16 {
 		clear(r.comms) // bounded: exits we never saw would grow it forever
 	}
-	r.comms[pid] = commEntry{comm: comm, ppid: ppid}
+	r.comms[pid] = commEntry{comm: comm, exe: exe, ppid: ppid}
 }
 
-// commEntry is a process's comm as last seen, with its parent: pids are
-// reused, and an entry whose parent is not the exec's is another process's.
+// commEntry is a process's comm and executable as last seen, with its
+// parent: pids are reused, and an entry whose parent is not the exec's is
+// another process's.
 type commEntry struct {
-	comm string
-	ppid uint32
+	comm, exe string
+	ppid      uint32
 }
 
-// commBefore names the caller of an exec as it was before the exec, which
-// is what the eBPF backend and bpftrace's sys_enter_execve see; the SYSCALL
-// record only has the comm after it. A process that has not exec'd yet has
-// its parent's comm, and the parent of a vfork or posix_spawn child is
-// still blocked in that call, so /proc has it.
-func (r *reassembler) commBefore(pid, ppid uint32, after string) string {
+// callerBefore names the caller of an exec, its comm and executable, as
+// it was before the exec, which is what the eBPF backend and bpftrace's
+// sys_enter_execve see; the SYSCALL record only has those after it. A
+// process that has not exec'd yet has its parent's, and the parent of a
+// vfork or posix_spawn child is still blocked in that call, so /proc has
+// it. A failed exec's record has the caller's own.
+func (r *reassembler) callerBefore(pid, ppid uint32, comm, exe string) (string, string) {
 	if c, ok := r.comms[pid]; ok && (c.ppid == ppid || !tracer.ProcessAlive(int(c.ppid))) {
 		// Its own entry, unless that is of an ended process whose pid was
 		// reused: its parent then is another, and alive. (A process whose
 		// parent died was reparented: its entry stands.)
-		return c.comm
+		return c.comm, c.exe
 	}
 	if c, ok := r.comms[ppid]; ok {
-		return c.comm
+		return c.comm, c.exe
 	}
 	if c, ok := r.procComm(ppid); ok {
-		return c
+		x, _ := r.procExe(ppid)
+		return c, x
 	}
-	return after
+	return comm, exe
 }
 
 // pidfdTarget reads the pid a process's pidfd refers to from its fdinfo

@@ -94,7 +94,12 @@ func TestParseSyscallInOrder(t *testing.T) {
 		if string(a.commRaw) != string(k.commRaw) {
 			t.Errorf("comm %q, key by key %q", a.commRaw, k.commRaw)
 		}
-		a.commRaw, k.commRaw = nil, nil
+		for _, f := range [...]struct{ a, k *[]byte }{{&a.commRaw, &k.commRaw}, {&a.exeRaw, &k.exeRaw}, {&a.keyRaw, &k.keyRaw}, {&a.ttyRaw, &k.ttyRaw}} {
+			if string(*f.a) != string(*f.k) {
+				t.Errorf("raw field %q, key by key %q", *f.a, *f.k)
+			}
+			*f.a, *f.k = nil, nil
+		}
 		if !reflect.DeepEqual(a, k) {
 			t.Errorf("in order %+v\nkey by key %+v\nof %s", a, k, body)
 		}

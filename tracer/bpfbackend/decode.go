@@ -34,35 +34,39 @@ const (
 	offCgid    = 56 // its cgroup v2 id
 	offHdrPPID = 64
 	offRepeat  = 68 // batched signal records: 1 + repeat events (struct batch)
-	hdrSize    = 72
+	offGID     = 72 // gid, euid, suid, fsuid, egid, sgid, fsgid: 7 x u32
+	offSes     = 100
+	offTTY     = 104
+	ttyLen     = 16
+	hdrSize    = 120
 	commLen    = 16
 
 	// struct event: fork, signal, exit.
-	offA        = 72 // child pid, target pid or exit code
-	offB        = 76 // signal; exit: the killing signal
-	offRet      = 80
-	offCode     = 88 // si_code
-	offXPID     = 92 // signal: the target's tgid; exit: the killer's
-	offXStart   = 96
-	offXComm    = 104
-	offStatus   = 120 // exit: the wait status
-	offResult   = 124
-	offXFlags   = 125
-	offXSyscall = 126
-	eventSize   = 128
+	offA        = 120 // child pid, target pid or exit code
+	offB        = 124 // signal; exit: the killing signal
+	offRet      = 128
+	offCode     = 136 // si_code
+	offXPID     = 140 // signal: the target's tgid; exit: the killer's
+	offXStart   = 144
+	offXComm    = 152
+	offStatus   = 168 // exit: the wait status
+	offResult   = 172
+	offXFlags   = 173
+	offXSyscall = 174
+	eventSize   = 176
 
 	// struct throttle_event: as long as struct event.
-	offWStart  = 72 // the window, ktime ns
-	offWEnd    = 80
-	offDropped = 88 // events left out: exec, fork, signal, exit (4 x u64)
+	offWStart  = 120 // the window, ktime ns
+	offWEnd    = 128
+	offDropped = 136 // events left out: exec, fork, signal, exit (4 x u64)
 
 	// struct exec_event.
-	offPPID         = 72
-	offFilenameSize = 76
-	offArgvSize     = 78
-	offExecRet      = 80
-	offArgc         = 88
-	offData         = 96
+	offPPID         = 120
+	offFilenameSize = 124
+	offArgvSize     = 126
+	offExecRet      = 128
+	offArgc         = 136
+	offData         = 144
 )
 
 // Flags in event.xflags.
@@ -223,15 +227,16 @@ func sameButParties(a, b []byte) bool {
 	// Unrolled: a loop cost twice as much.
 	w := func(i int) uint64 { return (le.Uint64(pa[i*8:]) ^ le.Uint64(pb[i*8:])) & partiesMask[i] }
 	d := w(0) | w(1) | w(2) | w(3) | w(4) | w(5) | w(6) | w(7) |
-		w(8) | w(9) | w(10) | w(11) | w(12) | w(13) | w(14) | w(15)
+		w(8) | w(9) | w(10) | w(11) | w(12) | w(13) | w(14) | w(15) |
+		w(16) | w(17) | w(18) | w(19) | w(20) | w(21)
 	return d == 0 && bytes.Equal(a[eventSize:], b[eventSize:])
 }
 
 // partiesMask has the bits of a record's words (little endian) that
 // sameButParties compares: all but those of the fields it lets differ.
-var partiesMask = func() (m [16]uint64) {
+var partiesMask = func() (m [22]uint64) {
 	if eventSize != 8*len(m) {
-		panic("bpfbackend: sameButParties reads 16 words")
+		panic("bpfbackend: sameButParties reads 22 words")
 	}
 	var b [eventSize]byte
 	for i := range b {
@@ -264,6 +269,9 @@ func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {
 	e.AUID = le.Uint32(raw[offAUID:])
 	e.Type = vocab.Type(raw[offType])
 	e.Comm = d.intern(cstring(raw[offComm : offComm+commLen]))
+	if e.Type != vocab.TypeThrottle {
+		d.decodeCreds(raw, e)
+	}
 	sc := raw[offSyscall]
 	if int(sc) < len(syscallNames) && e.Type != vocab.TypeExec && e.Type != vocab.TypeExit {
 		e.Syscall = syscallNames[sc]
@@ -295,6 +303,20 @@ func (d *decoder) decodeRecord(raw []byte, e *tracer.Event) error {
 		return d.decodeThrottle(raw, e)
 	}
 	return fmt.Errorf("unknown record type %d", raw[offType])
+}
+
+// decodeCreds reads the ids beside uid, the audit session and the
+// terminal from a record's header (fill_creds).
+func (d *decoder) decodeCreds(raw []byte, e *tracer.Event) {
+	le := binary.LittleEndian
+	e.HasCreds = true
+	e.GID, e.EUID = le.Uint32(raw[offGID:]), le.Uint32(raw[offGID+4:])
+	e.SUID, e.FSUID = le.Uint32(raw[offGID+8:]), le.Uint32(raw[offGID+12:])
+	e.EGID, e.SGID, e.FSGID = le.Uint32(raw[offGID+16:]), le.Uint32(raw[offGID+20:]), le.Uint32(raw[offGID+24:])
+	e.Session = le.Uint32(raw[offSes:])
+	if raw[offTTY] != 0 {
+		e.TTY = d.intern(cstring(raw[offTTY : offTTY+ttyLen]))
+	}
 }
 
 // decodeThrottle reads a throttle record (struct throttle_event); its

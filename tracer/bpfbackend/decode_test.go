@@ -39,6 +39,19 @@ func header(b []byte, ktime uint64, pid, uid, auid uint32, typ vocab.Type, sc, f
 	le.PutUint64(b[offStart:], 123_456_789_000) // 12345 clock ticks
 	le.PutUint32(b[offHdrPPID:], 1)
 	le.PutUint64(b[offPStart:], 29_999_999) // 2 ticks, rounded down
+	// gid, then a setuid program's euid 0 and suid 0, fsuid uid, the gids gid.
+	for i, v := range []uint32{uid + 1, 0, 0, uid, uid + 1, uid + 1, uid + 1} {
+		le.PutUint32(b[offGID+4*i:], v)
+	}
+	le.PutUint32(b[offSes:], 7)
+	copy(b[offTTY:offTTY+ttyLen], "pts3")
+}
+
+// withCreds is e with the ids, session and terminal header writes.
+func withCreds(e tracer.Event) tracer.Event {
+	e.HasCreds, e.GID, e.EUID, e.SUID, e.FSUID = true, e.UID+1, 0, 0, e.UID
+	e.EGID, e.SGID, e.FSGID, e.Session, e.TTY = e.UID+1, e.UID+1, e.UID+1, 7, "pts3"
+	return e
 }
 
 func smallRecord(typ vocab.Type, sc uint8, a, sig int32, ret int64) []byte {
@@ -98,6 +111,7 @@ func TestDecodeRecords(t *testing.T) {
 			want := c.want
 			want.Backend, want.PID, want.Comm, want.UID, want.AUID = base.Backend, base.PID, base.Comm, base.UID, base.AUID
 			want.ExecID, want.ParentExecID = tracer.ExecID{PID: 4242, Start: 12345}, tracer.ExecID{PID: 1, Start: 2}
+			want = withCreds(want)
 			want.Time, got.Time = time.Time{}, time.Time{}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
@@ -116,6 +130,7 @@ func TestDecodeExec(t *testing.T) {
 	want := tracer.Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", AUID: vocab.UnsetID,
 		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"},
 		ExecID: tracer.ExecID{PID: 4243, Start: 12345}, ParentExecID: tracer.ExecID{PID: 1, Start: 2}}
+	want = withCreds(want)
 	e.Time = time.Time{}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("got  %+v\nwant %+v", e, want)
@@ -247,6 +262,10 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"cgid", unsafe.Offsetof(h.Cgid), offCgid},
 		{"header ppid", unsafe.Offsetof(h.Ppid), offHdrPPID},
 		{"repeat", unsafe.Offsetof(h.Repeat), offRepeat},
+		{"gid", unsafe.Offsetof(h.Gid), offGID},
+		{"fsgid", unsafe.Offsetof(h.Fsgid), offGID + 24},
+		{"ses", unsafe.Offsetof(h.Ses), offSes},
+		{"tty", unsafe.Offsetof(h.Tty), offTTY},
 		{"header size", unsafe.Sizeof(h), hdrSize},
 		{"code", unsafe.Offsetof(ev.Code), offCode},
 		{"xpid", unsafe.Offsetof(ev.Xpid), offXPID},

@@ -67,14 +67,17 @@ type Backend struct {
 	links       []link.Link
 	track       []probe // process-tree probes, attached when tracking is on
 	tracking    bool
-	followed    bool      // the process-tree probes were attached (Features.Track)
-	attribution string    // Features.Attribution
-	tr          transport // nil in counting mode
-	batchEnd    func()    // OnBatchEnd's
-	running     bool      // Run reads the ring
-	bpfStats    io.Closer
-	cgroups     *cgroupNames // names the cgroup ids of records
-	sweep       bool         // rate_sweep and rate_final are loaded (--rate-limit)
+	followed    bool   // the process-tree probes were attached (Features.Track)
+	attribution string // Features.Attribution
+	// rawAttribution: who killed it from raw tracepoints (no BTF
+	// tracepoints to use), with the signal syscalls filling sig_calls.
+	rawAttribution bool
+	tr             transport // nil in counting mode
+	batchEnd       func()    // OnBatchEnd's
+	running        bool      // Run reads the ring
+	bpfStats       io.Closer
+	cgroups        *cgroupNames // names the cgroup ids of records
+	sweep          bool         // rate_sweep and rate_final are loaded (--rate-limit)
 
 	events  [vocab.TypeThrottle + 1]atomic.Uint64
 	badRecs atomic.Uint64

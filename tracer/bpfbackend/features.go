@@ -23,10 +23,11 @@ const (
 	AttachTpBTF      = "tp_btf"     // BTF tracepoints: the sched set
 	AttachTracepoint = "tracepoint" // classic tracepoints: the syscalls set
 	AttachFEntry     = "fentry"     // reported only: --probes fentry
-	AttachRawTP      = "raw_tp"     // reported only: the process tree without BTF tracepoints
+	AttachRawTP      = "raw_tp"     // reported only: the process tree, and who killed it, without BTF tracepoints
 	// AttributionNone: no probe sees deaths by a signal or the kernel's
-	// own signals (no BTF tracepoints: exit events come from exit calls
-	// only, without killed_by).
+	// own signals (exit events come from exit calls only, without
+	// killed_by): none is attached, as when --types has neither signal
+	// nor exit.
 	AttributionNone = "none"
 )
 
@@ -78,8 +79,9 @@ type Features struct {
 	GlobalData string // GlobalMmap or GlobalConstants
 	BTF        string // "kernel", or the --btf file the types came from
 	// Attribution is what sees deaths by a signal, their senders and the
-	// kernel's own signals: "tp_btf" (signal_generate, sched_process_exit),
-	// or AttributionNone; "" when counting.
+	// kernel's own signals (signal_generate, sched_process_exit,
+	// mark_victim): "tp_btf", "raw_tp" (no BTF tracepoints, or
+	// --ebpf-attach tracepoint), or AttributionNone; "" when counting.
 	Attribution string
 	Probes      string // the probe set: sched, syscalls or fentry
 }

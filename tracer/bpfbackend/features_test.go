@@ -40,14 +40,16 @@ func TestFallbacks(t *testing.T) {
 		t.Run(c.transport+"_"+c.attach, func(t *testing.T) {
 			force := func(cfg *tracer.Config) { cfg.Transport, cfg.Attach = c.transport, c.attach }
 			wantTransport := map[string]string{TransportRingbuf: "ringbuf", TransportPerf: "perfbuf"}[c.transport]
-			wantTrack := AttachTpBTF
+			// Forced classic tracepoints follow the tree and see who
+			// killed it from raw tracepoints, as on a kernel without BTF.
+			wantTrack, wantAttribution := AttachTpBTF, AttachTpBTF
 			if c.attach == AttachTracepoint {
-				wantTrack = AttachRawTP
+				wantTrack, wantAttribution = AttachRawTP, AttachRawTP
 			}
 			checkFeatures := func(t *testing.T, b *Backend) {
 				t.Helper()
-				if f := b.Features(); f.Transport != wantTransport || f.Attach != c.attach || f.Track != wantTrack || f.BTF != "kernel" || f.Attribution != AttachTpBTF {
-					t.Errorf("features %+v, want transport %s attach %s track %s btf kernel", f, wantTransport, c.attach, wantTrack)
+				if f := b.Features(); f.Transport != wantTransport || f.Attach != c.attach || f.Track != wantTrack || f.BTF != "kernel" || f.Attribution != wantAttribution {
+					t.Errorf("features %+v, want transport %s attach %s track %s attribution %s btf kernel", f, wantTransport, c.attach, wantTrack, wantAttribution)
 				}
 			}
 
@@ -170,7 +172,8 @@ func TestBTFFile(t *testing.T) {
 // A kernel without BTF of its own (RHEL 8.0, 8.1), as this one pretends:
 // without --btf, one usage error saying to pass it; with --btf, the
 // programs are relocated against the file and attach to the classic
-// tracepoints, and the workload's events are exact.
+// tracepoints (who killed it: raw tracepoints), and the workload's events
+// and the deaths' causes and senders are exact.
 func TestNoKernelBTF(t *testing.T) {
 	tracertest.NeedRoot(t)
 	own := loadKernelBTF
@@ -195,13 +198,34 @@ func TestNoKernelBTF(t *testing.T) {
 	b := New()
 	start := time.Now()
 	all, root := runScoped(t, b, cfg, bin, workloadArgs()...)
-	if f := b.Features(); f.Attach != AttachTracepoint || f.Track != AttachRawTP || f.BTF != cfg.BTFFile || f.Attribution != AttributionNone {
-		t.Errorf("features %+v, want tracepoint, raw_tp, BTF from %s", f, cfg.BTFFile)
+	checkNoBTF := func(b *Backend) {
+		t.Helper()
+		if f := b.Features(); f.Attach != AttachTracepoint || f.Track != AttachRawTP || f.BTF != cfg.BTFFile || f.Attribution != AttachRawTP {
+			t.Errorf("features %+v, want tracepoint, raw_tp, attribution raw_tp, BTF from %s", f, cfg.BTFFile)
+		}
 	}
+	checkNoBTF(b)
 	diffKeys(t, keys(all), wantKeys(bin, false))
 	checkFields(t, all, root, start)
 	if st := b.Stats(); st.TotalLost() != 0 {
 		t.Errorf("lost %v", st.Lost)
+	}
+
+	// Who killed it, as the BTF tracepoints say it.
+	deathsBin := tracertest.BuildDeaths(t)
+	procs := tracertest.MemoryCgroup(t, "tracer-test-oom-"+strconv.Itoa(os.Getpid()), 32<<20)
+	b = New()
+	cfg.Signals = tracer.DefaultConfig().Signals
+	events, deaths := runDeaths(t, b, cfg, deathsBin,
+		"segv", "segvnocore", "kill9", "pipe", "timer", "oom", procs, "exit3", "orphan", "reuse")
+	checkNoBTF(b)
+	main, ok := deaths.Proc("main", 0)
+	if !ok {
+		t.Fatalf("deaths printed no main line")
+	}
+	checkDeaths(t, events, deaths, main)
+	if st := b.Stats(); st.TotalLost() != 0 {
+		t.Errorf("deaths: lost %v", st.Lost)
 	}
 }
 

@@ -54,6 +54,12 @@ func (b *Backend) start(cfg tracer.Config, set string) error {
 	b.batch = b.canBatch && set != ProbesSyscalls
 	// BTF tracepoints follow the process tree where the kernel has them.
 	b.track = trackProbes(hasTracepoint(kernel, "sched_process_fork") && cfg.Attach != AttachTracepoint)
+	// Who killed it comes from raw tracepoints where BTF tracepoints are
+	// not to be used; the signal syscalls then say which one a thread is
+	// in (sig_calls), which those cannot read.
+	b.rawAttribution = set == ProbesSyscalls && !cfg.CountOnly &&
+		(kernel == nil || cfg.Attach == AttachTracepoint) &&
+		(cfg.Types.Has(vocab.TypeSignal) || cfg.Types.Has(vocab.TypeExit))
 	switch set {
 	case ProbesSched:
 		if events, b.track, err = schedProbes(kernel, cfg.Types); err != nil {
@@ -64,10 +70,10 @@ func (b *Backend) start(cfg tracer.Config, set string) error {
 			return vocab.Usagef("--probes fentry: %w: use --probes default", err)
 		}
 	default:
-		events = tracepointProbes(cfg.Types)
+		events = tracepointProbes(cfg.Types, b.rawAttribution)
 	}
 	if !cfg.CountOnly {
-		who := attributionProbes(kernel, cfg.Types, set)
+		who := attributionProbes(kernel, b.kernel.types, cfg.Types, set, b.rawAttribution)
 		for _, p := range who {
 			if p.name == "proc_exit" {
 				// It removes exited processes from the tree after
@@ -81,10 +87,13 @@ func (b *Backend) start(cfg tracer.Config, set string) error {
 		}
 		events = append(events, who...)
 		// Who killed it: the sched set's own BTF tracepoints, the other
-		// sets' attribution probes, or nothing where the kernel has no
-		// BTF tracepoints.
+		// sets' attribution probes (BTF or raw tracepoints), or nothing
+		// when none is attached.
 		b.attribution = AttributionNone
-		if set == ProbesSched || slices.ContainsFunc(who, func(p probe) bool { return p.name == "sched_signal" || p.name == "proc_exit" }) {
+		switch {
+		case b.rawAttribution:
+			b.attribution = AttachRawTP
+		case set == ProbesSched || slices.ContainsFunc(who, func(p probe) bool { return p.name == "sched_signal" || p.name == "proc_exit" }):
 			b.attribution = AttachTpBTF
 		}
 	}
@@ -241,6 +250,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 		// per event (see wake_flags).
 		"cfg_wake_interval_ns": wakeInterval(cfg),
 		"cfg_sig_sched":        boolByte(set == ProbesSched),
+		"cfg_sig_calls":        boolByte(b.rawAttribution),
 		// tracer never reports itself: its runtime's signals, its own
 		// liveness checks, the children it starts.
 		"cfg_self_tgid":      uint32(os.Getpid()),
@@ -286,6 +296,7 @@ func (b *Backend) configure(spec *ebpf.CollectionSpec, cfg tracer.Config, set st
 	unused("execs", set != ProbesSched && cfg.Types.Has(vocab.TypeExec))
 	unused("exec_comm", set == ProbesSched && cfg.Types.Has(vocab.TypeExec))
 	unused("pending", set == ProbesSyscalls && cfg.Types.Has(vocab.TypeSignal))
+	unused("sig_calls", b.rawAttribution)
 	unused("exec_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeExec))
 	unused("fork_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeFork))
 	unused("signal_counts", cfg.CountOnly && cfg.Types.Has(vocab.TypeSignal))

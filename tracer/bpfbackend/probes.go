@@ -237,8 +237,10 @@ func schedProbes(kernel *btf.Spec, types vocab.TypeSet) (events, track []probe, 
 }
 
 // tracepointProbes is the syscalls probe set for types, exit side first.
-// 32-bit syscalls do not fire the syscalls:* tracepoints on x86.
-func tracepointProbes(types vocab.TypeSet) []probe {
+// 32-bit syscalls do not fire the syscalls:* tracepoints on x86. sigCalls:
+// the signal syscalls' probes are attached for the raw signal_generate
+// program (sig_calls) even when signals are not traced.
+func tracepointProbes(types vocab.TypeSet, sigCalls bool) []probe {
 	var exits, entries []probe
 	exit := func(name, prog, tp string, optional bool) {
 		exits = append(exits, probe{name: name, prog: prog, hook: hookTracepoint, target: "syscalls/" + tp, optional: optional})
@@ -258,7 +260,7 @@ func tracepointProbes(types vocab.TypeSet) []probe {
 			exit("tp_exit_"+sc, "tp_exit_"+sc, "sys_exit_"+sc, sc == "fork" || sc == "vfork")
 		}
 	}
-	if types.Has(vocab.TypeSignal) {
+	if types.Has(vocab.TypeSignal) || sigCalls {
 		for _, sc := range []string{"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"} {
 			exit("tp_exit_signal", "tp_exit_signal", "sys_exit_"+sc, sc == "pidfd_send_signal")
 			entry("tp_enter_"+sc, "tp_enter_"+sc, "sys_enter_"+sc)
@@ -333,8 +335,14 @@ func attach(coll *ebpf.Collection, p probe) (link.Link, error) {
 // kernel's own signals and the senders of fatal ones (signal_generate),
 // deaths by a signal (sched_process_exit), and for every set the OOM
 // killer's choice (oom:mark_victim). Where the kernel lacks a BTF
-// tracepoint, that part is not seen.
-func attributionProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []probe {
+// tracepoint, that part is not seen. raw: the same programs on raw
+// tracepoints (the syscalls set without BTF tracepoints), reading the
+// kernel's structs through CO-RE relocations against relocTypes (the
+// kernel's BTF or --btf's).
+func attributionProbes(kernel, relocTypes *btf.Spec, types vocab.TypeSet, set string, raw bool) []probe {
+	if raw {
+		return rawAttributionProbes(relocTypes, types)
+	}
 	var out []probe
 	if set != ProbesSched {
 		if (types.Has(vocab.TypeSignal) || types.Has(vocab.TypeExit)) && hasTracepoint(kernel, "signal_generate") {
@@ -352,6 +360,24 @@ func attributionProbes(kernel *btf.Spec, types vocab.TypeSet, set string) []prob
 		out = append(out, probe{name: "oom_victim", prog: prog, target: "mark_victim"})
 	}
 	return out
+}
+
+// rawAttributionProbes are attributionProbes on raw tracepoints. Raw
+// tracepoints take no BTF to attach: which mark_victim the kernel has is
+// read from relocTypes, a kernel without it in its types being older
+// than 6.8 (the victim's pid).
+func rawAttributionProbes(relocTypes *btf.Spec, types vocab.TypeSet) []probe {
+	out := []probe{{name: "sched_signal", prog: "sched_signal_raw", hook: hookRawTP, target: "signal_generate"}}
+	if !types.Has(vocab.TypeExit) {
+		return out
+	}
+	out = append(out, probe{name: "proc_exit", prog: "proc_exit_raw", hook: hookRawTP, target: "sched_process_exit"})
+	prog := "oom_victim_pid_raw"
+	if tracepointTakesTask(relocTypes, "mark_victim") {
+		prog = "oom_victim_raw"
+	}
+	// Optional: a kernel built without the OOM killer's tracepoints.
+	return append(out, probe{name: "oom_victim", prog: prog, hook: hookRawTP, target: "mark_victim", optional: true})
 }
 
 // tracepointTakesTask reports whether a BTF tracepoint's first argument is a task_struct pointer.

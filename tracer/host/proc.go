@@ -57,6 +57,12 @@ func ProcComm(pid uint32) (comm string, ok bool) {
 	return strings.TrimSpace(string(b)), err == nil
 }
 
+// ProcExe reads the path of a live process's executable (/proc/PID/exe).
+func ProcExe(pid uint32) (exe string, ok bool) {
+	exe, err := os.Readlink("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/exe")
+	return exe, err == nil
+}
+
 // ProcStat is what the project reads of a /proc/PID/stat line (proc(5)).
 type ProcStat struct {
 	Comm         string

@@ -22,7 +22,12 @@ func decodeEvents() map[string]tracer.Event {
 	evs["exec"] = tracer.Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "ebpf", Type: vocab.TypeExec, PID: 4400, Comm: "ba\"sh\x01",
 		UID: 1000, AUID: 1000, PPID: 4399, Filename: "/usr/bin/gr ep", Argv: []string{"grep", "-e", "a\nb", "\u00e9\u2028"}, Ret: -2,
 		ExecID: tracer.ExecID{PID: 4400, Start: 123}, ParentExecID: tracer.ExecID{PID: 4399, Start: 100}, Ancestors: anc,
-		Cgroup: "/user.slice/x.scope", Unit: "x.scope"}
+		Cgroup: "/user.slice/x.scope", Unit: "x.scope",
+		HasCreds: true, GID: 1000, EUID: 0, SUID: 0, FSUID: 0, EGID: 1000, SGID: 1000, FSGID: 7,
+		Session: 4, TTY: "pts\"1", Exe: "/usr/bin/s u", Cwd: "/home/\xff", Key: "k\x01k"}
+	evs["exec, same ids"] = tracer.Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 1, time.UTC), Backend: "audit", Type: vocab.TypeExec, PID: 4400,
+		Comm: "bash", UID: 1000, AUID: 1000, HasCreds: true, GID: 1000, EUID: 1000, SUID: 1000, FSUID: 1000, EGID: 1000, SGID: 1000,
+		FSGID: 1000, Session: vocab.UnsetID, Filename: "/bin/true", Argv: []string{"true"}}
 	evs["fork"] = tracer.Event{Time: time.Date(2026, 3, 1, 10, 41, 7, 999999999, time.UTC), Backend: "audit", Type: vocab.TypeFork, PID: 4400,
 		Comm: "bash", AUID: vocab.UnsetID, ChildPID: 4401, Syscall: "clone3"}
 	evs["segv-code"] = tracer.Event{Time: attributionTime, Backend: "ebpf", Type: vocab.TypeSignal, PID: 1, Comm: "a", AUID: vocab.UnsetID, TargetPID: -1,

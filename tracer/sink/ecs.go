@@ -68,7 +68,19 @@ func appendECS(b []byte, e, raw *tracer.Event) []byte {
 	b = appendECSProcess(b, e)
 	b = append(b, `,"user":{"id":"`...)
 	b = strconv.AppendUint(b, uint64(e.UID), 10)
-	b = append(b, `"}`...)
+	b = append(b, '"')
+	if e.HasCreds && e.EUID != e.UID {
+		// ECS's user.effective: the user a setuid program acts as.
+		b = append(b, `,"effective":{"id":"`...)
+		b = strconv.AppendUint(b, uint64(e.EUID), 10)
+		b = append(b, `"}`...)
+	}
+	b = append(b, '}')
+	if e.HasCreds {
+		b = append(b, `,"group":{"id":"`...)
+		b = strconv.AppendUint(b, uint64(e.GID), 10)
+		b = append(b, `"}`...)
+	}
 	b = appendECSContainer(b, e) // pod.go
 	if carriesRet(e) && e.Ret != 0 {
 		b = append(b, `,"error":{"code":`...)
@@ -113,6 +125,14 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = appendExecID(b, e.ExecID)
 		b = append(b, '"')
 	}
+	if e.Type != vocab.TypeExec && e.Exe != "" {
+		b = append(b, `,"executable":`...)
+		b = AppendJSONString(b, e.Exe)
+	}
+	if e.Cwd != "" {
+		b = append(b, `,"working_directory":`...)
+		b = AppendJSONString(b, e.Cwd)
+	}
 	if e.Type == vocab.TypeExec {
 		b = append(b, `,"executable":`...)
 		b = AppendJSONString(b, e.Filename)
@@ -132,11 +152,29 @@ func appendECSProcess(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"exit_code":`...)
 		b = strconv.AppendInt(b, int64(e.ExitCode), 10)
 	}
-	b = append(b, `,"real_user":{"id":"`...)
-	b = strconv.AppendUint(b, uint64(e.UID), 10)
-	b = append(b, `"}`...)
+	b = appendECSIDs(b, e)
 	b = appendECSParent(b, e)
 	return append(b, '}')
+}
+
+// appendECSIDs appends the process's ids: ECS's user and group are the
+// effective ones, beside the real and saved.
+func appendECSIDs(b []byte, e *tracer.Event) []byte {
+	if !e.HasCreds {
+		b = append(b, `,"real_user":{"id":"`...)
+		b = strconv.AppendUint(b, uint64(e.UID), 10)
+		return append(b, `"}`...)
+	}
+	for _, f := range [...]struct {
+		name string
+		id   uint32
+	}{{`,"user":{"id":"`, e.EUID}, {`,"group":{"id":"`, e.EGID}, {`,"real_user":{"id":"`, e.UID},
+		{`,"real_group":{"id":"`, e.GID}, {`,"saved_user":{"id":"`, e.SUID}, {`,"saved_group":{"id":"`, e.SGID}} {
+		b = append(b, f.name...)
+		b = strconv.AppendUint(b, uint64(f.id), 10)
+		b = append(b, `"}`...)
+	}
+	return b
 }
 
 // appendECSParent appends process.parent, where the event names it: its
@@ -175,12 +213,15 @@ func appendECSParent(b []byte, e *tracer.Event) []byte {
 func appendECSTracer(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"tracer":{"auid":`...)
 	b = strconv.AppendUint(b, uint64(e.AUID), 10)
+	b = appendAuditContext(b, e)
 	b = appendCgroupUnit(b, e)
 	b = appendPodExtra(b, e, false)
 	switch e.Type {
 	case vocab.TypeExec:
 		b = append(b, `,"comm":`...)
 		b = AppendJSONString(b, e.Comm)
+		// The caller's program before the exec; process.executable is the new one.
+		b = appendOptString(b, `,"exe":`, e.Exe)
 		if e.FilenameTruncated {
 			b = append(b, `,"filename_truncated":true`...)
 		}
@@ -308,4 +349,25 @@ func appendCgroupUnit(b []byte, e *tracer.Event) []byte {
 		b = append(b, `,"cgroup_truncated":true`...)
 	}
 	return appendOptString(b, `,"unit":`, e.Unit)
+}
+
+// appendAuditContext appends, named as in the JSON lines, what neither
+// schema has a field for: the file system ids where they differ from the
+// real ones, the audit session, the terminal's name (ECS's process.tty
+// holds device numbers, which the backends do not read) and the audit key.
+func appendAuditContext(b []byte, e *tracer.Event) []byte {
+	if e.HasCreds && e.FSUID != e.UID {
+		b = append(b, `,"fsuid":`...)
+		b = strconv.AppendUint(b, uint64(e.FSUID), 10)
+	}
+	if e.HasCreds && e.FSGID != e.GID {
+		b = append(b, `,"fsgid":`...)
+		b = strconv.AppendUint(b, uint64(e.FSGID), 10)
+	}
+	if e.Session != 0 {
+		b = append(b, `,"ses":`...)
+		b = strconv.AppendUint(b, uint64(e.Session), 10)
+	}
+	b = appendOptString(b, `,"tty":`, e.TTY)
+	return appendOptString(b, `,"key":`, e.Key)
 }

@@ -4,6 +4,7 @@ package sink
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,33 @@ func TestECSKeepsArgvWhole(t *testing.T) {
 	}
 	if doc.Timestamp != "2026-12-01T10:00:00.123456789Z" {
 		t.Errorf("@timestamp %q", doc.Timestamp)
+	}
+}
+
+// A setuid program's exec: the ids that differ from the real ones, the
+// session, terminal, program, directory and key, in each format.
+func TestCredsInEveryFormat(t *testing.T) {
+	e := tracer.Event{Time: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Backend: "audit", Type: vocab.TypeExec, PID: 42,
+		Comm: "sh", UID: 1000, AUID: 1000, HasCreds: true, GID: 1000, Session: 3, TTY: "pts0", Exe: "/usr/bin/bash",
+		Cwd: "/home/a", Key: "tracer-1-2", PPID: 41, Filename: "/usr/bin/passwd", Argv: []string{"passwd"}}
+	e.SameCreds()
+	e.EUID, e.SUID, e.FSUID = 0, 0, 0
+	for _, c := range []struct {
+		name string
+		got  string
+		want []string
+	}{
+		{"json", string(AppendJSON(nil, &e)), []string{`"uid":1000,"gid":1000,"euid":0,"suid":0,"fsuid":0,"auid":1000,"ses":3,"tty":"pts0","exe":"/usr/bin/bash","cwd":"/home/a","key":"tracer-1-2",`}},
+		{"text", string(AppendText(nil, &e)), []string{" 1000       euid=0 ppid=41 "}},
+		{"ecs", string(AppendECS(nil, &e)), []string{`"user":{"id":"0"},"group":{"id":"1000"},"real_user":{"id":"1000"}`, `"saved_user":{"id":"0"}`,
+			`"user":{"id":"1000","effective":{"id":"0"}}`, `"working_directory":"/home/a"`, `"fsuid":0,"ses":3,"tty":"pts0","key":"tracer-1-2"`, `"exe":"/usr/bin/bash"`}},
+		{"ocsf", string(AppendOCSF(nil, &e)), []string{`"user":{"uid":"1000"},"group":{"uid":"1000"},"euid":0,"auid":1000,"path":"/usr/bin/bash","working_directory":"/home/a","session":{"uid":"3","terminal":"pts0"}`,
+			`"suid":0,"fsuid":0,"key":"tracer-1-2"`}},
+	} {
+		for _, w := range c.want {
+			if !strings.Contains(c.got, w) {
+				t.Errorf("%s: no %s in\n%s", c.name, w, c.got)
+			}
+		}
 	}
 }

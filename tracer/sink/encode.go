@@ -350,7 +350,7 @@ func (s *JSONSink) remember(e *tracer.Event) {
 // is whether their JSON lines differ at most there. It names every field
 // of Event but Time (TestSameButTimeSeesEveryField checks that).
 func sameButTime(a, b *tracer.Event) bool {
-	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID &&
+	return a.Type == b.Type && a.PID == b.PID && a.UID == b.UID && a.AUID == b.AUID && sameCreds(a, b) &&
 		a.PPID == b.PPID && a.ArgvTruncated == b.ArgvTruncated && a.FilenameTruncated == b.FilenameTruncated &&
 		a.CgroupTruncated == b.CgroupTruncated && a.Ret == b.Ret && a.ChildPID == b.ChildPID &&
 		a.TargetPID == b.TargetPID && a.Signal == b.Signal && a.ExitCode == b.ExitCode &&
@@ -363,6 +363,14 @@ func sameButTime(a, b *tracer.Event) bool {
 		samePod(a, b) &&
 		sameKiller(&a.KilledBy, &b.KilledBy) && sameThrottle(&a.Throttle, &b.Throttle) &&
 		slices.Equal(a.Argv, b.Argv) && slices.Equal(a.Ancestors, b.Ancestors)
+}
+
+// sameCreds reports whether a and b agree in the credentials and audit
+// context appendUserJSON prints beside uid and auid.
+func sameCreds(a, b *tracer.Event) bool {
+	return a.HasCreds == b.HasCreds && a.GID == b.GID && a.EUID == b.EUID && a.SUID == b.SUID && a.FSUID == b.FSUID &&
+		a.EGID == b.EGID && a.SGID == b.SGID && a.FSGID == b.FSGID && a.Session == b.Session &&
+		sameString(a.TTY, b.TTY) && sameString(a.Exe, b.Exe) && sameString(a.Cwd, b.Cwd) && sameString(a.Key, b.Key)
 }
 
 func sameKiller(a, b *tracer.KilledBy) bool {
@@ -408,7 +416,7 @@ type jsonSeg uint8
 const (
 	segKind         jsonSeg = iota // backend, type
 	segPID                         // pid
-	segUser                        // comm, uid, auid
+	segUser                        // comm, uid, gid, euid ... fsgid, auid, ses, tty, exe, cwd, key
 	segExecID                      // exec_id
 	segParentExecID                // parent_exec_id
 	segCgroup                      // cgroup, cgroup_truncated, container_id, unit, pod ... image_id
@@ -522,7 +530,7 @@ func changedSegs(a, b *tracer.Event) segSet {
 	if a.PID != b.PID {
 		m |= 1 << segPID
 	}
-	if !sameString(a.Comm, b.Comm) || a.UID != b.UID || a.AUID != b.AUID {
+	if !sameString(a.Comm, b.Comm) || a.UID != b.UID || a.AUID != b.AUID || !sameCreds(a, b) {
 		m |= 1 << segUser
 	}
 	if a.ExecID != b.ExecID {
@@ -585,8 +593,65 @@ func appendUserJSON(b []byte, e *tracer.Event) []byte {
 	b = appendString(b, e.Comm)
 	b = append(b, `,"uid":`...)
 	b = appendUint(b, uint64(e.UID))
+	if e.HasCreds {
+		b = appendCredsJSON(b, e)
+	}
 	b = append(b, `,"auid":`...)
-	return appendUint(b, uint64(e.AUID))
+	b = appendUint(b, uint64(e.AUID))
+	if e.Session != 0 {
+		b = append(b, `,"ses":`...)
+		b = appendUint(b, uint64(e.Session))
+	}
+	if e.TTY != "" {
+		b = append(b, `,"tty":`...)
+		b = appendString(b, e.TTY)
+	}
+	if e.Exe != "" {
+		b = append(b, `,"exe":`...)
+		b = appendString(b, e.Exe)
+	}
+	if e.Cwd != "" {
+		b = append(b, `,"cwd":`...)
+		b = appendString(b, e.Cwd)
+	}
+	if e.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendString(b, e.Key)
+	}
+	return b
+}
+
+// appendCredsJSON appends gid, and the other ids only where they differ
+// from the real ones: a setuid or setgid program, a process that dropped
+// or raised its ids.
+func appendCredsJSON(b []byte, e *tracer.Event) []byte {
+	b = append(b, `,"gid":`...)
+	b = appendUint(b, uint64(e.GID))
+	if e.EUID != e.UID {
+		b = append(b, `,"euid":`...)
+		b = appendUint(b, uint64(e.EUID))
+	}
+	if e.SUID != e.UID {
+		b = append(b, `,"suid":`...)
+		b = appendUint(b, uint64(e.SUID))
+	}
+	if e.FSUID != e.UID {
+		b = append(b, `,"fsuid":`...)
+		b = appendUint(b, uint64(e.FSUID))
+	}
+	if e.EGID != e.GID {
+		b = append(b, `,"egid":`...)
+		b = appendUint(b, uint64(e.EGID))
+	}
+	if e.SGID != e.GID {
+		b = append(b, `,"sgid":`...)
+		b = appendUint(b, uint64(e.SGID))
+	}
+	if e.FSGID != e.GID {
+		b = append(b, `,"fsgid":`...)
+		b = appendUint(b, uint64(e.FSGID))
+	}
+	return b
 }
 
 func appendExecJSON(b []byte, e *tracer.Event) []byte {
@@ -811,6 +876,17 @@ func appendTextBody(b []byte, e *tracer.Event) []byte {
 	b = append(b, ' ')
 	b = appendUintColumn(b, uint64(e.UID), 10)
 	b = append(b, ' ')
+	if e.HasCreds && e.Type != vocab.TypeThrottle {
+		// A setuid or setgid program: what the UID column alone hides.
+		if e.EUID != e.UID {
+			b = strconv.AppendUint(append(b, "euid="...), uint64(e.EUID), 10)
+			b = append(b, ' ')
+		}
+		if e.EGID != e.GID {
+			b = strconv.AppendUint(append(b, "egid="...), uint64(e.EGID), 10)
+			b = append(b, ' ')
+		}
+	}
 	switch e.Type {
 	case vocab.TypeExec:
 		b = append(b, "ppid="...)

@@ -44,7 +44,7 @@ func eventsFromBytes(data []byte, emit func(*tracer.Event)) {
 		op, v := data[0], data[1]
 		data = data[2:]
 		n, s := fuzzNumbers[int(v)%len(fuzzNumbers)], fuzzStrings[int(v)%len(fuzzStrings)]
-		switch op % 20 {
+		switch op % 22 {
 		case 0: // another event altogether
 			argv, anc := e.Argv[:0], e.Ancestors[:0]
 			e = templates[names[int(v)%len(names)]]
@@ -101,6 +101,20 @@ func eventsFromBytes(data []byte, emit func(*tracer.Event)) {
 			e.Code, e.HasCode, e.Origin, e.Result = int32(v)-6, v&1 != 0, vocab.Origin(v%3), vocab.SignalResult(v%4)
 		case 19:
 			e.UID, e.AUID, e.PPID, e.ChildPID = uint32(n), uint32(v)*1000, uint32(n/2), uint32(n+1)
+		case 20: // a setuid program's ids, or the same ids again
+			e.HasCreds, e.GID, e.Session = v&1 != 0, uint32(n/3), uint32(v)
+			e.SameCreds()
+			if v&2 != 0 {
+				e.EUID, e.SUID = 0, 0
+			}
+			if v&4 != 0 {
+				e.FSGID = uint32(n)
+			}
+		case 21:
+			e.TTY, e.Exe, e.Cwd, e.Key = s, fuzzStrings[int(v/2)%len(fuzzStrings)], fuzzStrings[int(v/4)%len(fuzzStrings)], ""
+			if v&1 != 0 {
+				e.Key = s
+			}
 		}
 		emit(&e)
 	}

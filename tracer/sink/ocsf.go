@@ -235,6 +235,31 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 		b = append(b, `,"auid":`...)
 		b = strconv.AppendUint(b, uint64(e.AUID), 10)
 	}
+	if !image && e.Exe != "" {
+		// The caller's program (an exec's new one is file.path).
+		b = append(b, `,"path":`...)
+		b = AppendJSONString(b, e.Exe)
+	}
+	if e.Cwd != "" {
+		b = append(b, `,"working_directory":`...)
+		b = AppendJSONString(b, e.Cwd)
+	}
+	if e.Session != 0 && e.Session != vocab.UnsetID || e.TTY != "" {
+		b = append(b, `,"session":{`...)
+		sep := ""
+		if e.Session != 0 && e.Session != vocab.UnsetID {
+			b = append(b, `"uid":"`...)
+			b = strconv.AppendUint(b, uint64(e.Session), 10)
+			b = append(b, '"')
+			sep = ","
+		}
+		if e.TTY != "" {
+			b = append(b, sep...)
+			b = append(b, `"terminal":`...)
+			b = AppendJSONString(b, e.TTY)
+		}
+		b = append(b, '}')
+	}
 	ppid := int64(e.ParentExecID.PID)
 	if e.Type == vocab.TypeExec && e.PPID != 0 {
 		ppid = int64(e.PPID)
@@ -262,11 +287,27 @@ func appendOCSFProcess(b []byte, e *tracer.Event, name string, image bool) []byt
 	return append(b, '}')
 }
 
-// appendOCSFUser appends the process's user: its real uid.
+// appendOCSFUser appends the process's user and group, the real ids,
+// and the effective ones (the linux extension's euid, egid) where they
+// differ.
 func appendOCSFUser(b []byte, e *tracer.Event) []byte {
 	b = append(b, `,"user":{"uid":"`...)
 	b = strconv.AppendUint(b, uint64(e.UID), 10)
-	return append(b, `"}`...)
+	if !e.HasCreds {
+		return append(b, `"}`...)
+	}
+	b = append(b, `"},"group":{"uid":"`...)
+	b = strconv.AppendUint(b, uint64(e.GID), 10)
+	b = append(b, `"}`...)
+	if e.EUID != e.UID {
+		b = append(b, `,"euid":`...)
+		b = strconv.AppendUint(b, uint64(e.EUID), 10)
+	}
+	if e.EGID != e.GID {
+		b = append(b, `,"egid":`...)
+		b = strconv.AppendUint(b, uint64(e.EGID), 10)
+	}
+	return b
 }
 
 // appendOCSFProcRef appends a process known by its pid, and its name and
@@ -292,6 +333,7 @@ func appendOCSFUnmapped(b []byte, e, raw *tracer.Event) []byte {
 	b = append(b, `,"unmapped":{"type":"`...)
 	b = append(b, e.Type.String()...)
 	b = append(b, '"')
+	b = appendOCSFCreds(b, e)
 	b = appendCgroupUnit(b, e)
 	b = appendPodExtra(b, e, true)
 	switch e.Type {
@@ -316,4 +358,20 @@ func appendOCSFUnmapped(b []byte, e, raw *tracer.Event) []byte {
 		b = appendRawBase64(b, raw)
 	}
 	return append(b, '}')
+}
+
+// appendOCSFCreds appends the ids and audit fields OCSF has no attribute
+// for: saved and file system ids where they differ from the real ones,
+// and the audit key.
+func appendOCSFCreds(b []byte, e *tracer.Event) []byte {
+	for _, f := range [...]struct {
+		name    string
+		id, one uint32
+	}{{`,"suid":`, e.SUID, e.UID}, {`,"fsuid":`, e.FSUID, e.UID}, {`,"sgid":`, e.SGID, e.GID}, {`,"fsgid":`, e.FSGID, e.GID}} {
+		if e.HasCreds && f.id != f.one {
+			b = append(b, f.name...)
+			b = strconv.AppendUint(b, uint64(f.id), 10)
+		}
+	}
+	return appendOptString(b, `,"key":`, e.Key)
 }

@@ -33,6 +33,23 @@ func schemaEvents() map[string]*tracer.Event {
 	e.Ancestors = []tracer.Ancestor{{PID: 4200, Comm: "bash", ExecID: id(4200, 650)}, {PID: 1, Comm: "systemd", ExecID: id(1, 2)}}
 	ev["exec"] = e
 
+	// A setuid-root program run by uid 1000 from a terminal, with every
+	// audit field.
+	e = base(vocab.TypeExec)
+	e.Backend, e.PPID, e.Filename, e.Argv = "audit", 4200, "/usr/bin/passwd", []string{"passwd"}
+	e.HasCreds, e.GID = true, 1000
+	e.SameCreds()
+	e.EUID, e.SUID, e.FSUID, e.SGID = 0, 0, 0, 42
+	e.Session, e.TTY, e.Exe, e.Cwd, e.Key = 3, "pts0", "/usr/bin/bash", `/home/a "b"`, "exec\x01tracer"
+	ev["setuid exec, audit fields"] = e
+
+	e = base(vocab.TypeSignal)
+	e.TargetPID, e.Signal, e.Syscall, e.Origin = 4301, 15, "kill", vocab.OriginUser
+	e.HasCreds, e.GID, e.Session, e.Exe = true, 1000, vocab.UnsetID, "/usr/bin/kill"
+	e.SameCreds()
+	e.EGID, e.FSGID = 5, 5
+	ev["signal, setgid sender, no session"] = e
+
 	e = base(vocab.TypeExec)
 	e.Backend, e.PPID, e.Filename, e.Argv, e.Ret = "audit", 4200, "/nonexistent/x", []string{"x"}, -2
 	e.ExecID, e.ParentExecID, e.Cgroup, e.ContainerID, e.Unit, e.AUID = tracer.ExecID{}, tracer.ExecID{}, "", "", "", vocab.UnsetID

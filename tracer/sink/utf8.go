@@ -21,7 +21,8 @@ import (
 func eventUTF8(e *tracer.Event) bool {
 	if !utf8.ValidString(e.Backend) || !utf8.ValidString(e.Comm) || !utf8.ValidString(e.Filename) ||
 		!utf8.ValidString(e.Syscall) || !utf8.ValidString(e.TargetComm) || !utf8.ValidString(e.Cgroup) ||
-		!utf8.ValidString(e.ContainerID) || !utf8.ValidString(e.Unit) ||
+		!utf8.ValidString(e.ContainerID) || !utf8.ValidString(e.Unit) || !utf8.ValidString(e.TTY) ||
+		!utf8.ValidString(e.Exe) || !utf8.ValidString(e.Cwd) || !utf8.ValidString(e.Key) ||
 		!utf8.ValidString(e.KilledBy.Comm) || !utf8.ValidString(e.KilledBy.Syscall) {
 		return false
 	}
@@ -43,7 +44,7 @@ func eventUTF8(e *tracer.Event) bool {
 func utf8Event(e *tracer.Event) tracer.Event {
 	c := *e
 	for _, s := range []*string{&c.Backend, &c.Comm, &c.Filename, &c.Syscall, &c.TargetComm, &c.Cgroup,
-		&c.ContainerID, &c.Unit, &c.KilledBy.Comm, &c.KilledBy.Syscall} {
+		&c.ContainerID, &c.Unit, &c.KilledBy.Comm, &c.KilledBy.Syscall, &c.TTY, &c.Exe, &c.Cwd, &c.Key} {
 		*s = validUTF8(*s)
 	}
 	c.Argv = make([]string, len(e.Argv))
@@ -126,6 +127,10 @@ func appendRawBase64(b []byte, e *tracer.Event) []byte {
 	field("cgroup", e.Cgroup)
 	field("container_id", e.ContainerID)
 	field("unit", e.Unit)
+	field("tty", e.TTY)
+	field("exe", e.Exe)
+	field("cwd", e.Cwd)
+	field("key", e.Key)
 	if !utf8.ValidString(e.KilledBy.Comm) || !utf8.ValidString(e.KilledBy.Syscall) {
 		if sep != 0 {
 			b = append(b, sep)
