@@ -91,6 +91,7 @@ type reassembler struct {
 	// left out at their SYSCALL record, before they are built.
 	limit *tracer.Limiter
 
+	sc        SyscallRecord // the SYSCALL record being read (startEvent)
 	ev        tracer.Event
 	delivered [vocab.TypeThrottle + 1]uint64
 	lost      uint64 // events evicted without their EOE
@@ -271,8 +272,10 @@ func (r *reassembler) setExcluded(ex recordSet, emit func(*tracer.Event)) {
 }
 
 func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit func(*tracer.Event)) *pending {
-	var sc SyscallRecord
-	ParseSyscall(body, &sc)
+	// Parsed into the reassembler's own record: a local escaped to the
+	// heap, an allocation per record.
+	sc := &r.sc
+	ParseSyscall(body, sc)
 	info, ok := r.byArch[sc.Arch][sc.Syscall]
 	if !ok {
 		return nil
@@ -282,7 +285,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	}
 	if sc.PID == r.self && r.self != 0 ||
 		info.class == vocab.TypeExec && sc.Exit != 0 && !r.execFailures ||
-		info.class == vocab.TypeSignal && r.noise(info.name, &sc) {
+		info.class == vocab.TypeSignal && r.noise(info.name, sc) {
 		return nil
 	}
 	if _, open := r.pending[serial]; open && r.dedupe != nil {
@@ -302,7 +305,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 			return nil // a failed fork made no process, and no event
 		}
 		var pass bool
-		if pass, reread = r.limited(t, info.class, &sc, emit); !pass {
+		if pass, reread = r.limited(t, info.class, sc, emit); !pass {
 			return nil
 		}
 	}
@@ -312,7 +315,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	} else {
 		p = &pending{}
 	}
-	p.serial, p.time, p.info, p.sc, p.reread = serial, t, info, sc, reread
+	p.serial, p.time, p.info, p.sc, p.reread = serial, t, info, *sc, reread
 	r.pending[serial] = p
 	if serialAfter(serial, r.maxSerial) {
 		r.maxSerial = serial
