@@ -96,6 +96,16 @@ func execID(f func(*tracer.Event) tracer.ExecID) func(*tracer.Event, *fieldValue
 	return func(e *tracer.Event, v *fieldValue) bool { v.kind, v.id = kExecID, f(e); return !v.id.IsZero() }
 }
 
+// idIfNot is an id present where the backend read the ids and it is not
+// the real one it is paired with (a setuid program's euid).
+func idIfNot(f func(*tracer.Event) (id, real uint32)) func(*tracer.Event, *fieldValue) bool {
+	return func(e *tracer.Event, v *fieldValue) bool {
+		id, real := f(e)
+		v.kind, v.u = kUint, uint64(id)
+		return e.HasCreds && id != real
+	}
+}
+
 func decimal(f func(*tracer.Event) uint64) func(*tracer.Event, *fieldValue) bool {
 	return func(e *tracer.Event, v *fieldValue) bool { v.kind, v.u = kDecimal, f(e); return true }
 }
@@ -130,6 +140,9 @@ var (
 	// A signal, or the one that killed the process.
 	hasSignal = func(e *tracer.Event) bool { return e.Type == vocab.TypeSignal || e.Killed() }
 	killer    = func(e *tracer.Event) bool { return e.Killed() && e.KilledBy.Seen() }
+	// The ids past the real uid are read where the backend read them all.
+	hasCreds   = func(e *tracer.Event) bool { return e.HasCreds }
+	hasSession = func(e *tracer.Event) bool { return e.Session != 0 }
 	// ECS's container, and its orchestrator where a pod is known (pod.go).
 	inContainer = func(e *tracer.Event) bool { return e.ContainerID != "" }
 	inPod       = func(e *tracer.Event) bool { return e.ContainerID != "" && e.Pod.Name != "" }
@@ -146,7 +159,19 @@ var eventFields = []eventField{
 	{"TRACER_PID", "", num(func(e *tracer.Event) uint64 { return uint64(e.PID) })},
 	{"TRACER_COMM", "", str(func(e *tracer.Event) string { return e.Comm })},
 	{"TRACER_UID", "", num(func(e *tracer.Event) uint64 { return uint64(e.UID) })},
+	{"TRACER_GID", "", when(hasCreds, num(func(e *tracer.Event) uint64 { return uint64(e.GID) }))},
+	{"TRACER_EUID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.EUID, e.UID })},
+	{"TRACER_SUID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.SUID, e.UID })},
+	{"TRACER_FSUID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.FSUID, e.UID })},
+	{"TRACER_EGID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.EGID, e.GID })},
+	{"TRACER_SGID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.SGID, e.GID })},
+	{"TRACER_FSGID", "", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.FSGID, e.GID })},
 	{"TRACER_AUID", "", num(func(e *tracer.Event) uint64 { return uint64(e.AUID) })},
+	{"TRACER_SES", "", when(hasSession, num(func(e *tracer.Event) uint64 { return uint64(e.Session) }))},
+	{"TRACER_TTY", "", optStr(func(e *tracer.Event) string { return e.TTY })},
+	{"TRACER_EXE", "", optStr(func(e *tracer.Event) string { return e.Exe })},
+	{"TRACER_CWD", "", optStr(func(e *tracer.Event) string { return e.Cwd })},
+	{"TRACER_KEY", "", optStr(func(e *tracer.Event) string { return e.Key })},
 	{"TRACER_EXEC_ID", "", execID(func(e *tracer.Event) tracer.ExecID { return e.ExecID })},
 	{"TRACER_PARENT_EXEC_ID", "", execID(func(e *tracer.Event) tracer.ExecID { return e.ParentExecID })},
 	{"TRACER_CGROUP", "", optStr(func(e *tracer.Event) string { return e.Cgroup })},
@@ -231,12 +256,28 @@ var eventFields = []eventField{
 		return e.Comm
 	})},
 	{"", "process.entity_id", execID(func(e *tracer.Event) tracer.ExecID { return e.ExecID })},
-	{"", "process.executable", when(isExec, str(func(e *tracer.Event) string { return e.Filename }))},
+	// An exec's program is the one it runs from now on (the caller's is
+	// tracer.exe); another event's, the caller's.
+	{"", "process.executable", func(e *tracer.Event, v *fieldValue) bool {
+		if isExec(e) {
+			v.kind, v.s = kString, e.Filename
+			return true
+		}
+		v.kind, v.s = kString, e.Exe
+		return v.s != ""
+	}},
+	{"", "process.working_directory", optStr(func(e *tracer.Event) string { return e.Cwd })},
 	{"", "process.args", when(isExec, argv)},
 	{"", "process.args_count", when(isExec, signed(func(e *tracer.Event) int64 { return int64(len(e.Argv)) }))},
 	{"", "process.command_line", when(isExec, str(func(e *tracer.Event) string { return commandLine(e.Argv) }))},
 	{"", "process.exit_code", when(exitedByCode, signed(func(e *tracer.Event) int64 { return int64(e.ExitCode) }))},
+	// ECS's process.user and process.group are the effective ids (appendECSIDs).
+	{"", "process.user.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.EUID) }))},
+	{"", "process.group.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.EGID) }))},
 	{"", "process.real_user.id", decimal(func(e *tracer.Event) uint64 { return uint64(e.UID) })},
+	{"", "process.real_group.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.GID) }))},
+	{"", "process.saved_user.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.SUID) }))},
+	{"", "process.saved_group.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.SGID) }))},
 	{"", "process.parent.pid", func(e *tracer.Event, v *fieldValue) bool {
 		v.kind, v.u = kUint, uint64(ecsParentPID(e))
 		return v.u != 0
@@ -246,6 +287,9 @@ var eventFields = []eventField{
 		return !e.ParentExecID.IsZero() && len(e.Ancestors) > 0 && e.Ancestors[0].ExecID == e.ParentExecID
 	}, str(func(e *tracer.Event) string { return e.Ancestors[0].Comm }))},
 	{"", "user.id", decimal(func(e *tracer.Event) uint64 { return uint64(e.UID) })},
+	{"", "user.effective.id", when(func(e *tracer.Event) bool { return e.HasCreds && e.EUID != e.UID },
+		decimal(func(e *tracer.Event) uint64 { return uint64(e.EUID) }))},
+	{"", "group.id", when(hasCreds, decimal(func(e *tracer.Event) uint64 { return uint64(e.GID) }))},
 	{"", "container.id", optStr(func(e *tracer.Event) string { return e.ContainerID })},
 	{"", "container.name", when(inContainer, optStr(func(e *tracer.Event) string { return e.Pod.Container }))},
 	{"", "container.image.name", when(inContainer, optStr(func(e *tracer.Event) string { return e.Pod.Image }))},
@@ -261,11 +305,17 @@ var eventFields = []eventField{
 		return strconv.FormatInt(e.Ret, 10)
 	}))},
 	{"", "tracer.auid", num(func(e *tracer.Event) uint64 { return uint64(e.AUID) })},
+	{"", "tracer.fsuid", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.FSUID, e.UID })},
+	{"", "tracer.fsgid", idIfNot(func(e *tracer.Event) (uint32, uint32) { return e.FSGID, e.GID })},
+	{"", "tracer.ses", when(hasSession, num(func(e *tracer.Event) uint64 { return uint64(e.Session) }))},
+	{"", "tracer.tty", optStr(func(e *tracer.Event) string { return e.TTY })},
+	{"", "tracer.key", optStr(func(e *tracer.Event) string { return e.Key })},
 	{"", "tracer.cgroup", optStr(func(e *tracer.Event) string { return e.Cgroup })},
 	{"", "tracer.cgroup_truncated", isSet(func(e *tracer.Event) bool { return e.CgroupTruncated })},
 	{"", "tracer.unit", optStr(func(e *tracer.Event) string { return e.Unit })},
 	{"", "tracer.image_id", optStr(func(e *tracer.Event) string { return e.Pod.ImageID })},
 	{"", "tracer.comm", when(isExec, str(func(e *tracer.Event) string { return e.Comm }))},
+	{"", "tracer.exe", when(isExec, optStr(func(e *tracer.Event) string { return e.Exe }))},
 	{"", "tracer.filename_truncated", when(isExec, isSet(func(e *tracer.Event) bool { return e.FilenameTruncated }))},
 	{"", "tracer.argv_truncated", when(isExec, isSet(func(e *tracer.Event) bool { return e.ArgvTruncated }))},
 	{"", "tracer.child_pid", when(isFork, num(func(e *tracer.Event) uint64 { return uint64(e.ChildPID) }))},
@@ -569,6 +619,10 @@ func appendRawBase64Attributes(kvs []attribute.KeyValue, e *tracer.Event) []attr
 	field("cgroup", e.Cgroup)
 	field("container_id", e.ContainerID)
 	field("unit", e.Unit)
+	field("tty", e.TTY)
+	field("exe", e.Exe)
+	field("cwd", e.Cwd)
+	field("key", e.Key)
 	field("killed_by.comm", e.KilledBy.Comm)
 	field("killed_by.syscall", e.KilledBy.Syscall)
 	for i := range e.Ancestors {
