@@ -114,7 +114,7 @@ func renderValue(b *strings.Builder, v attribute.Value) {
 	case attribute.STRING:
 		fmt.Fprintf(b, "%q", v.AsString())
 	default:
-		fmt.Fprintf(b, "(%s)", v.Emit())
+		fmt.Fprintf(b, "(%s)", v.String())
 	}
 }
 

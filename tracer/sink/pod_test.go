@@ -39,7 +39,7 @@ func TestPodFieldsInEveryFormat(t *testing.T) {
 		if _, dup := got[string(kv.Key)]; dup {
 			t.Errorf("otlp: %s twice", kv.Key)
 		}
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range map[string]string{"k8s.pod.name": p.Name, "k8s.namespace.name": p.Namespace, "k8s.pod.uid": p.UID,
 		"k8s.container.name": p.Container, "container.name": p.Container, "container.image.name": p.Image, "container.image.id": p.ImageID} {
