@@ -614,15 +614,9 @@ func appendRawBase64Attributes(kvs []attribute.KeyValue, e *tracer.Event) []attr
 			break
 		}
 	}
-	field("syscall", e.Syscall)
-	field("target_comm", e.TargetComm)
-	field("cgroup", e.Cgroup)
-	field("container_id", e.ContainerID)
-	field("unit", e.Unit)
-	field("tty", e.TTY)
-	field("exe", e.Exe)
-	field("cwd", e.Cwd)
-	field("key", e.Key)
+	for _, f := range rawAfterArgv(e) {
+		field(f.name, f.s)
+	}
 	field("killed_by.comm", e.KilledBy.Comm)
 	field("killed_by.syscall", e.KilledBy.Syscall)
 	for i := range e.Ancestors {

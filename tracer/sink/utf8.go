@@ -122,15 +122,9 @@ func appendRawBase64(b []byte, e *tracer.Event) []byte {
 		b = append(b, ']')
 		break
 	}
-	field("syscall", e.Syscall)
-	field("target_comm", e.TargetComm)
-	field("cgroup", e.Cgroup)
-	field("container_id", e.ContainerID)
-	field("unit", e.Unit)
-	field("tty", e.TTY)
-	field("exe", e.Exe)
-	field("cwd", e.Cwd)
-	field("key", e.Key)
+	for _, f := range rawAfterArgv(e) {
+		field(f.name, f.s)
+	}
 	if !utf8.ValidString(e.KilledBy.Comm) || !utf8.ValidString(e.KilledBy.Syscall) {
 		if sep != 0 {
 			b = append(b, sep)
@@ -166,4 +160,14 @@ func appendRawBase64(b []byte, e *tracer.Event) []byte {
 		return b[:start]
 	}
 	return append(b, '}')
+}
+
+// rawField is a string field raw_base64 may give, by its name there.
+type rawField struct{ name, s string }
+
+// rawAfterArgv are the flat string fields raw_base64 gives after argv, in
+// its order: one list for the ECS document and OTLP's attributes.
+func rawAfterArgv(e *tracer.Event) [9]rawField {
+	return [9]rawField{{"syscall", e.Syscall}, {"target_comm", e.TargetComm}, {"cgroup", e.Cgroup},
+		{"container_id", e.ContainerID}, {"unit", e.Unit}, {"tty", e.TTY}, {"exe", e.Exe}, {"cwd", e.Cwd}, {"key", e.Key}}
 }
