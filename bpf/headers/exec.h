@@ -144,6 +144,10 @@ static __always_inline __u32 exec_image(struct exec_event *e, __u32 pos)
 			len = ARGV_BYTES;
 			e->h.flags |= EVF_ARGV_TRUNC;
 		}
+		/* clang may test a copy of len: 6.1's verifier does not carry a
+		 * test to the register a 32-bit move copied before it. Bound
+		 * the register the read gets. */
+		asm volatile("if %[l] <= %[max] goto +1; %[l] = %[max]" : [l] "+r"(len) : [max] "i"(ARGV_BYTES));
 		if (bpf_probe_read_user(&e->data[pos], len, (const void *)start))
 			len = 0;
 	}

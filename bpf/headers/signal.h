@@ -257,9 +257,11 @@ static __always_inline bool sig_kills(struct task_struct___ident *t, int sig, in
 	}
 	void *handler = (void *)1;
 	struct sighand_struct___ident *sh = KR(raw, t, sighand);
+	/* Multiplied in 64 bits (sig is 1..64 here): 6.1's verifier leaves a
+	 * 32-bit product unbounded, and refuses it added to a pointer. */
 	bpf_probe_read_kernel(&handler, sizeof(handler),
 			      (void *)sh + bpf_core_field_offset(struct sighand_struct___ident, action) +
-				      (sig - 1) * bpf_core_type_size(struct k_sigaction___ident) +
+				      (__u64)(__u32)(sig - 1) * bpf_core_type_size(struct k_sigaction___ident) +
 				      bpf_core_field_offset(struct k_sigaction___ident, sa.sa_handler));
 	return handler == NULL; /* SIG_DFL */
 }
