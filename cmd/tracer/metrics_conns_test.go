@@ -83,7 +83,7 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // the server accepts what it will
-	held := acceptedConns(t, port)
+	held := acceptedConns(t, port, os.Getpid())
 	t.Logf("%d idle connections: the server holds %d (limit %d)", clients, held, metricsMaxConns)
 	if held > metricsMaxConns {
 		t.Errorf("the metrics server holds %d connections of %d idle clients, want at most %d", held, clients, metricsMaxConns)
@@ -103,12 +103,24 @@ func TestMetricsIdleConnectionsBounded(t *testing.T) {
 }
 
 // acceptedConns counts the established TCP connections on local port
-// port that a process accepted (those still in the listen queue have no
-// socket inode yet).
-func acceptedConns(t *testing.T, port string) int {
+// port that process pid accepted (those still in the listen queue have no
+// socket inode yet). Only pid's: another test's connection may have taken
+// the same number as its own local port.
+func acceptedConns(t *testing.T, port string, pid int) int {
 	t.Helper()
 	pn, _ := strconv.Atoi(port)
 	want := fmt.Sprintf(":%04X", pn)
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := map[string]bool{}
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(fdDir, e.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			mine[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
 	n := 0
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(file)
@@ -119,7 +131,7 @@ func acceptedConns(t *testing.T, port string) int {
 		for s.Scan() {
 			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 			fs := strings.Fields(s.Text())
-			if len(fs) < 10 || !strings.HasSuffix(fs[1], want) || fs[3] != "01" || fs[9] == "0" {
+			if len(fs) < 10 || !strings.HasSuffix(fs[1], want) || fs[3] != "01" || !mine[fs[9]] {
 				continue
 			}
 			n++
@@ -160,7 +172,7 @@ func TestWatchMetricsIdleConnectionsKeepExecID(t *testing.T) {
 		conns = append(conns, c)
 	}
 	time.Sleep(300 * time.Millisecond)
-	held := acceptedConns(t, port)
+	held := acceptedConns(t, port, w.cmd.Process.Pid)
 	// Alive while the watch reads their /proc files: a process gone by
 	// then has no exec_id on audit with or without idle clients.
 	var sleeps []*exec.Cmd
