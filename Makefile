@@ -206,8 +206,8 @@ FUZZ_TARGETS := \
 	./tracer:FuzzParseProcStat \
 	./tracer:FuzzParseProcCgroup \
 	./tracer/sink:FuzzJSONSinkMatchesAppendJSON \
-	./tracer/audit:FuzzLogRecord \
-	./tracer/audit:FuzzParseRecord \
+	./tracer/auparse:FuzzLogRecord \
+	./tracer/auparse:FuzzParseRecord \
 	./tracer/audit:FuzzReassemble \
 	./tracer/bpfbackend:FuzzDecode \
 	./tracer/bpfbackend:FuzzDecodeAcrossRecords \

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -170,24 +170,24 @@ func readAuditLog(r io.Reader, key string) ([]procEvent, error) {
 // auditLogSyscall reads a line of auditd's log with the audit backend's
 // parser: the fields of a SYSCALL record and its key; ok is false for
 // any other line.
-func auditLogSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
-	typ, msg, ok := audit.LogRecord(line)
+func auditLogSyscall(line []byte) (rec auparse.Syscall, key string, ok bool) {
+	typ, msg, ok := auparse.LogRecord(line)
 	if !ok || typ != "SYSCALL" {
 		return rec, "", false
 	}
-	_, _, body, err := audit.ParseHeader(msg)
+	_, _, body, err := auparse.Header(msg)
 	if err != nil {
 		return rec, "", false
 	}
-	audit.ParseSyscall(body, &rec)
-	key, _ = audit.Field(body, "key")
+	auparse.ParseSyscall(body, &rec)
+	key, _ = auparse.Field(body, "key")
 	return rec, key, true
 }
 
 // syscallEvent is what counting needs of a SYSCALL record, named through
 // the one arch table (auditrules); ok is false for a syscall that makes no
 // process event.
-func syscallEvent(rec audit.SyscallRecord) (procEvent, bool) {
+func syscallEvent(rec auparse.Syscall) (procEvent, bool) {
 	e := procEvent{PID: rec.PID, PPID: rec.PPID}
 	e.Type = auditrules.ClassOf(auditrules.ArchSyscallName(rec.Arch, rec.Syscall))
 	if e.Type == vocab.TypeNone {

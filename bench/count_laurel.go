@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracer-dev/tracer/tracer/audit"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 )
 
 // laurelLine is what counting needs of a line of laurel's JSON log: one
@@ -53,7 +53,7 @@ type laurelLine struct {
 // ANOM_ABEND record (a process ended by a core-dumping signal, which the
 // kernel reports without a rule).
 type laurelEvent struct {
-	Syscall    audit.SyscallRecord
+	Syscall    auparse.Syscall
 	HasSyscall bool
 	Key        string
 	Argv       []string // EXECVE, when present
@@ -94,7 +94,7 @@ func parseLaurel(line []byte) (e laurelEvent, ok bool) {
 // laurelSyscall reads a line of laurel's log: the SYSCALL record of its
 // event as the audit log's parser gives it, and the rule's key; ok is
 // false for a line with no SYSCALL record (CONFIG_CHANGE, DAEMON_END).
-func laurelSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
+func laurelSyscall(line []byte) (rec auparse.Syscall, key string, ok bool) {
 	// Most events of a busy node are the workload's; the check is cheap.
 	if !bytes.Contains(line, []byte(`"SYSCALL":{`)) {
 		return rec, "", false
@@ -106,7 +106,7 @@ func laurelSyscall(line []byte) (rec audit.SyscallRecord, key string, ok bool) {
 	return l.syscall()
 }
 
-func (l *laurelLine) syscall() (rec audit.SyscallRecord, key string, ok bool) {
+func (l *laurelLine) syscall() (rec auparse.Syscall, key string, ok bool) {
 	s := l.Syscall
 	arch, err := strconv.ParseUint(strings.TrimPrefix(s.Arch, "0x"), 16, 32)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/auditrules"
-	"github.com/tracer-dev/tracer/tracer/audit"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -74,7 +74,7 @@ type auditdMode struct {
 	log     *logFollower
 	// parse reads a line of the log the events are counted from: auditd's,
 	// or laurel's JSON.
-	parse     func([]byte) (audit.SyscallRecord, string, bool)
+	parse     func([]byte) (auparse.Syscall, string, bool)
 	pluginCPU map[int]float64 // CPU of auditd's descendants when the rules went in
 	rulesIn   int
 	flushDesc string
@@ -686,7 +686,7 @@ func isMarker(line []byte, marker int) bool {
 }
 
 // markerRecord tells the SYSCALL record of kill(marker, 0).
-func markerRecord(rec audit.SyscallRecord, marker int) bool {
+func markerRecord(rec auparse.Syscall, marker int) bool {
 	if rec.PID != uint32(marker) || rec.Args[1] != 0 {
 		return false
 	}

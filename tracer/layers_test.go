@@ -24,7 +24,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"vocabulary", []string{"tracer/vocab", "auditrules/internal/abi", "bpf", "tracer/node/facts"}},
-	{"host", []string{"tracer/host", "bench/result"}},
+	{"host", []string{"tracer/host", "bench/result", "tracer/auparse"}},
 	{"contract, kernel state, rules", []string{"tracer", "tracer/auditstate", "auditrules", "auditrules/cost", "tracer/tracefs"}},
 	{"backends, outputs, node facts", []string{"tracer/audit", "tracer/bpfbackend", "tracer/sink", "tracer/metrics", "tracer/node", "tracer/kube"}},
 	{"commands' work", []string{"tracer/watch", "tracer/trace", "bench", "bench/report"}},
@@ -39,6 +39,7 @@ var leaves = map[string][]string{
 	"auditrules/internal/abi": nil,
 	"bpf":                     nil,
 	"tracer/node/facts":       nil,
+	"tracer/auparse":          {"tracer/vocab"},
 	"tracer/host":             {"tracer/vocab"},
 	"bench/result":            {"tracer/node/facts"},
 	"tracer/auditstate":       {"tracer/host", "tracer/vocab"},

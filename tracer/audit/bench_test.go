@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -38,7 +39,7 @@ func BenchmarkReassembleSignal(b *testing.B) {
 		sp := bytes.IndexByte(line, ' ')
 		typ, _ := strconv.Atoi(string(line[:sp]))
 		body := append([]byte(nil), line[sp+1:]...)
-		if typ == typeSyscall && bytes.Contains(body, []byte(" syscall=62 ")) && serial == "" {
+		if typ == auparse.TypeSyscall && bytes.Contains(body, []byte(" syscall=62 ")) && serial == "" {
 			serial = string(body[:bytes.IndexByte(body, ')')])
 		}
 		if serial != "" && bytes.HasPrefix(body, []byte(serial)) {

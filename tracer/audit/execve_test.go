@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -124,11 +125,11 @@ func execveNr(t testing.TB) int {
 func execRecords(t testing.TB, serial int, execve []string) []string {
 	h := fmt.Sprintf("audit(1796011828.799:%d): ", serial)
 	out := []string{fmt.Sprintf("%d %sarch=%x syscall=%d success=yes exit=0 a0=1 a1=2 a2=3 a3=4 items=1 ppid=1 pid=2 auid=0 uid=0 comm=\"true\"",
-		typeSyscall, h, archValue(false), execveNr(t))}
+		auparse.TypeSyscall, h, archValue(false), execveNr(t))}
 	for _, b := range execve {
-		out = append(out, fmt.Sprintf("%d %s%s", typeExecve, h, b))
+		out = append(out, fmt.Sprintf("%d %s%s", auparse.TypeExecve, h, b))
 	}
-	return append(out, fmt.Sprintf("%d %sitem=0 name=\"/bin/true\"", typePath, h), fmt.Sprintf("%d %s", typeEOE, h))
+	return append(out, fmt.Sprintf("%d %sitem=0 name=\"/bin/true\"", auparse.TypePath, h), fmt.Sprintf("%d %s", auparse.TypeEOE, h))
 }
 
 // feedLines feeds "TYPE body" lines to r and returns copies of the events.
@@ -257,7 +258,7 @@ func TestExecveMemoryBounded(t *testing.T) {
 		if p == nil {
 			t.Fatal("no open event")
 		}
-		if c := cap(p.args.block); c > 2*vocab.ArgvBytesMax {
+		if c := p.args.Cap(); c > 2*vocab.ArgvBytesMax {
 			t.Errorf("argument of %d bytes: the open event holds %d bytes of it, the cap is %d", len(a), c, vocab.ArgvBytesMax)
 		}
 		if evs := feedLines(t, r, lines[len(lines)-1:]); len(evs) != 1 || !evs[0].ArgvTruncated {

@@ -3,10 +3,10 @@
 package audit
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -266,27 +266,27 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	var pid, uid, auid, ses uint32
 	var sig int
 	var comm, exe []byte
-	f := fields{rest: body}
+	f := auparse.NewFields(body)
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			break
 		}
 		switch string(k) {
 		case "pid":
-			pid = uint32(decInt(v))
+			pid = uint32(auparse.DecInt(v))
 		case "uid":
-			uid = uint32(decInt(v))
+			uid = uint32(auparse.DecInt(v))
 		case "auid":
-			auid = uint32(decInt(v))
+			auid = uint32(auparse.DecInt(v))
 		case "ses":
-			ses = uint32(decInt(v))
+			ses = uint32(auparse.DecInt(v))
 		case "comm":
 			comm = v
 		case "exe":
 			exe = v
 		case "sig":
-			sig = int(decInt(v))
+			sig = int(auparse.DecInt(v))
 		}
 	}
 	if pid == 0 || sig == 0 {
@@ -331,19 +331,4 @@ func (r *reassembler) abend(t time.Time, serial uint64, body []byte, emit func(*
 	delete(r.comms, pid)
 	r.delivered[e.Type]++
 	emit(e)
-}
-
-// parseObjComm returns the target's comm of an OBJ_PID record (ocomm=),
-// undecoded: see reassembler.str.
-func parseObjComm(body []byte) []byte {
-	f := fields{rest: body}
-	for {
-		k, v, ok := f.next()
-		if !ok {
-			return nil
-		}
-		if bytes.Equal(k, []byte("ocomm")) {
-			return v
-		}
-	}
 }

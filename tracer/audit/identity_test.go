@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -27,12 +28,12 @@ func (rc *recorder) emit(e *tracer.Event) { rc.events = append(rc.events, *e) }
 // syscallEvent feeds one syscall's records, as the kernel writes them.
 func syscallEvent(r *reassembler, rc *recorder, serial int, nr int, exit int64, a [4]uint64, ppid, pid uint32, comm string, extra ...string) {
 	head := fmt.Sprintf("audit(1796011828.799:%d): ", serial)
-	r.feed(typeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=%d success=yes exit=%d a0=%x a1=%x a2=%x a3=%x items=0 ppid=%d pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=%q exe=\"/x\" key=\"tracer\"",
+	r.feed(auparse.TypeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=%d success=yes exit=%d a0=%x a1=%x a2=%x a3=%x items=0 ppid=%d pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=%q exe=\"/x\" key=\"tracer\"",
 		nr, exit, a[0], a[1], a[2], a[3], ppid, pid, comm)), rc.emit)
 	for _, x := range extra {
-		r.feed(typeObjPID, []byte(head+x), rc.emit)
+		r.feed(auparse.TypeObjPID, []byte(head+x), rc.emit)
 	}
-	r.feed(typeEOE, []byte(head), rc.emit)
+	r.feed(auparse.TypeEOE, []byte(head), rc.emit)
 }
 
 func TestAuditIdentity(t *testing.T) {
@@ -182,19 +183,19 @@ func TestPidfdSignalWaitsForObjPID(t *testing.T) {
 	var rc recorder
 	r.setExcluded(recEOE, rc.emit)
 	head := "audit(1796011828.799:20): "
-	r.feed(typeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\"", sh)), rc.emit)
+	r.feed(auparse.TypeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\"", sh)), rc.emit)
 	if len(rc.events) != 0 {
 		t.Fatalf("ended at SYSCALL, before its OBJ_PID: %+v", rc.events[0])
 	}
-	r.feed(typeObjPID, []byte(head+fmt.Sprintf("opid=%d oauid=-1 ouid=0 oses=-1 ocomm=\"nginx\"", victim)), rc.emit)
+	r.feed(auparse.TypeObjPID, []byte(head+fmt.Sprintf("opid=%d oauid=-1 ouid=0 oses=-1 ocomm=\"nginx\"", victim)), rc.emit)
 	if len(rc.events) != 1 || rc.events[0].TargetPID != victim || rc.events[0].TargetComm != "nginx" {
 		t.Fatalf("events: %+v", rc.events)
 	}
 	// A failed one (ESRCH: no OBJ_PID comes) ends at SYSCALL; so does
 	// every pidfd_send_signal where the kernel excludes OBJ_PID.
-	r.feed(typeSyscall, []byte("audit(1796011828.799:21): arch=c000003e syscall=424 success=no exit=-3 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
+	r.feed(auparse.TypeSyscall, []byte("audit(1796011828.799:21): arch=c000003e syscall=424 success=no exit=-3 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
 	r.setExcluded(recEOE|recObjPID, rc.emit)
-	r.feed(typeSyscall, []byte("audit(1796011828.799:22): arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
+	r.feed(auparse.TypeSyscall, []byte("audit(1796011828.799:22): arch=c000003e syscall=424 success=yes exit=0 a0=3 a1=9 a2=0 a3=0 items=0 ppid=1 pid=4300 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=\"sh\" exe=\"/x\" key=\"tracer\""), rc.emit)
 	if len(rc.events) != 3 {
 		t.Fatalf("%d events, want 3", len(rc.events))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 )
 
 // Plugin mode: auditd starts tracer as a plugin (plugins.d, format =
@@ -34,8 +35,8 @@ func (b *Backend) FromAuditd(r io.Reader) { b.src = &pluginSource{r: r} }
 // recordTypes maps the record type names of auditd's output to the
 // kernel's numbers, for the types the reassembler reads.
 var recordTypes = map[string]uint16{
-	"SYSCALL": typeSyscall, "EXECVE": typeExecve, "PATH": typePath,
-	"OBJ_PID": typeObjPID, "EOE": typeEOE, "ANOM_ABEND": typeAnomAbend,
+	"SYSCALL": auparse.TypeSyscall, "EXECVE": auparse.TypeExecve, "PATH": auparse.TypePath,
+	"OBJ_PID": auparse.TypeObjPID, "EOE": auparse.TypeEOE, "ANOM_ABEND": typeAnomAbend,
 }
 
 func (b *Backend) startPlugin() error {
@@ -103,7 +104,7 @@ func (b *Backend) runPlugin(ctx context.Context, emit func(*tracer.Event)) error
 	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
 	feed := func(line []byte) {
-		typ, msg, ok := LogRecord(line)
+		typ, msg, ok := auparse.LogRecord(line)
 		if !ok {
 			return
 		}

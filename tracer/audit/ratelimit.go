@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -21,7 +22,7 @@ import (
 // window where events were left out first emits that window's throttle
 // event. reread says that the exec's process was read again from /proc,
 // for its cgroup now (identify need not).
-func (r *reassembler) limited(t time.Time, class vocab.Type, sc *SyscallRecord, emit func(*tracer.Event)) (pass, reread bool) {
+func (r *reassembler) limited(t time.Time, class vocab.Type, sc *auparse.Syscall, emit func(*tracer.Event)) (pass, reread bool) {
 	w := r.ids
 	if class == vocab.TypeExec {
 		w.reread(sc.PID, sc.PPID, sc.Comm)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -29,9 +30,9 @@ func TestAuditRateLimit(t *testing.T) {
 	kill := func(sec int64, ms int, pid uint32, comm string) {
 		serial++
 		head := fmt.Sprintf("audit(%d.%03d:%d): ", sec, ms, serial)
-		r.feed(typeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=62 success=yes exit=0 a0=%x a1=a a2=0 a3=0 items=0 ppid=1 pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=%q exe=\"/x\" key=\"tracer\"",
+		r.feed(auparse.TypeSyscall, []byte(head+fmt.Sprintf("arch=c000003e syscall=62 success=yes exit=0 a0=%x a1=a a2=0 a3=0 items=0 ppid=1 pid=%d auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=%q exe=\"/x\" key=\"tracer\"",
 			pid, pid, comm)), rc.emit)
-		r.feed(typeEOE, []byte(head), rc.emit)
+		r.feed(auparse.TypeEOE, []byte(head), rc.emit)
 	}
 	const s0 = 1796011828
 	for i := range 10 {

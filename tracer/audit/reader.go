@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 )
 
 // This file: the reader loop: the status poller, Run's batched reads of the multicast socket into the reassembler, idling, and the drain at the end.
@@ -117,22 +118,22 @@ func (b *Backend) Run(ctx context.Context, emit func(*tracer.Event)) error {
 	one := func(typ uint16, data []byte) {
 		switch {
 		case typ == syscall.NLMSG_ERROR:
-		case draining && typ == typeConfigChange && b.isOurRemoval(data), draining && b.isFence(typ, data):
+		case draining && typ == auparse.TypeConfigChange && b.isOurRemoval(data), draining && b.isFence(typ, data):
 			fences--
-		case typ == typeConfigChange && b.isOurRemoval(data):
+		case typ == auparse.TypeConfigChange && b.isOurRemoval(data):
 			// Another program deleted our rules (auditctl -D): put
 			// them back now rather than at the next poll.
 			select {
 			case b.recheck <- struct{}{}:
 			default:
 			}
-		case typ == typeConfigChange && excludeListChanged(data):
+		case typ == auparse.TypeConfigChange && excludeListChanged(data):
 			// Another tracer added or removed lean records.
 			select {
 			case b.recheck <- struct{}{}:
 			default:
 			}
-		case typ == typeEventListener, typ == typeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
+		case typ == auparse.TypeEventListener, typ == auparse.TypeConfigChange && bytes.Contains(data, []byte("audit_pid=")):
 			// A reader joined the multicast group, or took the PID.
 			select {
 			case b.readersNow <- struct{}{}:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/host"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -27,10 +28,10 @@ type pending struct {
 	serial   uint64
 	time     time.Time
 	info     syscallInfo
-	sc       SyscallRecord
+	sc       auparse.Syscall
 	filename string
 	havePath bool
-	args     execveArgs // from the EXECVE records, which may be several
+	args     auparse.Execve // from the EXECVE records, which may be several
 	objPID   int32
 	objComm  string // the target's comm, from OBJ_PID
 	cwd      string // exec: the CWD record's
@@ -85,13 +86,13 @@ type reassembler struct {
 	// scope, when set, says whether the sender of a noise signal is one
 	// the watch's --comm and --cgroup keep: only those are counted, as
 	// eBPF counts after its comm and cgroup filters in the kernel.
-	scope func(r *reassembler, sc *SyscallRecord) bool
+	scope func(r *reassembler, sc *auparse.Syscall) bool
 
 	// limit, when set, is --rate-limit: events over it are counted and
 	// left out at their SYSCALL record, before they are built.
 	limit *tracer.Limiter
 
-	sc        SyscallRecord // the SYSCALL record being read (startEvent)
+	sc        auparse.Syscall // the SYSCALL record being read (startEvent)
 	ev        tracer.Event
 	delivered [vocab.TypeThrottle + 1]uint64
 	lost      uint64 // events evicted without their EOE
@@ -141,11 +142,11 @@ func archValue(b32 bool) uint32 {
 // feed takes one record; emit receives each completed event.
 func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 	switch typ {
-	case typeSyscall, typeExecve, typePath, typeObjPID, typeCwd, typeEOE, typeAnomAbend:
+	case auparse.TypeSyscall, auparse.TypeExecve, auparse.TypePath, auparse.TypeObjPID, auparse.TypeCwd, auparse.TypeEOE, typeAnomAbend:
 	default:
 		return
 	}
-	t, serial, body, err := ParseHeader(msg)
+	t, serial, body, err := auparse.Header(msg)
 	if err != nil {
 		r.bad++
 		return
@@ -154,7 +155,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		r.abend(t, serial, body, emit)
 		return
 	}
-	if typ == typeSyscall {
+	if typ == auparse.TypeSyscall {
 		if r.keys != nil && !keyMatch(body, r.keys) {
 			return // another rule's: its other records find no event
 		}
@@ -175,33 +176,33 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 		return
 	}
 	switch typ {
-	case typeExecve:
-		p.args.parse(body)
-		if r.eoeless && r.pathless && p.args.complete() {
+	case auparse.TypeExecve:
+		p.args.Parse(body)
+		if r.eoeless && r.pathless && p.args.Complete() {
 			r.complete(p, emit)
 		}
-	case typePath:
-		if item, name := parsePath(body); item == 0 && !p.havePath {
+	case auparse.TypePath:
+		if item, name := auparse.Path(body); item == 0 && !p.havePath {
 			p.filename, p.havePath = name, true
 			if r.eoeless {
 				r.complete(p, emit)
 			}
 		}
-	case typeObjPID:
+	case auparse.TypeObjPID:
 		if p.objPID == 0 {
-			p.objPID = parseObjPID(body)
-			p.objComm = r.str(parseObjComm(body))
+			p.objPID = auparse.ObjPID(body)
+			p.objComm = r.str(auparse.ObjComm(body))
 		}
 		if r.eoeless && p.whole(r.pathless) {
 			r.complete(p, emit)
 		}
-	case typeCwd:
+	case auparse.TypeCwd:
 		if p.info.class == vocab.TypeExec && p.cwd == "" {
-			if v, ok := Field(body, "cwd"); ok {
+			if v, ok := auparse.Field(body, "cwd"); ok {
 				p.cwd, _ = tracer.CapString(v, tracer.FilenameMax)
 			}
 		}
-	case typeEOE:
+	case auparse.TypeEOE:
 		r.complete(p, emit)
 	}
 }
@@ -212,7 +213,7 @@ func (r *reassembler) feed(typ uint16, msg []byte, emit func(*tracer.Event)) {
 // argument (a failed exec has none: it ends at SYSCALL).
 func (p *pending) whole(pathless bool) bool {
 	return p.info.class != vocab.TypeExec || p.havePath || p.sc.Items == 0 ||
-		pathless && (p.sc.Exit != 0 || p.args.complete())
+		pathless && (p.sc.Exit != 0 || p.args.Complete())
 }
 
 // awaitsObjPID reports whether an event whole at its SYSCALL record
@@ -275,7 +276,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 	// Parsed into the reassembler's own record: a local escaped to the
 	// heap, an allocation per record.
 	sc := &r.sc
-	ParseSyscall(body, sc)
+	auparse.ParseSyscall(body, sc)
 	info, ok := r.byArch[sc.Arch][sc.Syscall]
 	if !ok {
 		return nil
@@ -292,13 +293,13 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 		return nil // the other socket's copy of a record already read
 	}
 	// The raw fields point into the read buffer, which the next record overwrites.
-	sc.Comm, sc.commRaw = r.str(sc.commRaw), nil
-	sc.Exe, sc.exeRaw = r.str(sc.exeRaw), nil
-	sc.Key, sc.keyRaw = r.str(sc.keyRaw), nil
-	if string(sc.ttyRaw) != "(none)" {
-		sc.TTY = r.str(sc.ttyRaw)
+	sc.Comm, sc.CommRaw = r.str(sc.CommRaw), nil
+	sc.Exe, sc.ExeRaw = r.str(sc.ExeRaw), nil
+	sc.Key, sc.KeyRaw = r.str(sc.KeyRaw), nil
+	if string(sc.TTYRaw) != "(none)" {
+		sc.TTY = r.str(sc.TTYRaw)
 	}
-	sc.ttyRaw = nil
+	sc.TTYRaw = nil
 	reread := false
 	if r.limit != nil {
 		if info.class == vocab.TypeFork && (!sc.HasExit || sc.Exit <= 0) {
@@ -326,7 +327,7 @@ func (r *reassembler) startEvent(t time.Time, serial uint64, body []byte, emit f
 // noise reports, and counts, a signal syscall that is runtime noise
 // (vocab.IsNoise): audit rule fields cannot compare a target with its
 // sender, so this one is decided here, before the event is built.
-func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
+func (r *reassembler) noise(name string, sc *auparse.Syscall) bool {
 	sig := int(int32(sc.Args[auditrules.SignalArg[name]]))
 	// a0 is the target's process for tgkill and rt_tgsigqueueinfo, and a
 	// thread id for tkill: the sender's own process when it names its main
@@ -342,14 +343,14 @@ func (r *reassembler) noise(name string, sc *SyscallRecord) bool {
 // noiseScope is reassembler.scope for cfg, or nil when the watch has no
 // --comm or --cgroup. It costs a lookup per noise signal only with them;
 // the cgroup is read from /proc once per process, as events' are.
-func noiseScope(cfg tracer.Config) func(r *reassembler, sc *SyscallRecord) bool {
+func noiseScope(cfg tracer.Config) func(r *reassembler, sc *auparse.Syscall) bool {
 	cg := tracer.CleanCgroup(cfg.Cgroup)
 	comms := cfg.Comms
 	if len(comms) == 0 && (cg == "" || cg == "/") {
 		return nil
 	}
-	return func(r *reassembler, sc *SyscallRecord) bool {
-		if len(comms) > 0 && !slices.Contains(comms, r.str(sc.commRaw)) {
+	return func(r *reassembler, sc *auparse.Syscall) bool {
+		if len(comms) > 0 && !slices.Contains(comms, r.str(sc.CommRaw)) {
 			return false
 		}
 		if cg == "" || cg == "/" {
@@ -365,12 +366,9 @@ func noiseScope(cfg tracer.Config) func(r *reassembler, sc *SyscallRecord) bool 
 
 func (r *reassembler) release(p *pending) {
 	args := p.args
-	args.reset()
-	if cap(args.block) > 256 {
-		// Most argv are short: thousands of events in the free list must
-		// not each hold a block of the cap's size.
-		args.block = nil
-	}
+	// Most argv are short: thousands of events in the free list must not
+	// each hold a block of the cap's size.
+	args.Reset(256)
 	*p = pending{args: args}
 	r.free = append(r.free, p)
 }
@@ -441,7 +439,7 @@ func (r *reassembler) str(b []byte) string {
 	if s, ok := r.intern[string(b)]; ok {
 		return s
 	}
-	s := untrusted(b)
+	s := auparse.Untrusted(b)
 	if len(r.intern) > 4096 {
 		clear(r.intern)
 	}
@@ -469,7 +467,7 @@ func (r *reassembler) finish(p *pending, emit func(*tracer.Event)) {
 		var exe string
 		e.Comm, exe = r.callerBefore(sc.PID, sc.PPID, comm, sc.Exe)
 		e.Exe, _ = tracer.CapString(exe, tracer.FilenameMax)
-		e.Argv, e.ArgvTruncated = p.args.appendArgv(e.Argv)
+		e.Argv, e.ArgvTruncated = appendArgv(e.Argv, &p.args)
 		e.Filename = p.filename
 		if !p.havePath && len(e.Argv) > 0 {
 			e.Filename = e.Argv[0]
@@ -570,3 +568,10 @@ func pidfdTarget(pid uint32, fd uint64) int32 {
 // serialAfter reports whether audit serial a comes after b. The kernel's
 // serial is 32 bits and wraps: compare in a window of 2^31, as TCP does.
 func serialAfter(a, b uint64) bool { return int32(uint32(a)-uint32(b)) > 0 }
+
+// appendArgv appends the arguments a kept to argv and reports whether any
+// were cut: the audit side's argv, cut as the eBPF side's is.
+func appendArgv(argv []string, a *auparse.Execve) ([]string, bool) {
+	block, argc, cut := a.Args()
+	return tracer.AppendArgv(argv, block, argc, cut)
+}

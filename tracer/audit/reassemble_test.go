@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -139,9 +140,9 @@ func TestParseExecveCap(t *testing.T) {
 		return b
 	}
 	for _, n := range []int{3, vocab.ArgvMax, vocab.ArgvMax + 1, 64} {
-		var args execveArgs
-		args.parse(record(n))
-		argv, cut := args.appendArgv(nil)
+		var args auparse.Execve
+		args.Parse(record(n))
+		argv, cut := appendArgv(nil, &args)
 		if want := min(n, vocab.ArgvMax); len(argv) != want || cut != (n > vocab.ArgvMax) {
 			t.Errorf("%d arguments: kept %d, cut %v; want %d, %v", n, len(argv), cut, want, n > vocab.ArgvMax)
 		}
@@ -168,12 +169,12 @@ func TestReassembleWithoutEOE(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	lean := []uint16{typeProctitle, typeCwd, typeObjPID}
+	lean := []uint16{auparse.TypeProctitle, auparse.TypeCwd, auparse.TypeObjPID}
 	want := lines(replayLean(t, raw, all, lean, -1))
 	if len(want) < 15 {
 		t.Fatalf("only %d events in the recording", len(want))
 	}
-	eoeless := append(slices.Clone(lean), typeEOE)
+	eoeless := append(slices.Clone(lean), auparse.TypeEOE)
 	// -1: the tracer never learns of the exclusion (another tracer's lean
 	// records came and went between two polls): the events end anyway.
 	for _, at := range []int{0, 7, 30, -1} {
@@ -203,7 +204,7 @@ func TestReassembleWithoutPathAndEOE(t *testing.T) {
 		return out
 	}
 	want := key(replay(t, raw, all))
-	drop := []uint16{typeProctitle, typeCwd, typeObjPID, typePath, typeEOE}
+	drop := []uint16{auparse.TypeProctitle, auparse.TypeCwd, auparse.TypeObjPID, auparse.TypePath, auparse.TypeEOE}
 	if got := key(replayExcluded(t, raw, all, drop, recEOE|recPath, 0)); !slices.Equal(got, want) {
 		t.Errorf("without PATH and EOE:\n got  %q\n want %q", got, want)
 	}
@@ -212,25 +213,25 @@ func TestReassembleWithoutPathAndEOE(t *testing.T) {
 // An exec whose one argument the kernel split across EXECVE records ends
 // only with its last piece when neither PATH nor EOE records come.
 func TestExecveCompleteAtLastPiece(t *testing.T) {
-	var a execveArgs
-	a.parse([]byte(`argc=2 a0="sh"`))
-	if a.complete() {
+	var a auparse.Execve
+	a.Parse([]byte(`argc=2 a0="sh"`))
+	if a.Complete() {
 		t.Fatal("complete before a1")
 	}
-	a.parse([]byte(`a1_len=6 a1[0]="abc"`))
-	if a.complete() {
+	a.Parse([]byte(`a1_len=6 a1[0]="abc"`))
+	if a.Complete() {
 		t.Fatal("complete after 3 of a1's 6 bytes")
 	}
-	a.parse([]byte(`a1[1]=646566`))
-	if !a.complete() {
+	a.Parse([]byte(`a1[1]=646566`))
+	if !a.Complete() {
 		t.Fatal("not complete after a1's last piece")
 	}
-	if argv, cut := a.appendArgv(nil); !slices.Equal(argv, []string{"sh", "abcdef"}) || cut {
+	if argv, cut := appendArgv(nil, &a); !slices.Equal(argv, []string{"sh", "abcdef"}) || cut {
 		t.Errorf("argv %q cut %v", argv, cut)
 	}
-	var none execveArgs
-	none.parse([]byte(`argc=0`))
-	if !none.complete() {
+	var none auparse.Execve
+	none.Parse([]byte(`argc=0`))
+	if !none.Complete() {
 		t.Error("an exec without arguments is not complete at its EXECVE record")
 	}
 }
@@ -245,7 +246,7 @@ func TestSweepEndsWholeEvents(t *testing.T) {
 	var got []string
 	emit := func(e *tracer.Event) { got = append(got, e.Type.String()) }
 	feed := func(serial int, rest string) {
-		r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x %s", serial, archValue(false), rest), emit)
+		r.feed(auparse.TypeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x %s", serial, archValue(false), rest), emit)
 	}
 	feed(1, `syscall=62 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=0 comm="kill"`)
 	feed(2, `syscall=59 success=yes exit=0 a0=1 a1=a ppid=1 pid=2 auid=0 uid=0 items=2 comm="sh"`)
@@ -288,7 +289,7 @@ func TestNoiseCountedInScope(t *testing.T) {
 			pid  int
 			comm string
 		}{{10, "compile"}, {11, "compile"}, {12, "go"}, {12, "go"}} {
-			r.feed(typeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x syscall=234 success=yes exit=0 a0=%x a1=%x a2=17 a3=0 items=0 ppid=1 pid=%d auid=0 uid=0 comm=%q",
+			r.feed(auparse.TypeSyscall, fmt.Appendf(nil, "audit(1796011828.799:%d): arch=%x syscall=234 success=yes exit=0 a0=%x a1=%x a2=17 a3=0 items=0 ppid=1 pid=%d auid=0 uid=0 comm=%q",
 				i+1, archValue(false), s.pid, s.pid+100, s.pid, s.comm), emit)
 		}
 		if got := r.filtered[vocab.FilteredPreemption]; got != c.want {

@@ -18,6 +18,7 @@ import (
 	"github.com/tracer-dev/tracer/auditrules"
 	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/auditstate"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
@@ -266,22 +267,8 @@ func (b *Backend) removeRules() error {
 // instance key (auditrules.InstanceKey): a rule a tracer added and
 // removes. Rules persisted with `tracer rules`' key are the node's.
 func HasKey(text string) bool {
-	key, ok := keyOfText(text)
+	key, ok := auparse.RuleKey(text)
 	return ok && auditrules.IsInstanceKey(key)
-}
-
-// keyOfText finds the key of a rule in auditctl syntax (-k K or -F key=K).
-func keyOfText(text string) (string, bool) {
-	f := strings.Fields(text)
-	for i, w := range f {
-		if w == "-k" && i+1 < len(f) {
-			return strings.Trim(f[i+1], `"`), true
-		}
-		if k, ok := strings.CutPrefix(w, "key="); ok {
-			return strings.Trim(k, `"`), true
-		}
-	}
-	return "", false
 }
 
 // ruleKey decodes a rule from the kernel into its key and auditctl text.
@@ -290,6 +277,6 @@ func ruleKey(wf []byte) (key, text string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	key, ok = keyOfText(text)
+	key, ok = auparse.RuleKey(text)
 	return key, text, ok
 }

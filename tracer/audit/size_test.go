@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/sink"
 )
 
@@ -28,11 +29,11 @@ func TestLongFilenameAndCgroupCapped(t *testing.T) {
 	h := "audit(1796011828.799:30): "
 	events := feedLines(t, r, []string{
 		fmt.Sprintf("%d %sarch=%x syscall=%d success=yes exit=0 a0=1 a1=2 a2=3 a3=4 items=1 ppid=1 pid=%d auid=0 uid=0 comm=\"sh\"",
-			typeSyscall, h, archValue(false), execveNr(t), pid),
+			auparse.TypeSyscall, h, archValue(false), execveNr(t), pid),
 		// And an argv at its cap, every byte escaped in JSON.
-		fmt.Sprintf("%d %sargc=1 a0=%s", typeExecve, h, strings.ToUpper(hex.EncodeToString([]byte(strings.Repeat("\x01", 4096))))),
-		fmt.Sprintf("%d %sitem=0 name=%s", typePath, h, strings.ToUpper(hex.EncodeToString([]byte(long)))),
-		fmt.Sprintf("%d %s", typeEOE, h),
+		fmt.Sprintf("%d %sargc=1 a0=%s", auparse.TypeExecve, h, strings.ToUpper(hex.EncodeToString([]byte(strings.Repeat("\x01", 4096))))),
+		fmt.Sprintf("%d %sitem=0 name=%s", auparse.TypePath, h, strings.ToUpper(hex.EncodeToString([]byte(long)))),
+		fmt.Sprintf("%d %s", auparse.TypeEOE, h),
 	})
 	if len(events) != 1 {
 		t.Fatalf("%d events", len(events))

@@ -15,9 +15,8 @@
 package node
 
 import (
-	"strings"
-
 	"github.com/tracer-dev/tracer/auditrules"
+	"github.com/tracer-dev/tracer/tracer/auparse"
 	"github.com/tracer-dev/tracer/tracer/node/facts"
 )
 
@@ -55,27 +54,11 @@ func IsTracerKey(key string) bool { return auditrules.IsTracerKey(key) }
 func CountTracerRules(rules []string) int {
 	n := 0
 	for _, r := range rules {
-		if IsTracerKey(RuleKey(r)) {
+		if key, ok := auparse.RuleKey(r); ok && IsTracerKey(key) {
 			n++
 		}
 	}
 	return n
-}
-
-// RuleKey returns the key of a rule in auditctl syntax, "" when it has none.
-func RuleKey(r string) string {
-	f := strings.Fields(r)
-	for i := 0; i < len(f); i++ {
-		switch {
-		case f[i] == "-k" && i+1 < len(f):
-			return f[i+1]
-		case f[i] == "-F" && i+1 < len(f) && strings.HasPrefix(f[i+1], "key="):
-			return strings.TrimPrefix(f[i+1], "key=")
-		case strings.HasPrefix(f[i], "key="):
-			return strings.TrimPrefix(f[i], "key=")
-		}
-	}
-	return ""
 }
 
 // Bool returns a pointer to b, for the tri-state fields.

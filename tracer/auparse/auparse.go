@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package audit
+// Package auparse reads the Linux audit records the project uses: the
+// record header, SYSCALL, EXECVE, PATH, OBJ_PID and CWD records, the
+// lines of auditd's log, and a rule's key in auditctl text. Both the
+// audit backend (from netlink) and bench (from auditd's log) read records
+// with it, so the two count the same fields the same way. It imports only
+// tracer/vocab: it allocates nothing on its hot paths and holds no state
+// but what a caller passes in.
+package auparse
 
 import (
 	"bytes"
@@ -10,46 +17,46 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tracer-dev/tracer/tracer"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
 
-// Audit record types this backend reads (linux/audit.h).
+// Audit record types the project reads (linux/audit.h).
 const (
-	typeSyscall      = 1300
-	typeConfigChange = 1305
-	typePath         = 1302
-	typeCwd          = 1307
-	typeExecve       = 1309
-	typeObjPID       = 1318
-	typeEOE          = 1320
-	typeProctitle    = 1327
-	// typeEventListener: a program joined or left the multicast group.
-	typeEventListener = 1335
+	TypeSyscall      = 1300
+	TypeConfigChange = 1305
+	TypePath         = 1302
+	TypeCwd          = 1307
+	TypeExecve       = 1309
+	TypeObjPID       = 1318
+	TypeEOE          = 1320
+	TypeProctitle    = 1327
+	// TypeEventListener: a program joined or left the multicast group.
+	TypeEventListener = 1335
 )
 
-var errHeader = errors.New("malformed audit record header")
+// ErrHeader is Header's error: msg does not start "audit(sec.msec:serial)".
+var ErrHeader = errors.New("malformed audit record header")
 
-// ParseHeader splits "audit(1796011828.799:16): body" into time, serial and body.
-func ParseHeader(msg []byte) (t time.Time, serial uint64, body []byte, err error) {
+// Header splits "audit(1796011828.799:16): body" into time, serial and body.
+func Header(msg []byte) (t time.Time, serial uint64, body []byte, err error) {
 	if !bytes.HasPrefix(msg, []byte("audit(")) {
-		return t, 0, nil, errHeader
+		return t, 0, nil, ErrHeader
 	}
 	end := bytes.IndexByte(msg, ')')
 	if end < 0 {
-		return t, 0, nil, errHeader
+		return t, 0, nil, ErrHeader
 	}
 	inner := msg[len("audit("):end]
 	colon := bytes.IndexByte(inner, ':')
 	dot := bytes.IndexByte(inner, '.')
 	if colon < 0 || dot < 0 || dot > colon {
-		return t, 0, nil, errHeader
+		return t, 0, nil, ErrHeader
 	}
 	sec, ok1 := atou(inner[:dot])
 	msec, ok2 := atou(inner[dot+1 : colon])
 	serial, ok3 := atou(inner[colon+1:])
 	if !ok1 || !ok2 || !ok3 {
-		return t, 0, nil, errHeader
+		return t, 0, nil, ErrHeader
 	}
 	body = msg[end+1:]
 	body = bytes.TrimPrefix(body, []byte(":"))
@@ -72,13 +79,16 @@ func atou(b []byte) (uint64, bool) {
 	return n, true
 }
 
-// fields iterates over "key=value" pairs of a record body without
-// allocating. Quoted values keep their quotes; see value().
-type fields struct{ rest []byte }
+// Fields iterates over "key=value" pairs of a record body without
+// allocating. Quoted values keep their quotes; Untrusted decodes them.
+type Fields struct{ rest []byte }
 
-// next returns the next key=value pair. Keys and most values are a few
+// NewFields iterates over the fields of body.
+func NewFields(body []byte) Fields { return Fields{rest: body} }
+
+// Next returns the next key=value pair. Keys and most values are a few
 // bytes long: plain loops beat bytes.IndexByte's call and setup there.
-func (f *fields) next() (key, val []byte, ok bool) {
+func (f *Fields) Next() (key, val []byte, ok bool) {
 	r := f.rest
 	i := 0
 	for i < len(r) && r[i] == ' ' {
@@ -116,9 +126,9 @@ func (f *fields) next() (key, val []byte, ok bool) {
 	return key, r[:end], true
 }
 
-// untrusted decodes a value the kernel logged with audit_log_untrustedstring:
+// Untrusted decodes a value the kernel logged with audit_log_untrustedstring:
 // quoted when plain, hex when it holds spaces, quotes or control bytes.
-func untrusted(v []byte) string {
+func Untrusted(v []byte) string {
 	text, isHex := untrustedForm(v)
 	if !isHex {
 		return string(text)
@@ -142,10 +152,10 @@ func untrustedForm(v []byte) (text []byte, isHex bool) {
 	return v, true
 }
 
-// hexArg parses a syscall argument the kernel prints as unsigned hex (a0=23ae).
-// hexArg and decInt read a SYSCALL record's numbers, a dozen a record:
+// HexArg parses a syscall argument the kernel prints as unsigned hex (a0=23ae).
+// HexArg and DecInt read a SYSCALL record's numbers, a dozen a record:
 // the common short forms inline, anything else as strconv reads it.
-func hexArg(v []byte) uint64 {
+func HexArg(v []byte) uint64 {
 	if len(v) == 0 || len(v) > 16 {
 		n, _ := strconv.ParseUint(string(v), 16, 64)
 		return n
@@ -167,7 +177,8 @@ func hexArg(v []byte) uint64 {
 	return n
 }
 
-func decInt(v []byte) int64 {
+// DecInt parses a decimal field, negative or not (auid=4294967295, oauid=-1).
+func DecInt(v []byte) int64 {
 	neg := len(v) > 0 && v[0] == '-'
 	digits := v
 	if neg {
@@ -188,10 +199,10 @@ func decInt(v []byte) int64 {
 	return int64(n)
 }
 
-// SyscallRecord holds the fields of a SYSCALL record that events need.
-// It is the one reading of SYSCALL records in the project: the backend
-// reads them from netlink, bench from auditd's log (LogRecord).
-type SyscallRecord struct {
+// Syscall holds the fields of a SYSCALL record that events need.
+// It is the one reading of SYSCALL records in the project: the audit
+// backend reads them from netlink, bench from auditd's log (LogRecord).
+type Syscall struct {
 	Arch    uint32 // AUDIT_ARCH_* of the syscall's ABI
 	Syscall int    // its number in that ABI
 	HasExit bool
@@ -206,19 +217,21 @@ type SyscallRecord struct {
 	// writes them after uid.
 	GID, EUID, SUID, FSUID, EGID, SGID, FSGID uint32
 	Ses                                       uint32
-	Comm                                      string // set by the backend from commRaw, which it interns
-	Exe, Key, TTY                             string // set by the backend from the raw fields, interned
-	commRaw, exeRaw, keyRaw, ttyRaw           []byte // undecoded; valid only until the next record is read
+	Comm                                      string // set by the caller from CommRaw (the backend interns it)
+	Exe, Key, TTY                             string // set by the caller from the raw fields
+	// The fields as the record holds them, undecoded: they alias the
+	// body, valid only as long as it is.
+	CommRaw, ExeRaw, KeyRaw, TTYRaw []byte
 }
 
 // ParseSyscall reads a SYSCALL record body into r (all but the strings
-// the backend interns: Comm, Exe, Key, TTY).
-func ParseSyscall(body []byte, r *SyscallRecord) {
-	*r = SyscallRecord{}
+// a caller decodes from the raw fields: Comm, Exe, Key, TTY).
+func ParseSyscall(body []byte, r *Syscall) {
+	*r = Syscall{}
 	if parseSyscallInOrder(body, r) {
 		return
 	}
-	*r = SyscallRecord{}
+	*r = Syscall{}
 	parseSyscallByKey(body, r)
 }
 
@@ -232,75 +245,75 @@ var syscallKeys = [...]string{"arch", "syscall", "exit", "a0", "a1", "a2", "a3",
 const keyExit = 2
 
 // set stores the value of syscallKeys[i].
-func (r *SyscallRecord) set(i int, v []byte) {
+func (r *Syscall) set(i int, v []byte) {
 	switch i {
 	case 0:
-		r.Arch = uint32(hexArg(v))
+		r.Arch = uint32(HexArg(v))
 	case 1:
-		r.Syscall = int(decInt(v))
+		r.Syscall = int(DecInt(v))
 	case keyExit:
-		r.HasExit, r.Exit = true, decInt(v)
+		r.HasExit, r.Exit = true, DecInt(v)
 	case 3, 4, 5, 6:
-		r.Args[i-3] = hexArg(v)
+		r.Args[i-3] = HexArg(v)
 	case 7:
-		r.Items = int(decInt(v))
+		r.Items = int(DecInt(v))
 	case 8:
-		r.PPID = uint32(decInt(v))
+		r.PPID = uint32(DecInt(v))
 	case 9:
-		r.PID = uint32(decInt(v))
+		r.PID = uint32(DecInt(v))
 	case 10:
-		r.AUID = uint32(decInt(v))
+		r.AUID = uint32(DecInt(v))
 	case 11:
-		r.UID = uint32(decInt(v))
+		r.UID = uint32(DecInt(v))
 	case 12:
-		r.GID = uint32(decInt(v))
+		r.GID = uint32(DecInt(v))
 	case 13:
-		r.EUID = uint32(decInt(v))
+		r.EUID = uint32(DecInt(v))
 	case 14:
-		r.SUID = uint32(decInt(v))
+		r.SUID = uint32(DecInt(v))
 	case 15:
-		r.FSUID = uint32(decInt(v))
+		r.FSUID = uint32(DecInt(v))
 	case 16:
-		r.EGID = uint32(decInt(v))
+		r.EGID = uint32(DecInt(v))
 	case 17:
-		r.SGID = uint32(decInt(v))
+		r.SGID = uint32(DecInt(v))
 	case 18:
-		r.FSGID = uint32(decInt(v))
+		r.FSGID = uint32(DecInt(v))
 	case 19:
-		r.ttyRaw = v
+		r.TTYRaw = v
 	case 20:
-		r.Ses = uint32(decInt(v))
+		r.Ses = uint32(DecInt(v))
 	}
 }
 
 // afterComm reads what follows comm: exe, the LSM's subj, and key, the
 // last field (audit_log_exit).
-func (r *SyscallRecord) afterComm(f *fields) {
+func (r *Syscall) afterComm(f *Fields) {
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return
 		}
 		switch string(k) {
 		case "exe":
-			r.exeRaw = v
+			r.ExeRaw = v
 		case "key":
-			r.keyRaw = v
+			r.KeyRaw = v
 			return
 		}
 	}
 }
 
 // parseSyscallByKey reads a SYSCALL record key by key, in any order.
-func parseSyscallByKey(body []byte, r *SyscallRecord) {
-	f := fields{rest: body}
+func parseSyscallByKey(body []byte, r *Syscall) {
+	f := Fields{rest: body}
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return
 		}
 		if string(k) == "comm" {
-			r.commRaw = v
+			r.CommRaw = v
 			r.afterComm(&f)
 			return
 		}
@@ -315,7 +328,7 @@ func parseSyscallByKey(body []byte, r *SyscallRecord) {
 // surprise, and ParseSyscall then reads the record key by key. At
 // hundreds of thousands of records a second the saving is worth it: a
 // third of the reader's CPU went to parsing.
-func parseSyscallInOrder(body []byte, r *SyscallRecord) bool {
+func parseSyscallInOrder(body []byte, r *Syscall) bool {
 	rest := body
 	for i, key := range syscallKeys {
 		if i == keyExit {
@@ -332,12 +345,12 @@ func parseSyscallInOrder(body []byte, r *SyscallRecord) bool {
 		r.set(i, v)
 		rest = after
 	}
-	f := fields{rest: rest}
-	k, v, ok := f.next()
+	f := Fields{rest: rest}
+	k, v, ok := f.Next()
 	if !ok || string(k) != "comm" {
 		return false
 	}
-	r.commRaw = v
+	r.CommRaw = v
 	r.afterComm(&f)
 	return true
 }
@@ -362,14 +375,14 @@ func take(rest []byte, key string) (val, after []byte, ok bool) {
 // kernel logs untrusted strings (key="tracer" reads tracer), and whether
 // the body has it.
 func Field(body []byte, key string) (string, bool) {
-	f := fields{rest: body}
+	f := Fields{rest: body}
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return "", false
 		}
 		if string(k) == key {
-			return untrusted(v), true
+			return Untrusted(v), true
 		}
 	}
 }
@@ -378,7 +391,7 @@ func Field(body []byte, key string) (string, bool) {
 // (format = string), in its RAW or ENRICHED format
 // ("type=SYSCALL msg=audit(1796012089.707:405546): arch=... \x1dARCH=..."),
 // into the record type ("SYSCALL") and the record as the kernel sent it
-// (for ParseHeader): auditd's ENRICHED fields after 0x1d are left out.
+// (for Header): auditd's ENRICHED fields after 0x1d are left out.
 func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
 	if node, ok := bytes.CutPrefix(line, []byte("node=")); ok {
 		// auditd's name_format puts the node's name first.
@@ -400,14 +413,15 @@ func LogRecord(line []byte) (typ string, msg []byte, ok bool) {
 	return string(t), bytes.TrimRight(rest, "\n"), true
 }
 
-// execveArgs gathers an exec's arguments from its EXECVE records, into the
-// NUL-joined block that tracer.AppendArgv cuts as it cuts the eBPF side's.
+// Execve gathers an exec's arguments from its EXECVE records, into the
+// NUL-joined block that tracer.AppendArgv cuts as it cuts the eBPF side's
+// (Args gives it).
 // The kernel continues an argument too long for what is left of a record
 // in the next record (aN_len=... aN[0]=..., then aN[1]=... and on), each
 // piece quoted or hex on its own, so the argument being read is state kept
 // across records. Bytes past vocab.ArgvBytesMax are parsed but not kept:
 // an argument may be 128 KiB. The zero value is ready for an event.
-type execveArgs struct {
+type Execve struct {
 	block []byte // arguments read, each with its NUL but an open one; at most vocab.ArgvBytesMax bytes
 	cut   bool   // bytes left out: past the cap, or after a lost record
 	open  bool   // the last argument in block has more pieces to come
@@ -424,22 +438,34 @@ type execveArgs struct {
 	want, got, nextLen int
 }
 
-func (a *execveArgs) reset() { *a = execveArgs{block: a.block[:0]} }
+// Reset readies a for the next exec, keeping the block's storage when it
+// holds at most keep bytes: most argv are short, and a reader keeping
+// thousands of Execve must not have each hold a block of the cap's size.
+func (a *Execve) Reset(keep int) {
+	block := a.block[:0]
+	if cap(block) > keep {
+		block = nil
+	}
+	*a = Execve{block: block}
+}
 
-// parse reads one EXECVE record body.
-func (a *execveArgs) parse(body []byte) {
-	f := fields{rest: body}
+// Cap is how many bytes the block has room for.
+func (a *Execve) Cap() int { return cap(a.block) }
+
+// Parse reads one EXECVE record body.
+func (a *Execve) Parse(body []byte) {
+	f := Fields{rest: body}
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return
 		}
 		if string(k) == "argc" {
-			a.argc, a.argcSeen = int(decInt(v)), true
+			a.argc, a.argcSeen = int(DecInt(v)), true
 			continue
 		}
 		if bytes.HasSuffix(k, []byte("_len")) {
-			a.nextLen = int(decInt(v))
+			a.nextLen = int(DecInt(v))
 			continue
 		}
 		n, piece, whole, ok := argKey(k)
@@ -497,16 +523,16 @@ func pieceLen(v []byte) int {
 	return len(text)
 }
 
-// complete reports whether the EXECVE records read so far held every
+// Complete reports whether the EXECVE records read so far held every
 // argument whole: where the kernel builds neither PATH nor EOE records,
 // an exec ends there.
-func (a *execveArgs) complete() bool {
+func (a *Execve) Complete() bool {
 	return a.argcSeen && a.begun == a.argc && (!a.open || a.want > 0 && a.got >= a.want)
 }
 
-// add appends a piece of an argument, decoded as untrusted does, while
+// add appends a piece of an argument, decoded as Untrusted does, while
 // there is room.
-func (a *execveArgs) add(v []byte) {
+func (a *Execve) add(v []byte) {
 	if a.cut {
 		return
 	}
@@ -519,7 +545,7 @@ func (a *execveArgs) add(v []byte) {
 			a.cut = n < len(text)/2
 			return
 		}
-		a.block, text = a.block[:at], v // as untrusted: not hex after all, kept as it came
+		a.block, text = a.block[:at], v // as Untrusted: not hex after all, kept as it came
 	}
 	n := min(len(text), room)
 	a.block, a.cut = append(a.block, text[:n]...), n < len(text)
@@ -527,7 +553,7 @@ func (a *execveArgs) add(v []byte) {
 
 // closeArg ends the open argument with its NUL, which counts towards the
 // cap as it does in the eBPF side's read.
-func (a *execveArgs) closeArg() {
+func (a *Execve) closeArg() {
 	if !a.open {
 		return
 	}
@@ -539,44 +565,60 @@ func (a *execveArgs) closeArg() {
 	a.block = append(a.block, 0)
 }
 
-// appendArgv appends the arguments kept to argv and reports whether any
-// were cut.
-func (a *execveArgs) appendArgv(argv []string) ([]string, bool) {
+// Args ends the arguments read: the NUL-joined block, how many arguments
+// the exec had, and whether any bytes were left out, for
+// tracer.AppendArgv. Parse reads no more of this exec after it.
+func (a *Execve) Args() (block []byte, argc int, cut bool) {
 	a.closeArg()
 	if a.begun < a.argc {
 		a.cut = true // the last records were lost
 	}
-	return tracer.AppendArgv(argv, a.block, max(a.argc, a.begun), a.cut)
+	return a.block, max(a.argc, a.begun), a.cut
 }
 
-// parsePath returns item number and name of a PATH record.
-func parsePath(body []byte) (item int, name string) {
-	f := fields{rest: body}
+// Path returns item number and name of a PATH record.
+func Path(body []byte) (item int, name string) {
+	f := Fields{rest: body}
 	item = -1
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return item, name
 		}
 		switch string(k) {
 		case "item":
-			item = int(decInt(v))
+			item = int(DecInt(v))
 		case "name":
-			return item, untrusted(v)
+			return item, Untrusted(v)
 		}
 	}
 }
 
-// parseObjPID returns the target pid of an OBJ_PID record.
-func parseObjPID(body []byte) int32 {
-	f := fields{rest: body}
+// ObjPID returns the target pid of an OBJ_PID record.
+func ObjPID(body []byte) int32 {
+	f := Fields{rest: body}
 	for {
-		k, v, ok := f.next()
+		k, v, ok := f.Next()
 		if !ok {
 			return 0
 		}
 		if string(k) == "opid" {
-			return int32(decInt(v))
+			return int32(DecInt(v))
+		}
+	}
+}
+
+// ObjComm returns the target's comm of an OBJ_PID record (ocomm=),
+// undecoded.
+func ObjComm(body []byte) []byte {
+	f := Fields{rest: body}
+	for {
+		k, v, ok := f.Next()
+		if !ok {
+			return nil
+		}
+		if bytes.Equal(k, []byte("ocomm")) {
+			return v
 		}
 	}
 }

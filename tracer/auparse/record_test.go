@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package audit
+package auparse
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ func TestLogRecord(t *testing.T) {
 	if !ok || typ != "SYSCALL" {
 		t.Fatalf("LogRecord = %q, %v", typ, ok)
 	}
-	_, serial, body, err := ParseHeader(msg)
+	_, serial, body, err := Header(msg)
 	if err != nil || serial != 405546 {
 		t.Fatalf("header: serial %d, %v", serial, err)
 	}
-	var r SyscallRecord
+	var r Syscall
 	ParseSyscall(body, &r)
 	if r.Arch != 0xc000003e || r.Syscall != 56 || !r.HasExit || r.Exit != 4242 || r.PID != 4000 || r.PPID != 1 || r.Args[0] != 0x1200011 || r.AUID != 4294967295 {
 		t.Errorf("record %+v", r)
@@ -48,14 +48,14 @@ func TestLogRecord(t *testing.T) {
 func TestNumberReaders(t *testing.T) {
 	for _, v := range []string{"0", "7ffce334d9f6", "FFFFFFFFFFFFFFFF", "ffffffffffffffff1", "", "x", "12g", "00000000000000001"} {
 		want, _ := strconv.ParseUint(v, 16, 64)
-		if got := hexArg([]byte(v)); got != want {
-			t.Errorf("hexArg(%q) = %d, want %d", v, got, want)
+		if got := HexArg([]byte(v)); got != want {
+			t.Errorf("HexArg(%q) = %d, want %d", v, got, want)
 		}
 	}
 	for _, v := range []string{"0", "-1", "+5", "4294967295", "-9223372036854775808", "9223372036854775808", "", "-", "1a", "123456789012345678", "1234567890123456789"} {
 		want, _ := strconv.ParseInt(v, 10, 64)
-		if got := decInt([]byte(v)); got != want {
-			t.Errorf("decInt(%q) = %d, want %d", v, got, want)
+		if got := DecInt([]byte(v)); got != want {
+			t.Errorf("DecInt(%q) = %d, want %d", v, got, want)
 		}
 	}
 }
@@ -64,14 +64,14 @@ func TestNumberReaders(t *testing.T) {
 // it key by key does, on every recorded record and on the forms without
 // success/exit (exit_group); a record in another order is read key by key.
 func TestParseSyscallInOrder(t *testing.T) {
-	b, err := os.ReadFile("testdata/workload.raw")
+	b, err := os.ReadFile("../audit/testdata/workload.raw") // the audit backend's recording
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bodies [][]byte
 	for l := range bytes.Lines(b) {
 		if typ, msg, ok := bytes.Cut(bytes.TrimSpace(l), []byte(" ")); ok && string(typ) == "1300" {
-			_, _, body, err := ParseHeader(msg)
+			_, _, body, err := Header(msg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,18 +83,18 @@ func TestParseSyscallInOrder(t *testing.T) {
 	}
 	inOrder := 0
 	for _, body := range bodies {
-		var a, k SyscallRecord
+		var a, k Syscall
 		if parseSyscallInOrder(body, &a) {
 			inOrder++
 		} else {
-			a = SyscallRecord{}
+			a = Syscall{}
 			parseSyscallByKey(body, &a)
 		}
 		parseSyscallByKey(body, &k)
-		if string(a.commRaw) != string(k.commRaw) {
-			t.Errorf("comm %q, key by key %q", a.commRaw, k.commRaw)
+		if string(a.CommRaw) != string(k.CommRaw) {
+			t.Errorf("comm %q, key by key %q", a.CommRaw, k.CommRaw)
 		}
-		for _, f := range [...]struct{ a, k *[]byte }{{&a.commRaw, &k.commRaw}, {&a.exeRaw, &k.exeRaw}, {&a.keyRaw, &k.keyRaw}, {&a.ttyRaw, &k.ttyRaw}} {
+		for _, f := range [...]struct{ a, k *[]byte }{{&a.CommRaw, &k.CommRaw}, {&a.ExeRaw, &k.ExeRaw}, {&a.KeyRaw, &k.KeyRaw}, {&a.TTYRaw, &k.TTYRaw}} {
 			if string(*f.a) != string(*f.k) {
 				t.Errorf("raw field %q, key by key %q", *f.a, *f.k)
 			}
@@ -107,12 +107,12 @@ func TestParseSyscallInOrder(t *testing.T) {
 	if inOrder != len(bodies) {
 		t.Errorf("%d of %d recorded records read in order", inOrder, len(bodies))
 	}
-	var r SyscallRecord
+	var r Syscall
 	if parseSyscallInOrder([]byte(`syscall=62 arch=c000003e a0=1 a1=2 a2=0 a3=0 items=0 ppid=1 pid=2 auid=0 uid=0 comm="x"`), &r) {
 		t.Error("a record in another order was read in order")
 	}
 	ParseSyscall([]byte(`syscall=62 arch=c000003e a0=1 a1=2 a2=0 a3=0 items=0 ppid=1 pid=2 auid=0 uid=0 comm="x"`), &r)
-	if r.Syscall != 62 || r.Arch != 0xc000003e || r.PID != 2 || string(r.commRaw) != `"x"` {
+	if r.Syscall != 62 || r.Arch != 0xc000003e || r.PID != 2 || string(r.CommRaw) != `"x"` {
 		t.Errorf("reordered record read as %+v", r)
 	}
 }
