@@ -108,8 +108,11 @@ type TracerExecEvent struct {
 	ArgvSize     uint16
 	Ret          int64
 	Argc         uint8
-	Pad          [7]uint8
-	Data         [2816]int8
+	Pflags       uint8
+	CwdSize      uint16
+	ExeSize      uint16
+	Pad          [2]uint8
+	Data         [11008]int8
 }
 
 type TracerExecKey struct {
@@ -138,6 +141,15 @@ type TracerKiller struct {
 	Kernel  uint8
 	Pad     [5]uint8
 	Comm    [16]int8
+}
+
+type TracerPathWalk struct {
+	_     structs.HostLayout
+	D     uint64
+	M     uint64
+	Mroot uint64
+	Used  uint32
+	Depth uint32
 }
 
 type TracerRate struct {
@@ -207,6 +219,7 @@ const (
 	TracerMapKillers                  = "killers"
 	TracerMapLost                     = "lost"
 	TracerMapOomVictims               = "oom_victims"
+	TracerMapPathWalks                = "path_walks"
 	TracerMapPending                  = "pending"
 	TracerMapRates                    = "rates"
 	TracerMapSigCalls                 = "sig_calls"
@@ -442,6 +455,7 @@ type TracerMapSpecs struct {
 	Killers      *ebpf.MapSpec `ebpf:"killers"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
 	OomVictims   *ebpf.MapSpec `ebpf:"oom_victims"`
+	PathWalks    *ebpf.MapSpec `ebpf:"path_walks"`
 	Pending      *ebpf.MapSpec `ebpf:"pending"`
 	Rates        *ebpf.MapSpec `ebpf:"rates"`
 	SigCalls     *ebpf.MapSpec `ebpf:"sig_calls"`
@@ -523,6 +537,7 @@ type TracerMaps struct {
 	Killers      *ebpf.Map `ebpf:"killers"`
 	Lost         *ebpf.Map `ebpf:"lost"`
 	OomVictims   *ebpf.Map `ebpf:"oom_victims"`
+	PathWalks    *ebpf.Map `ebpf:"path_walks"`
 	Pending      *ebpf.Map `ebpf:"pending"`
 	Rates        *ebpf.Map `ebpf:"rates"`
 	SigCalls     *ebpf.Map `ebpf:"sig_calls"`
@@ -551,6 +566,7 @@ func (m *TracerMaps) Close() error {
 		m.Killers,
 		m.Lost,
 		m.OomVictims,
+		m.PathWalks,
 		m.Pending,
 		m.Rates,
 		m.SigCalls,

@@ -11,6 +11,7 @@
 #include "filter.h"
 #include "ratelimit.h"
 #include "arch.h"
+#include "path.h"
 
 /* Exec records between syscall entry and exit, keyed by task pointer (the
  * task keeps its task_struct across exec, but not its pid when a non-leader
@@ -247,6 +248,7 @@ static __always_inline int exec_exit(void *ctx, long ret)
 	e->ppid = st->ppid;
 	e->ret = ret;
 	__u32 size = ret == 0 ? exec_image(e, pos) : exec_args(e, pos, (const void *)st->argv, st->h.flags & EVF_COMPAT);
+	size = exec_paths(e, size, ret == 0);
 	if (size > DATA_MAX)
 		size = DATA_MAX;
 	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);
@@ -317,7 +319,7 @@ static __always_inline int exec_sched(__u64 *ctx)
 	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	e->ret = 0;
 
-	__u32 size = exec_image(e, pos);
+	__u32 size = exec_paths(e, exec_image(e, pos), true);
 	if (size > DATA_MAX)
 		size = DATA_MAX;
 	output(ctx, e, __builtin_offsetof(struct exec_event, data) + size, now);

@@ -74,7 +74,10 @@ enum filter_index {
 #define ARGC_MAX 20	 /* arguments kept per exec */
 #define ARG_MAX 128	 /* bytes kept per argument, NUL included */
 #define ARGV_BYTES (ARGC_MAX * ARG_MAX)
-#define DATA_MAX (FILENAME_MAX + ARGV_BYTES)
+#define PATH_DEPTH 32	 /* names kept of the cwd or program path (path.h) */
+#define PATH_BYTES 4096	 /* bytes kept of each, the NULs included */
+#define NAME_BYTES 256	 /* a name's most, NUL included (NAME_MAX + 1) */
+#define DATA_MAX (FILENAME_MAX + ARGV_BYTES + 2 * PATH_BYTES)
 
 struct event_hdr {
 	__u64 ktime; /* CLOCK_MONOTONIC, see now_ns */
@@ -126,7 +129,12 @@ struct event {
 #define XF_OOM 32    /* exit: the OOM killer chose the process */
 #define XF_TARGET 64 /* signal: xpid, xstart and xcomm are the target's */
 
-/* exec records: a fixed part, then filename\0 and argv[0]\0argv[1]\0... */
+/* exec_event.pflags */
+#define EXF_CWD_TRUNC 1 /* the walk of the cwd stopped before the root */
+#define EXF_EXE_TRUNC 2 /* the walk of the new program's path did */
+
+/* exec records: a fixed part, then filename\0, argv[0]\0argv[1]\0...,
+ * the cwd's names and the new program's (path.h), leaf first. */
 struct exec_event {
 	struct event_hdr h;
 	__u32 ppid;
@@ -134,7 +142,10 @@ struct exec_event {
 	__u16 argv_size;     /* bytes of data after it holding argc strings */
 	__s64 ret;
 	__u8 argc;
-	__u8 _pad[7];
+	__u8 pflags;	 /* EXF_* */
+	__u16 cwd_size; /* bytes of data after argv holding the cwd's names */
+	__u16 exe_size; /* bytes after those holding the new program's (successful exec) */
+	__u8 _pad[2];
 	char data[DATA_MAX];
 };
 

@@ -167,6 +167,7 @@ func BenchmarkRecordToQueue(b *testing.B) {
 			}
 			be := New()
 			d := newDecoder()
+			d.exes = newExeCache(exeCacheMax, readProcExe) // as Backend.newDecoder
 			d.cgroups = &cgroupNames{fd: -1, cache: map[uint64]cgroupEntry{
 				cgid: {info: tracer.NewCgroupInfo("/user.slice/user-0.slice/session-3.scope"), ok: true}}}
 			cfg := tracer.DefaultConfig()

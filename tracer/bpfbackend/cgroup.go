@@ -201,5 +201,6 @@ func (b *Backend) newDecoder() *decoder {
 	d.cgroups = b.cgroups
 	d.limit = b.cfg.RateLimit
 	b.mu.Unlock()
+	d.exes = newExeCache(exeCacheMax, readProcExe)
 	return d
 }

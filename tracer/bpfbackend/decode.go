@@ -66,8 +66,23 @@ const (
 	offArgvSize     = 126
 	offExecRet      = 128
 	offArgc         = 136
+	offPFlags       = 137 // EXF_*
+	offCwdSize      = 138
+	offExeSize      = 140
 	offData         = 144
 )
+
+// Flags in exec_event.pflags: a path's walk in the kernel stopped before
+// the root (more than PATH_DEPTH names or PATH_BYTES bytes, in path.h).
+const (
+	exfCwdTrunc = 1
+	exfExeTrunc = 2
+)
+
+// pathBytes is the most bytes of names the kernel side keeps of the cwd
+// and of the new program's path each (PATH_BYTES), in at most 32 names
+// (PATH_DEPTH).
+const pathBytes = 4096
 
 // Flags in event.xflags.
 const (
@@ -128,6 +143,11 @@ type decoder struct {
 	// record that differs from it in its time alone is that event again.
 	prevRaw []byte
 	prev    tracer.Event
+	// newExe: the program the last exec record decoded to ran, "" for
+	// another record or a failed exec; exes keeps it (nil: no cache).
+	newExe  string
+	exes    *exeCache
+	pathBuf []byte
 }
 
 const maxInterned = 4096
@@ -184,6 +204,7 @@ func (d *decoder) decode(raw []byte, e *tracer.Event) error {
 			return nil
 		}
 	}
+	d.newExe = ""
 	if err := d.decodeRecord(raw, e); err != nil {
 		d.prevRaw = d.prevRaw[:0]
 		return err
@@ -349,8 +370,21 @@ func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
 	argvSize := int(le.Uint16(raw[offArgvSize:]))
 	argc := int(raw[offArgc])
 	data := raw[offData:]
-	if fnSize+argvSize > len(data) {
-		return fmt.Errorf("%w: exec record of %d bytes holds %d", errShortRecord, len(raw), offData+fnSize+argvSize)
+	cwdSize := int(le.Uint16(raw[offCwdSize:]))
+	exeSize := int(le.Uint16(raw[offExeSize:]))
+	if fnSize+argvSize+cwdSize+exeSize > len(data) {
+		return fmt.Errorf("%w: exec record of %d bytes holds %d", errShortRecord, len(raw), offData+fnSize+argvSize+cwdSize+exeSize)
+	}
+	paths := data[fnSize+argvSize:]
+	flags := raw[offPFlags]
+	// No names is the root, unless the walk failed at once.
+	if cwdSize > 0 || flags&exfCwdTrunc == 0 {
+		d.pathBuf = appendPath(d.pathBuf[:0], paths[:cwdSize], flags&exfCwdTrunc != 0)
+		e.Cwd = d.intern(d.pathBuf)
+	}
+	if exeSize > 0 { // a successful exec's
+		d.pathBuf = appendPath(d.pathBuf[:0], paths[cwdSize:cwdSize+exeSize], flags&exfExeTrunc != 0)
+		d.newExe = d.intern(d.pathBuf)
 	}
 	e.Filename = d.intern(cstring(data[:fnSize]))
 	// The kernel side keeps FilenameMax bytes: one that filled them may
@@ -363,6 +397,38 @@ func (d *decoder) decodeExec(raw []byte, e *tracer.Event) error {
 	// is the audit backend's (tracer.AppendArgv).
 	e.Argv, e.ArgvTruncated = tracer.AppendArgv(e.Argv, args, argc, raw[offFlags]&flagArgvTrunc != 0)
 	return nil
+}
+
+// appendPath appends to out the path of the kernel's names in b, leaf
+// first, each ended by a NUL ("bin\0usr\0" is /usr/bin), cut to
+// tracer.FilenameMax bytes as the audit backend cuts its own. No names is
+// the root. A walk that stopped before the root (cut) gives the names it
+// has without the leading "/": never taken for an absolute path.
+func appendPath(out, b []byte, cut bool) []byte {
+	start := len(out)
+	end := len(b)
+	if end > 0 && b[end-1] == 0 {
+		end--
+	}
+	for end > 0 {
+		i := bytes.LastIndexByte(b[:end], 0)
+		if !cut || len(out) > start {
+			out = append(out, '/')
+		}
+		out = append(out, b[i+1:end]...)
+		if i < 0 {
+			break
+		}
+		end = i
+	}
+	if len(out) == start && !cut {
+		out = append(out, '/')
+	}
+	if len(out)-start > tracer.FilenameMax {
+		s, _ := tracer.CapString(string(out[start:]), tracer.FilenameMax)
+		out = out[:start+len(s)]
+	}
+	return out
 }
 
 // clock converts the kernel's CLOCK_MONOTONIC (bpf_ktime_get_ns) to wall

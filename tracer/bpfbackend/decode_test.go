@@ -128,7 +128,7 @@ func TestDecodeExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tracer.Event{Backend: "ebpf", Type: vocab.TypeExec, PID: 4243, Comm: "bash", AUID: vocab.UnsetID,
-		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"},
+		PPID: 4242, Filename: "/usr/bin/grep", Argv: []string{"grep", "-q", "", "x y"}, Cwd: "/", // no cwd names: the root
 		ExecID: tracer.ExecID{PID: 4243, Start: 12345}, ParentExecID: tracer.ExecID{PID: 1, Start: 2}}
 	want = withCreds(want)
 	e.Time = time.Time{}
@@ -284,12 +284,15 @@ func TestLayoutMatchesGenerated(t *testing.T) {
 		{"argv_size", unsafe.Offsetof(ex.ArgvSize), offArgvSize},
 		{"exec ret", unsafe.Offsetof(ex.Ret), offExecRet},
 		{"argc", unsafe.Offsetof(ex.Argc), offArgc},
+		{"pflags", unsafe.Offsetof(ex.Pflags), offPFlags},
+		{"cwd_size", unsafe.Offsetof(ex.CwdSize), offCwdSize},
+		{"exe_size", unsafe.Offsetof(ex.ExeSize), offExeSize},
 		{"data", unsafe.Offsetof(ex.Data), offData},
 		{"wstart", unsafe.Offsetof(th.Wstart), offWStart},
 		{"wend", unsafe.Offsetof(th.Wend), offWEnd},
 		{"dropped", unsafe.Offsetof(th.Dropped), offDropped},
 		{"throttle size", unsafe.Sizeof(th), eventSize},
-		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + vocab.ArgvMax*128}, // ARG_MAX: 128 bytes per argument, NUL included
+		{"data size", unsafe.Sizeof(ex.Data), FilenameMax + 1 + vocab.ArgvMax*128 + 2*pathBytes}, // ARG_MAX: 128 bytes per argument, NUL included
 		{"exec key size", unsafe.Sizeof(bpf.TracerExecKey{}), execKeySize},
 		{"signal key size", unsafe.Sizeof(bpf.TracerSignalKey{}), signalKeySize},
 	}

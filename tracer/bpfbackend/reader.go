@@ -154,6 +154,12 @@ func (b *Backend) decodeEmit(d *decoder, raw []byte, ev *tracer.Event, emit func
 		b.badRecs.Add(1)
 		return false
 	}
+	if d.exes != nil {
+		d.exes.fill(ev, d.newExe)
+		if ev.Type != vocab.TypeExec {
+			d.prev.Exe = ev.Exe // for the record's repeats (again)
+		}
+	}
 	n[ev.Type]++
 	emit(ev)
 	return true
