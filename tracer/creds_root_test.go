@@ -55,19 +55,14 @@ func TestCredsTTYSessionBothBackends(t *testing.T) {
 	}
 	ses, auid := procUint(t, "sessionid"), procUint(t, "loginuid")
 	setpriv, err := exec.LookPath("setpriv")
-	if err == nil {
-		setpriv, err = filepath.EvalSymlinks(setpriv)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	setpriv = resolved(t, setpriv)
 
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = vocab.ParseTypes("all")
-	for _, r := range []struct {
-		name, probes string
-		b            tracer.Backend
-	}{{"audit", "", audit.New()}, {"ebpf", "", bpfbackend.New()}, {"ebpf-syscalls", "syscalls", bpfbackend.New()}} {
+	for _, r := range idBackends() {
 		t.Run(r.name, func(t *testing.T) {
 			cfg.Probes = r.probes
 			s := tracertest.StartSession(t, r.b, cfg)
@@ -224,4 +219,27 @@ func openPTY(t *testing.T) (ptm, pts *os.File, name string) {
 	}
 	t.Cleanup(func() { pts.Close() })
 	return ptm, pts, "pts" + strconv.Itoa(n)
+}
+
+// idBackends are the backends, and eBPF's syscall probe set, whose ids
+// and paths the tests compare with one another.
+func idBackends() []struct {
+	name, probes string
+	b            tracer.Backend
+} {
+	return []struct {
+		name, probes string
+		b            tracer.Backend
+	}{{"audit", "", audit.New()}, {"ebpf", "", bpfbackend.New()}, {"ebpf-syscalls", "syscalls", bpfbackend.New()}}
+}
+
+// resolved is path with its symbolic links resolved, as both backends
+// report a program.
+func resolved(t *testing.T, path string) string {
+	t.Helper()
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -14,8 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracer-dev/tracer/tracer"
-	"github.com/tracer-dev/tracer/tracer/audit"
-	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/tracertest"
 	"github.com/tracer-dev/tracer/tracer/vocab"
 )
@@ -58,19 +56,14 @@ func TestCredsPathsBothBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	self, err := os.Executable()
-	if err == nil {
-		self, err = filepath.EvalSymlinks(self)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	self = resolved(t, self)
 
 	cfg := tracer.DefaultConfig()
 	cfg.Types, _ = vocab.ParseTypes("all")
-	for _, r := range []struct {
-		name, probes string
-		b            tracer.Backend
-	}{{"audit", "", audit.New()}, {"ebpf", "", bpfbackend.New()}, {"ebpf-syscalls", "syscalls", bpfbackend.New()}} {
+	for _, r := range idBackends() {
 		t.Run(r.name, func(t *testing.T) {
 			cfg.Probes = r.probes
 			s := tracertest.StartSession(t, r.b, cfg)
