@@ -114,18 +114,34 @@ func signalCounts(events []tracer.Event) map[string]int {
 	return got
 }
 
+// pidComm is the comm of pid ("" for none, or gone).
+func pidComm(pid uint32) string {
+	if pid == 0 {
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func hasNote(b *Backend, want string) bool {
 	return slices.ContainsFunc(b.Notes(), func(n string) bool { return strings.Contains(n, want) })
 }
 
 // leftAsFound fails t unless, after every other cleanup of the test, the
 // audit settings, the audit PID and the rules are as now. Call it first.
+// A node's auditd the test paused holds the PID again under a new pid:
+// the same program holding it is what counts.
 func leftAsFound(t *testing.T) {
 	t.Helper()
 	st, rules := auditStatus(t), loadedRules(t)
+	holder := pidComm(st.PID)
 	t.Cleanup(func() {
 		now, after := auditStatus(t), loadedRules(t)
-		if now.Enabled != st.Enabled || now.PID != st.PID || now.Failure != st.Failure || now.BacklogLimit != st.BacklogLimit || now.BacklogWaitTime != st.BacklogWaitTime {
+		samePID := now.PID == st.PID || (st.PID != 0 && now.PID != 0 && holder != "" && pidComm(now.PID) == holder)
+		if now.Enabled != st.Enabled || !samePID || now.Failure != st.Failure || now.BacklogLimit != st.BacklogLimit || now.BacklogWaitTime != st.BacklogWaitTime {
 			t.Errorf("audit state not left as found:\n before %+v\n after  %+v", st, now)
 		}
 		if !slices.Equal(rules, after) {
