@@ -366,8 +366,8 @@ func TestDaemonSets(t *testing.T) {
 			}
 			slices.Sort(hostPaths)
 			want := map[string][]string{
-				"ebpf":  {"/run/containerd", "/sys/kernel/btf", "/sys/kernel/debug", "/sys/kernel/tracing", "/var/run/crio"},
-				"audit": {"/run/containerd", "/run/tracer", "/var/run/crio"},
+				"ebpf":  {"/run/containerd", "/run/crio", "/sys/kernel/btf", "/sys/kernel/debug", "/sys/kernel/tracing"},
+				"audit": {"/run/containerd", "/run/crio", "/run/tracer"},
 			}[backend]
 			if !slices.Equal(hostPaths, want) {
 				t.Errorf("host paths %v, want %v", hostPaths, want)

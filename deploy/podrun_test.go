@@ -821,7 +821,10 @@ func TestPodsRunAsManifested(t *testing.T) {
 	bin := buildTracer(t)
 	// The node's /run/tracer, as the hostPath volume gives it to every pod.
 	nodeRun := t.TempDir()
-	hostPaths := map[string]string{"/run/tracer": nodeRun}
+	// The runtimes' socket directories: a node without Kubernetes has
+	// neither, and a runtime makes an untyped hostPath's directory as it
+	// mounts it; empty ones here (the watch finds no socket and goes on).
+	hostPaths := map[string]string{"/run/tracer": nodeRun, "/run/containerd": t.TempDir(), "/run/crio": t.TempDir()}
 
 	t.Run("ebpf", func(t *testing.T) {
 		ds := loadDaemonSet(t, "kubernetes/daemonset-ebpf.yaml")

@@ -32,7 +32,7 @@ import (
 
 // DefaultSockets are the CRI sockets of containerd and CRI-O, in the
 // order FindSocket tries them.
-var DefaultSockets = []string{"/run/containerd/containerd.sock", "/var/run/crio/crio.sock"}
+var DefaultSockets = []string{"/run/containerd/containerd.sock", "/run/crio/crio.sock", "/var/run/crio/crio.sock"}
 
 // ErrNoRuntime: no CRI socket where one was looked for.
 var ErrNoRuntime = errors.New("no container runtime socket")
