@@ -149,7 +149,11 @@ static __always_inline __u32 exec_paths(struct exec_event *e, __u32 size, bool o
 	e->cwd_size = 0;
 	e->exe_size = 0;
 	e->pflags = 0;
-	if (size > DATA_MAX)
+	/* With --exe the syscall set's exit program matches the filename in
+	 * a loop of its own: both together pass the verifier's million
+	 * instructions. cfg_exe_len is a load-time constant, so the verifier
+	 * drops one of the two; user space reads /proc/PID/exe instead. */
+	if (size > DATA_MAX || cfg_exe_len)
 		return size;
 	struct fs_struct *fs = BPF_CORE_READ(task, fs);
 	if (fs && !path_names(e, size, &e->cwd_size, BPF_CORE_READ(fs, pwd.dentry), BPF_CORE_READ(fs, pwd.mnt)))

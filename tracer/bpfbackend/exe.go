@@ -114,6 +114,10 @@ func (c *exeCache) fill(e *tracer.Event, newExe string) {
 		}
 		if newExe != "" {
 			c.put(e.PID, exeEntry{e.ExecID.Start, newExe})
+		} else if e.Ret == 0 {
+			// A successful exec whose record has no program (--exe: no
+			// path walk): the next event reads /proc/PID/exe.
+			c.forget(e.PID)
 		}
 	case vocab.TypeFork:
 		e.Exe = c.lookup(e.ExecID)
@@ -124,10 +128,15 @@ func (c *exeCache) fill(e *tracer.Event, newExe string) {
 		e.Exe = c.lookup(e.ExecID)
 	case vocab.TypeExit:
 		e.Exe = c.lookup(e.ExecID)
-		delete(c.cur, e.PID)
-		delete(c.old, e.PID)
-		if e.PID == c.last.PID {
-			c.lastOK = false
-		}
+		c.forget(e.PID)
+	}
+}
+
+// forget drops pid's program.
+func (c *exeCache) forget(pid uint32) {
+	delete(c.cur, pid)
+	delete(c.old, pid)
+	if pid == c.last.PID {
+		c.lastOK = false
 	}
 }
