@@ -156,12 +156,10 @@ struct cred_ids {
 	__u32 uid, gid, suid, sgid, euid, egid, fsuid, fsgid;
 };
 
-/* fill_creds for programs without a BTF task: probe reads, as few as
- * the fields allow (a helper call costs more than the loads it makes). */
-static __always_inline void fill_creds_current(struct event_hdr *h)
+/* fill_creds by probe reads, for any task t and its credentials c. */
+static __always_inline void fill_creds_read(struct event_hdr *h, struct task_struct___ident *t,
+					    const struct cred___ident *c)
 {
-	struct task_struct___ident *t = (void *)bpf_get_current_task();
-	const struct cred___ident *c = BPF_CORE_READ(t, cred);
 	struct cred_ids ids = {};
 	bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&c->uid));
 	h->gid = ids.gid;
@@ -176,6 +174,14 @@ static __always_inline void fill_creds_current(struct event_hdr *h)
 	struct tty_struct___ident *tty = BPF_CORE_READ(t, signal, tty);
 	if (tty)
 		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
+}
+
+/* fill_creds for programs without a BTF task: probe reads, as few as
+ * the fields allow (a helper call costs more than the loads it makes). */
+static __always_inline void fill_creds_current(struct event_hdr *h)
+{
+	struct task_struct___ident *t = (void *)bpf_get_current_task();
+	fill_creds_read(h, t, BPF_CORE_READ(t, cred));
 }
 
 /* Fills a record's header; comm was read by pass_current. The uid is the
@@ -240,24 +246,5 @@ static __always_inline void task_comm(struct task_struct___ident *task, union co
  * the compiler keeps one branch. */
 #define KR(raw, src, a, ...) ((raw) ? BPF_CORE_READ(src, a, ##__VA_ARGS__) : ___arrow(src, a, ##__VA_ARGS__))
 
-/* fill_creds by probe reads, for any task t and its credentials c. */
-static __always_inline void fill_creds_read(struct event_hdr *h, struct task_struct___ident *t,
-					    const struct cred___ident *c)
-{
-	struct cred_ids ids = {};
-	bpf_probe_read_kernel(&ids, sizeof(ids), __builtin_preserve_access_index(&c->uid));
-	h->gid = ids.gid;
-	h->euid = ids.euid;
-	h->suid = ids.suid;
-	h->fsuid = ids.fsuid;
-	h->egid = ids.egid;
-	h->sgid = ids.sgid;
-	h->fsgid = ids.fsgid;
-	h->ses = bpf_core_field_exists(t->sessionid) ? BPF_CORE_READ(t, sessionid) : 0xffffffff;
-	__builtin_memset(h->tty, 0, TTY_LEN);
-	struct tty_struct___ident *tty = BPF_CORE_READ(t, signal, tty);
-	if (tty)
-		bpf_probe_read_kernel_str(h->tty, TTY_LEN, tty->name);
-}
 
 #endif /* TRACER_IDENTITY_H */
