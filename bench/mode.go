@@ -201,6 +201,7 @@ type tool struct {
 type modeEnv struct {
 	self      string // this program: the watcher and the Go loops
 	hasCgroup bool   // workloads run in a cgroup of their own
+	ringBytes int    // the eBPF watchers' --ring-size (0: watch's default)
 }
 
 var modeSpecs = map[string]modeSpec{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ type tracerMode struct {
 	// execsnoop; exec, fork and signal otherwise.
 	events string
 	self   string
+	// ringBytes is --ring-size for the eBPF backend (0: its default).
+	ringBytes int
 
 	label string
 	own   *Cgroup // the workload's own cgroup, which an exec-only mode watches (Run.Own)
@@ -57,7 +60,7 @@ func init() {
 		m.countedFrom = "the JSON log"
 		m.needs = needs{root: true}
 		m.make = func(env modeEnv) (Mode, error) {
-			return &tracerMode{name: m.name, backend: m.backend, probes: m.probes, events: m.events, self: env.self}, nil
+			return &tracerMode{name: m.name, backend: m.backend, probes: m.probes, events: m.events, self: env.self, ringBytes: env.ringBytes}, nil
 		}
 		registerMode(m.modeSpec)
 	}
@@ -79,6 +82,9 @@ func (m *tracerMode) Start(ctx context.Context, run *Run) error {
 		"--backpressure", "block", "--stats-file", m.statsPath(run)}
 	if m.probes != "" {
 		args = append(args, "--probes", m.probes)
+	}
+	if m.backend == "ebpf" && m.ringBytes != 0 {
+		args = append(args, "--ring-size", strconv.Itoa(m.ringBytes))
 	}
 	m.own = run.ownFor(m.name)
 	switch {

@@ -64,6 +64,10 @@ type Options struct {
 	// only it and what is below it, as a watcher scoped to a pod or a
 	// service would.
 	Cgroup string
+	// RingBytes, when set, is the eBPF modes' ring buffer size (watch's
+	// --ring-size): a storm that overflows the default is then measured
+	// with nothing lost.
+	RingBytes int
 	// Self is this program: the watcher and the Go workload loops.
 	Self     string
 	Progress func(Progress)
@@ -367,7 +371,7 @@ func Prepare(ctx context.Context, o Options) (b *Bench, err error) {
 		w.Metric = metric
 		b.Workloads = append(b.Workloads, w)
 	}
-	env := modeEnv{self: o.Self, hasCgroup: b.cgroup != nil}
+	env := modeEnv{self: o.Self, hasCgroup: b.cgroup != nil, ringBytes: o.RingBytes}
 	var all []Mode
 	needLog := false
 	for _, name := range modes {

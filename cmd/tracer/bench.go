@@ -25,6 +25,7 @@ import (
 	"github.com/tracer-dev/tracer/bench/report"
 	"github.com/tracer-dev/tracer/bench/result"
 	"github.com/tracer-dev/tracer/tracer"
+	"github.com/tracer-dev/tracer/tracer/bpfbackend"
 	"github.com/tracer-dev/tracer/tracer/node"
 	"github.com/tracer-dev/tracer/tracer/sink"
 	"github.com/tracer-dev/tracer/tracer/vocab"
@@ -47,6 +48,7 @@ type benchOptions struct {
 	metric        string
 	higherBetter  bool
 	budget        time.Duration
+	ringBytes     int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -113,6 +115,7 @@ func newBenchCmd() *cobra.Command {
 	fl.BoolVar(&o.sweep, "sweep", false, "also raise the event rate of signal-storm and exec-storm step by step: each mode's highest rate with nothing lost")
 	fl.BoolVar(&o.restartAuditd, "restart-auditd", false, "stop the node's running auditd for the bench (a private one per run in mode auditd) and start it again after")
 	fl.StringVar(&o.cgroup, "cgroup", "", "run the workloads in a cgroup made below this cgroup v2 (a pod, a service) and have the tracer modes watch only it and what is below it")
+	fl.IntVar(&o.ringBytes, "ring-size", 0, "the eBPF modes' ring buffer size in bytes, as watch's --ring-size (a power of two; default 8 MiB): a storm that overflows the default is then measured with nothing lost")
 	_ = cmd.RegisterFlagCompletionFunc("modes", completeList(bench.ModeNames...))
 	_ = cmd.RegisterFlagCompletionFunc("workload", completeList(workloadChoices()...))
 	_ = cmd.RegisterFlagCompletionFunc("storage", completeList("ssd", "hdd"))
@@ -165,6 +168,11 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 			return err
 		}
 	}
+	if o.ringBytes != 0 {
+		if err := bpfbackend.CheckRingBytes(o.ringBytes); err != nil {
+			return err
+		}
+	}
 	rates, err := parseRates(o.rate)
 	if err != nil {
 		return err
@@ -186,8 +194,8 @@ func runBench(parent context.Context, o *benchOptions, command []string) error {
 		Count: o.count, Target: o.target, Rates: rates,
 		Modes: tracer.SplitList(o.modes), Rounds: o.rounds, Quick: o.quick, Budget: o.budget,
 		Storage: tracer.SplitList(o.storage), LogDir: o.logDir, Sweep: o.sweep, RestartAuditd: o.restartAuditd,
-		Cgroup: o.cgroup,
-		Self:   self, Progress: prog.update,
+		Cgroup: o.cgroup, RingBytes: o.ringBytes,
+		Self: self, Progress: prog.update,
 		Log: func(s string) { fmt.Fprintf(os.Stderr, "tracer: %s\n", s) },
 	})
 	if err != nil {

@@ -76,6 +76,7 @@ func TestFlagsCheckedBeforeRoot(t *testing.T) {
 	}{
 		{[]string{"watch", "--backend", "ebpf", "--ring-size", "1000"}, "--ring-size 1000 is not a power of two"},
 		{[]string{"trace", "--backend", "ebpf", "--ring-size", "1000", "--", "true"}, "--ring-size 1000 is not a power of two"},
+		{[]string{"bench", "--ring-size", "1000"}, "--ring-size 1000 is not a power of two"},
 		{[]string{"watch", "--backend", "ebpf", "--metrics-addr", "nonsense"}, "--metrics-addr nonsense"},
 		{[]string{"watch", "--backend", "audit", "--metrics-addr", "127.0.0.1:99999"}, "--metrics-addr 127.0.0.1:99999"},
 		{[]string{"trace", "--backend", "ebpf", "--metrics-addr", "unix:", "--", "true"}, "--metrics-addr unix:"},
