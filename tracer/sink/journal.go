@@ -26,9 +26,10 @@ const JournalSocket = "/run/systemd/journal/socket"
 // the queue cannot hold, or journald does not take (it is down, it
 // stopped reading), is counted lost (tracer.LossReporter).
 type Journal struct {
-	s *sender
-	t *journalTransport
-	v fieldValue // appendJournalFields' scratch
+	s   *sender
+	t   *journalTransport
+	v   fieldValue // appendJournalFields' scratch
+	msg []byte     // the entry being encoded
 }
 
 // NewJournal sends events to the journal's socket (JournalSocket when
@@ -54,8 +55,8 @@ func NewJournal(socket string, opts OutputOptions) *Journal {
 
 // Write encodes e and queues it; it never waits for journald.
 func (j *Journal) Write(e *tracer.Event) error {
-	b := j.s.buf()
-	j.s.put(j.encode(b, e))
+	j.msg = j.encode(j.msg[:0], e)
+	j.s.put(j.msg)
 	return nil
 }
 
@@ -73,6 +74,9 @@ func (j *Journal) encode(b []byte, e *tracer.Event) []byte {
 
 // Flush waits until every event written so far was sent or counted lost.
 func (j *Journal) Flush() error { return j.s.flush() }
+
+// Kick has the queued entries sent now.
+func (j *Journal) Kick() { j.s.kick() }
 
 // Close flushes and closes the socket.
 func (j *Journal) Close() error { return j.s.close() }

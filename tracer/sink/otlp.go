@@ -149,25 +149,11 @@ type OTLPSink struct {
 	ctx      context.Context // the exports'; cancelled when Close gives up
 	cancel   context.CancelFunc
 	msg      []byte // the converter goroutine's
-	wake     chan struct{}
-	closing  chan struct{}
 	done     chan struct{}
-
-	mu      sync.Mutex
-	pending []tracer.Event // filled by Write, swapped out by the converter
-	limit   int
-	// pendingBytes estimates what pending holds (eventBytes), at most
-	// limitBytes (OutputOptions.QueueBytes): a count alone lets large
-	// events take hundreds of MiB.
-	pendingBytes, limitBytes int
-	room                     chan struct{} // closed when the converter takes pending (block mode)
-	closed                   bool
-	progress                 chan struct{} // closed when finished grows
-	accepted                 uint64        // events queued
-	// finished are accepted events exported or counted lost.
-	finished  uint64
-	rule      stallRule // patience 0: a full queue drops at once in drop mode
-	book      lossBook
+	// q holds copies of the events, bounded by OTLPOptions.QueueEvents
+	// and OutputOptions.QueueBytes (eventBytes estimates each: a count
+	// alone lets large events take hundreds of MiB).
+	q         *queue[*eventBatch]
 	closeOnce sync.Once
 }
 
@@ -296,12 +282,14 @@ func newOTLPSink(exp sdklog.Exporter, opts OutputOptions, o OTLPOptions) (*OTLPS
 	s := &OTLPSink{
 		opts: opts, closeFor: o.CloseTimeout, exporter: exp, provider: provider,
 		logger: provider.Logger("tracer", otellog.WithInstrumentationVersion(o.Version)),
-		proc:   proc, ctx: ctx, cancel: cancel,
-		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
-		pending: make([]tracer.Event, 0, otlpBatch), limit: o.QueueEvents, limitBytes: opts.QueueBytes,
-		room: make(chan struct{}), progress: make(chan struct{}),
-		rule: stallRule{block: opts.Backpressure == tracer.BackpressureBlock},
-		book: lossBook{onFailing: opts.OnFailing},
+		proc:   proc, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		// What empties the queue is a network round trip, not a disk: in
+		// drop mode a full queue drops at once (patience 0).
+		q: newQueue(opts, queueShape{
+			maxBytes: opts.QueueBytes, maxEvents: o.QueueEvents,
+			batchBytes: opts.QueueBytes, batchEvents: otlpBatch,
+			slots: o.QueueEvents/otlpBatch + 1,
+		}, newEventBatch),
 	}
 	go s.run()
 	return s, nil
@@ -377,51 +365,9 @@ func parseOTLPTarget(target string) (otlpTarget, error) {
 // Write queues a copy of e; it never waits in drop mode.
 func (s *OTLPSink) Write(e *tracer.Event) error {
 	size := eventBytes(e)
-	s.mu.Lock()
-	for !s.closed && (len(s.pending) >= s.limit || len(s.pending) > 0 && s.pendingBytes+size > s.limitBytes) {
-		// What empties the queue is a network round trip, not a disk: in
-		// drop mode, the rule's patience is none.
-		timeout, ok := s.rule.wait()
-		if !ok {
-			s.book.dropped()
-			s.mu.Unlock()
-			return nil
-		}
-		room := s.room
-		s.mu.Unlock()
-		s.Kick()
-		select {
-		case <-room:
-		case <-timeout:
-			s.book.dropped()
-			return nil
-		case <-s.opts.Abort:
-			s.book.dropped()
-			return nil
-		}
-		s.mu.Lock()
-	}
-	if s.closed {
-		s.book.late()
-		s.mu.Unlock()
-		return nil
-	}
-	n := len(s.pending)
-	if n < cap(s.pending) {
-		// Reuse the slot's slices: backends reuse theirs, so e's are copied.
-		s.pending = s.pending[:n+1]
-		copyEvent(&s.pending[n], e)
-	} else {
-		var c tracer.Event
-		copyEvent(&c, e)
-		s.pending = append(s.pending, c)
-	}
-	s.accepted++
-	s.pendingBytes += size
-	full := len(s.pending) >= min(otlpBatch, s.limit)
-	s.mu.Unlock()
-	if full {
-		s.Kick()
+	if b, ok := s.q.put(size); ok {
+		b.add(e, size)
+		s.q.added(size)
 	}
 	return nil
 }
@@ -449,56 +395,56 @@ func copyEvent(dst, src *tracer.Event) {
 	dst.Ancestors = append(anc, src.Ancestors...)
 }
 
-// Kick has the queued events exported now.
-func (s *OTLPSink) Kick() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+// eventBatch is copies of events on their way to the converter.
+type eventBatch struct {
+	ev    []tracer.Event // ev[:n]; the slots past n keep their slices for reuse
+	n     int
+	bytes int
 }
+
+func newEventBatch() *eventBatch { return &eventBatch{ev: make([]tracer.Event, 0, otlpBatch)} }
+
+// add copies e in: backends reuse their events' slices.
+func (b *eventBatch) add(e *tracer.Event, size int) {
+	if b.n < len(b.ev) {
+		copyEvent(&b.ev[b.n], e)
+	} else {
+		var c tracer.Event
+		copyEvent(&c, e)
+		b.ev = append(b.ev, c)
+	}
+	b.n++
+	b.bytes += size
+}
+
+func (b *eventBatch) events() int { return b.n }
+func (b *eventBatch) size() int   { return b.bytes }
+func (b *eventBatch) reset()      { b.n, b.bytes = 0, 0 }
+
+// Kick has the queued events exported now.
+func (s *OTLPSink) Kick() { s.q.kick() }
 
 // Flush waits until every event written so far was exported or counted
 // lost, for at most the close timeout, or until Abort.
 func (s *OTLPSink) Flush() error {
-	s.mu.Lock()
-	target := s.accepted
-	s.mu.Unlock()
-	s.Kick()
-	return s.waitFinished(target, time.After(s.closeFor))
-}
-
-func (s *OTLPSink) waitFinished(target uint64, deadline <-chan time.Time) error {
-	for {
-		s.mu.Lock()
-		if s.finished >= target {
-			s.mu.Unlock()
-			return nil
-		}
-		progress := s.progress
-		s.mu.Unlock()
-		select {
-		case <-progress:
-		case <-deadline:
-			return errors.New("the OTLP collector did not take the events in time")
-		case <-s.opts.Abort:
-			return errors.New("output abandoned")
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), s.closeFor)
+	defer cancel()
+	if !s.q.flush(ctx.Done()) {
+		return errors.New("the OTLP collector did not take the events in time")
 	}
+	return nil
 }
 
 // Close exports what is queued, for at most the close timeout (less on
 // Abort); whatever did not go out by then is counted lost at stage output.
 func (s *OTLPSink) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		close(s.closing)
-		timer := time.NewTimer(s.closeFor)
-		defer timer.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), s.closeFor)
+		defer cancel()
+		s.q.end(ctx.Done())
 		select {
 		case <-s.done:
-		case <-timer.C:
+		case <-ctx.Done():
 		case <-s.opts.Abort:
 		}
 		// An export still running is cancelled; the exporter goroutine
@@ -508,36 +454,20 @@ func (s *OTLPSink) Close() error {
 		select {
 		case <-s.done:
 		case <-time.After(time.Second):
-			s.abandon()
+			s.q.abandon()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = s.provider.Shutdown(ctx)
-		_ = s.exporter.Shutdown(ctx)
+		sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+		defer scancel()
+		_ = s.provider.Shutdown(sctx)
+		_ = s.exporter.Shutdown(sctx)
 	})
 	return nil
-}
-
-// abandon counts every accepted event not yet finished as lost.
-func (s *OTLPSink) abandon() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.book.abandon(s.accepted); ok {
-		s.finish(s.accepted - s.finished)
-	}
-}
-
-// finish records n more finished events; s.mu is held.
-func (s *OTLPSink) finish(n uint64) {
-	s.finished += n
-	close(s.progress)
-	s.progress = make(chan struct{})
 }
 
 // Loss reports events dropped by a full queue and events the collector
 // did not take.
 func (s *OTLPSink) Loss() tracer.OutputLoss {
-	return s.book.loss()
+	return s.q.book.loss()
 }
 
 // otlpJob is a batch of records on its way from the converter to the
@@ -556,51 +486,33 @@ func (s *OTLPSink) run() {
 	go s.send(jobs, free)
 	defer close(jobs)
 	var (
-		batch []tracer.Event
-		kvs   []attribute.KeyValue
-		fv    fieldValue
+		kvs []attribute.KeyValue
+		fv  fieldValue
 	)
-	for {
-		closing := false
-		select {
-		case <-s.wake:
-		case <-s.closing:
-			closing = true
-		}
-		for {
-			s.mu.Lock()
-			batch, s.pending, s.pendingBytes = s.pending, batch[:0], 0
-			close(s.room)
-			s.room = make(chan struct{})
-			s.mu.Unlock()
-			if len(batch) == 0 {
-				break
+	for b := range s.q.batches() {
+		// A batch that grew while the converter was behind goes out in
+		// requests of otlpBatch records at most.
+		for start := 0; start < b.n; start += otlpBatch {
+			part := b.ev[start:min(start+otlpBatch, b.n)]
+			if s.ctx.Err() != nil {
+				// Close gave up on the collector: count, do not convert.
+				jobs <- otlpJob{failed: len(part)}
+				continue
 			}
-			for start := 0; start < len(batch); start += otlpBatch {
-				part := batch[start:min(start+otlpBatch, len(batch))]
-				if s.ctx.Err() != nil {
-					// Close gave up on the collector: count, do not convert.
-					jobs <- otlpJob{failed: len(part)}
-					continue
-				}
-				select {
-				case s.proc.records = <-free:
-				default:
-					s.proc.records = make([]sdklog.Record, 0, otlpBatch)
-				}
-				for i := range part {
-					kvs = appendOTLPAttributes(kvs[:0], &part[i], &fv)
-					s.emit(&part[i], kvs)
-				}
-				jobs <- otlpJob{records: s.proc.records}
+			select {
+			case s.proc.records = <-free:
+			default:
+				s.proc.records = make([]sdklog.Record, 0, otlpBatch)
 			}
-			if !closing {
-				break
+			for i := range part {
+				kvs = appendOTLPAttributes(kvs[:0], &part[i], &fv)
+				s.emit(&part[i], kvs)
 			}
+			jobs <- otlpJob{records: s.proc.records}
 		}
-		if closing {
-			return
-		}
+		// The records hold what they need: the copies may go.
+		s.q.release(b)
+		s.q.recycle(b)
 	}
 }
 
@@ -656,16 +568,13 @@ func (s *OTLPSink) export(records []sdklog.Record, failed int) {
 		if err != nil {
 			err = fmt.Errorf("exporting to the OTLP collector: %w", err)
 		}
-		counted = s.book.book(n-lost, lost, err, !errors.Is(err, context.Canceled))
+		counted = s.q.book.book(n-lost, lost, err, !errors.Is(err, context.Canceled))
 	} else {
 		// Events Close gave up on: the failing state stays.
-		counted = s.book.add(0, lost)
+		counted = s.q.book.add(0, lost)
 	}
 	if counted {
-		s.mu.Lock()
-		// abandon may have finished them since.
-		s.finish(min(n, s.accepted-s.finished))
-		s.mu.Unlock()
+		s.q.finish(n)
 	}
 }
 

@@ -461,9 +461,7 @@ func TestOTLPQueueBoundedByBytes(t *testing.T) {
 		if err := s.Write(e); err != nil {
 			t.Fatal(err)
 		}
-		s.mu.Lock()
-		most = max(most, len(s.pending))
-		s.mu.Unlock()
+		most = max(most, int(s.q.heldEvents.Load()))
 	}
 	// Each event holds 4.5 KB of strings and more.
 	if limit := queueBytes / 4500; most > limit {

@@ -4,12 +4,9 @@ package sink
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,8 +36,12 @@ type OutputOptions struct {
 }
 
 const (
+	// chunkBytes: a file's batch goes to the writer when it holds this
+	// much (or on a kick), one write each.
 	chunkBytes        = 256 << 10
 	defaultQueueBytes = 16 << 20
+	// keepBatch: a batch's buffer up to this size is kept for reuse.
+	keepBatch = 1 << 20
 	// stallAfter: a write (or a send to a daemon) that has not returned
 	// for this long means the output stalled (a pipe nobody reads): a full
 	// queue then drops at once, where it waits for a writer that makes
@@ -48,309 +49,134 @@ const (
 	stallAfter = 250 * time.Millisecond
 )
 
-// chunk is a run of encoded events handed to the writer in one write.
-type chunk struct {
-	buf  []byte
-	ends []int // where each event ends in buf, to count a partial write exactly
-	// flushed, when set, marks a flush request: the writer closes it once
-	// everything queued before it is written.
-	flushed chan struct{}
+// fileWriter drains a queue of encoded events into a file or a pipe, a
+// write per batch. The encoder never waits on the output in drop mode: a
+// pipe nobody reads, `less`, or a slow disk costs events, each one
+// counted, never the node's time.
+type fileWriter struct {
+	q    *queue[*byteBatch]
+	w    io.Writer
+	c    io.Closer
+	opts OutputOptions
+	done chan struct{}
 }
 
-// outQueue is the bounded queue between the goroutine that encodes events
-// (the backend's reader) and a goroutine that writes them. The encoder
-// never waits on the output in drop mode: a pipe nobody reads, `less`, or
-// a slow disk costs events, each one counted, never the node's time.
-type outQueue struct {
-	w     io.Writer
-	c     io.Closer
-	opts  OutputOptions
-	mu    sync.Mutex
-	cur   *chunk
-	full  chan *chunk
-	free  chan *chunk
-	done  chan struct{}
-	fail  atomic.Bool // a write failed or the output was abandoned
-	ended bool
-	rule  stallRule // its timer: mu guards it
-	book  lossBook
-
-	accepted uint64 // events put in a chunk; mu guards it (one locked op less per event)
-	errMu    sync.Mutex
-	err      error
-}
-
-func newOutQueue(w io.Writer, opts OutputOptions) *outQueue {
+func newFileWriter(w io.Writer, opts OutputOptions) *fileWriter {
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = defaultQueueBytes
 	}
-	n := max(opts.QueueBytes/chunkBytes, 1)
-	q := &outQueue{
-		w: w, opts: opts,
-		rule: stallRule{block: opts.Backpressure == tracer.BackpressureBlock, patience: stallAfter},
-		book: lossBook{onFailing: opts.OnFailing},
-		cur:  newChunk(),
-		full: make(chan *chunk, n),
-		free: make(chan *chunk, n+2),
-		done: make(chan struct{}),
+	f := &fileWriter{
+		w: w, opts: opts, done: make(chan struct{}),
+		q: newQueue(opts, queueShape{
+			maxBytes: opts.QueueBytes, batchBytes: chunkBytes,
+			slots: max(opts.QueueBytes/chunkBytes, 1), patience: stallAfter,
+		}, newByteBatch),
 	}
 	// Closing stdout would hide later messages; close only files we were given.
 	if c, ok := w.(io.Closer); ok && w != io.Writer(os.Stdout) && w != io.Writer(os.Stderr) {
-		q.c = c
+		f.c = c
 	}
-	go q.writer()
-	return q
-}
-
-func newChunk() *chunk {
-	return &chunk{buf: make([]byte, 0, chunkBytes), ends: make([]int, 0, 1024)}
+	go f.run()
+	return f
 }
 
 // put queues one encoded event.
-func (q *outQueue) put(b []byte) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.ended || q.fail.Load() {
-		q.book.late()
-		return
+func (f *fileWriter) put(p []byte) {
+	if b, ok := f.q.put(len(p)); ok {
+		b.add(p)
+		f.q.added(len(p))
 	}
-	if len(q.cur.buf) > 0 && len(q.cur.buf)+len(b) > chunkBytes {
-		wait := waitProgress
-		if q.opts.Backpressure == tracer.BackpressureBlock {
-			wait = waitAbort
-		}
-		if !q.handoff(wait) {
-			q.book.dropped()
-			return
-		}
-	}
-	q.cur.buf = append(q.cur.buf, b...)
-	q.cur.ends = append(q.cur.ends, len(q.cur.buf))
-	q.accepted++
-}
-
-// How handoff waits for room in a full queue.
-type waitMode uint8
-
-const (
-	noWait       waitMode = iota // kick
-	waitProgress                 // drop mode: while the writer makes progress
-	waitAbort                    // block mode, flush: until Abort
-)
-
-// handoff passes the current chunk to the writer; q.mu is held. It
-// reports false when the queue stayed full.
-func (q *outQueue) handoff(wait waitMode) bool {
-	if len(q.cur.ends) == 0 {
-		return true
-	}
-	select {
-	case q.full <- q.cur:
-	default:
-		if !q.waitRoom(wait) {
-			return false
-		}
-	}
-	select {
-	case c := <-q.free:
-		q.cur = c
-	default:
-		q.cur = newChunk()
-	}
-	return true
-}
-
-// waitRoom waits for room in the full queue as wait says, and queues the
-// current chunk; q.mu is held.
-func (q *outQueue) waitRoom(wait waitMode) bool {
-	var timeout <-chan time.Time
-	switch wait {
-	case noWait:
-		return false
-	case waitProgress:
-		t, ok := q.rule.wait()
-		if !ok {
-			return false
-		}
-		defer q.rule.stop()
-		timeout = t
-	}
-	select {
-	case q.full <- q.cur:
-		return true
-	case <-timeout:
-		return false
-	case <-q.opts.Abort:
-		return false
-	}
-}
-
-// kick passes what is buffered to the writer without waiting, so a quiet
-// stream still reaches its reader promptly.
-func (q *outQueue) kick() {
-	q.mu.Lock()
-	if !q.ended {
-		q.handoff(noWait)
-	}
-	q.mu.Unlock()
 }
 
 // flush waits until every event accepted so far is written or counted
 // lost, or until Abort.
-func (q *outQueue) flush() error {
-	q.mu.Lock()
-	if q.ended {
-		q.mu.Unlock()
-		return q.error()
+func (f *fileWriter) flush() error {
+	if !f.q.flush(nil) {
+		f.q.abandon()
 	}
-	ok := q.handoff(waitAbort)
-	marker := &chunk{flushed: make(chan struct{})}
-	if ok {
-		select {
-		case q.full <- marker:
-		case <-q.opts.Abort:
-			ok = false
-		}
-	}
-	q.mu.Unlock()
-	if ok {
-		select {
-		case <-marker.flushed:
-		case <-q.opts.Abort:
-			ok = false
-		}
-	}
-	if !ok {
-		q.abandon()
-	}
-	return q.error()
+	return f.q.error()
 }
 
 // close flushes, stops the writer and closes the file.
-func (q *outQueue) close() error {
-	err := q.flush()
-	q.mu.Lock()
-	if !q.ended {
-		q.ended = true
-		close(q.full)
-	}
-	q.mu.Unlock()
+func (f *fileWriter) close() error {
+	err := f.flush()
+	f.q.end(nil)
 	select {
-	case <-q.done:
-	case <-q.opts.Abort:
-		q.abandon()
+	case <-f.done:
+	case <-f.opts.Abort:
+		f.q.abandon()
 	}
-	if q.c != nil {
-		if cerr := q.c.Close(); err == nil && !q.fail.Load() {
+	if f.c != nil {
+		if cerr := f.c.Close(); err == nil && !f.q.failed.Load() {
 			err = cerr
 		}
 	}
 	return err
 }
 
-// abandon stops waiting for a stalled writer: every accepted event that is
-// not yet written is counted lost at stage output, now, so the totals add
-// up even if the process exits with the write still blocked.
-func (q *outQueue) abandon() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	pending, ok := q.book.abandon(q.accepted)
-	if !ok {
-		return
-	}
-	q.fail.Store(true)
-	q.setErr(fmt.Errorf("output abandoned with %d events not written", pending))
-}
-
-func (q *outQueue) writer() {
-	defer close(q.done)
-	for c := range q.full {
-		if c.flushed != nil {
-			close(c.flushed)
-			continue
-		}
-		if q.fail.Load() {
-			q.book.lose(uint64(len(c.ends)))
+func (f *fileWriter) run() {
+	defer close(f.done)
+	for b := range f.q.batches() {
+		if f.q.failed.Load() {
+			f.q.book.lose(uint64(b.events()))
 		} else {
-			q.rule.writing()
-			n, err := q.w.Write(c.buf)
-			q.rule.wrote()
-			q.count(c, n, err)
+			f.q.rule.writing()
+			n, err := f.w.Write(b.buf)
+			f.q.rule.wrote()
+			f.count(b, n, err)
 		}
-		q.recycle(c)
+		f.q.done(b)
 	}
 }
 
-// count books one chunk's write: events wholly written before a failure
+// count books one batch's write: events wholly written before a failure
 // count as written, the rest as lost.
-func (q *outQueue) count(c *chunk, n int, err error) {
+func (f *fileWriter) count(b *byteBatch, n int, err error) {
 	if err == nil {
-		q.book.book(uint64(len(c.ends)), 0, nil, true)
+		f.q.book.book(uint64(b.events()), 0, nil, true)
 		return
 	}
-	k := sort.SearchInts(c.ends, n+1)
+	k := sort.SearchInts(b.ends, n+1)
 	// A full disk or a quota is counted, and the next write tries again;
 	// the reader gone (EPIPE) ends the output.
 	epipe := errors.Is(err, syscall.EPIPE)
-	if !q.book.book(uint64(k), uint64(len(c.ends)-k), err, !epipe) {
-		return // abandon counted this chunk already
+	if !f.q.book.book(uint64(k), uint64(len(b.ends)-k), err, !epipe) {
+		return // abandon counted this batch already
 	}
-	if k < len(c.ends) && n > 0 {
+	if k < len(b.ends) && n > 0 {
 		good := 0
 		if k > 0 {
-			good = c.ends[k-1]
+			good = b.ends[k-1]
 		}
-		q.untear(n - good)
+		f.untear(n - good)
 	}
 	if !epipe {
 		return
 	}
-	q.fail.Store(true)
-	q.setErr(err)
-	if q.opts.OnError != nil {
-		q.opts.OnError(err)
+	f.q.failed.Store(true)
+	f.q.setErr(err)
+	if f.opts.OnError != nil {
+		f.opts.OnError(err)
 	}
 }
 
 // untear takes back the torn bytes of an event a failed write left half
 // written in a file, so that writing resumes on a whole line. A pipe
 // cannot take them back; its reader sees the torn line end.
-func (q *outQueue) untear(torn int) {
-	f, ok := q.w.(*os.File)
+func (f *fileWriter) untear(torn int) {
+	file, ok := f.w.(*os.File)
 	if !ok {
 		return
 	}
-	if off, err := f.Seek(-int64(torn), io.SeekCurrent); err == nil {
-		_ = f.Truncate(off)
+	if off, err := file.Seek(-int64(torn), io.SeekCurrent); err == nil {
+		_ = file.Truncate(off)
 	}
-}
-
-func (q *outQueue) recycle(c *chunk) {
-	c.buf, c.ends = c.buf[:0], c.ends[:0]
-	select {
-	case q.free <- c:
-	default:
-	}
-}
-
-func (q *outQueue) setErr(err error) {
-	q.errMu.Lock()
-	if q.err == nil {
-		q.err = err
-	}
-	q.errMu.Unlock()
-}
-
-func (q *outQueue) error() error {
-	q.errMu.Lock()
-	defer q.errMu.Unlock()
-	return q.err
 }
 
 // bufSink is the queued writer both formats share. Write is called from
 // one goroutine; Flush, Kick and Close may be called from another.
 type bufSink struct {
-	q   *outQueue
+	q   *fileWriter
 	buf []byte
 }
 
@@ -359,7 +185,7 @@ func (s *bufSink) init(w io.Writer, opts []OutputOptions) {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	s.q, s.buf = newOutQueue(w, o), make([]byte, 0, 1024)
+	s.q, s.buf = newFileWriter(w, o), make([]byte, 0, 1024)
 }
 
 func (s *bufSink) write(b []byte) error {
@@ -371,7 +197,7 @@ func (s *bufSink) write(b []byte) error {
 func (s *bufSink) Flush() error { return s.q.flush() }
 
 // Kick passes buffered events to the writer without waiting.
-func (s *bufSink) Kick() { s.q.kick() }
+func (s *bufSink) Kick() { s.q.q.kick() }
 
 // Close flushes and closes the output (not stdout).
 func (s *bufSink) Close() error { return s.q.close() }
@@ -387,5 +213,5 @@ func (s *bufSink) RotationsFailed() uint64 {
 }
 
 func (s *bufSink) Loss() tracer.OutputLoss {
-	return s.q.book.loss()
+	return s.q.q.book.loss()
 }

@@ -5,7 +5,12 @@ package sink
 import (
 	"bytes"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,5 +204,116 @@ func BenchmarkAppendJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendJSON(buf[:0], e)
+	}
+}
+
+// TestOneQueueType: every destination queues through queue[B]: no other
+// type of the package holds a stall rule or a loss book of its own (the
+// file's, the daemons' and OTLP's queues were three, each with both).
+func TestOneQueueType(t *testing.T) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holders []string
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return false
+			}
+			for _, fld := range st.Fields.List {
+				if id, ok := fld.Type.(*ast.Ident); ok && (id.Name == "stallRule" || id.Name == "lossBook") {
+					holders = append(holders, ts.Name.Name+"."+id.Name)
+				}
+			}
+			return false
+		})
+	}
+	slices.Sort(holders)
+	holders = slices.Compact(holders)
+	if want := []string{"queue.lossBook", "queue.stallRule"}; !slices.Equal(holders, want) {
+		t.Errorf("types holding a stall rule or a loss book: %v, want %v alone", holders, want)
+	}
+}
+
+// TestQueueBatchesAndBounds drives queue[B] alone: a batch goes to the
+// drainer at its size, kick hands over a partial one, the bytes bound
+// holds in drop mode with a stalled drainer, and flush waits for every
+// accepted event to be finished.
+func TestQueueBatchesAndBounds(t *testing.T) {
+	q := newQueue(OutputOptions{}, queueShape{maxBytes: 1000, batchBytes: 100, slots: 100, patience: 10 * time.Millisecond}, newByteBatch)
+	ten := bytes.Repeat([]byte("x"), 10)
+	put := func() bool {
+		b, ok := q.put(len(ten))
+		if ok {
+			b.add(ten)
+			q.added(len(ten))
+		}
+		return ok
+	}
+	for range 10 {
+		put()
+	}
+	b := <-q.batches()
+	if b.events() != 10 || b.size() != 100 {
+		t.Fatalf("first batch %d events, %d bytes; want 10 and 100", b.events(), b.size())
+	}
+	q.book.book(uint64(b.events()), 0, nil, false)
+	q.done(b)
+	put()
+	q.kick()
+	if b := <-q.batches(); b.events() != 1 {
+		t.Fatalf("kicked batch %d events, want 1", b.events())
+	} else {
+		q.book.book(1, 0, nil, false)
+		q.done(b)
+	}
+	// Nobody drains now, and a write is under way: past 1000 bytes held,
+	// puts are dropped after the patience.
+	q.rule.writing()
+	accepted := 0
+	for range 200 {
+		if put() {
+			accepted++
+		}
+	}
+	if accepted != 100 || q.heldBytes.Load() != 1000 {
+		t.Fatalf("accepted %d of 200 with 1000 bytes bound, holding %d bytes", accepted, q.heldBytes.Load())
+	}
+	if l := q.book.loss(); l.Queue != 100 {
+		t.Fatalf("queue loss %d, want 100", l.Queue)
+	}
+	q.rule.wrote()
+	done := make(chan bool)
+	go func() { done <- q.flush(nil) }()
+	n := 0
+	for n < accepted {
+		b := <-q.batches()
+		n += b.events()
+		q.book.book(uint64(b.events()), 0, nil, false)
+		q.done(b)
+	}
+	if !<-done {
+		t.Fatal("flush did not see every event finished")
+	}
+	q.end(nil)
+	if _, open := <-q.batches(); open {
+		t.Fatal("batches still open after end")
+	}
+	if put() || q.book.loss().Output != 1 {
+		t.Fatalf("a put after end was taken, or not counted lost at output: %+v", q.book.loss())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,49 +24,23 @@ type transport interface {
 }
 
 const (
-	// queueMessages bounds the messages waiting for the daemon, and
-	// OutputOptions.QueueBytes their bytes (0: defaultQueueBytes): 8,192
-	// messages of the largest events would be hundreds of MiB.
-	queueMessages = 8192
-	// keepBuf: buffers up to this size are reused; a large message's
-	// buffer is not kept in the free list, which would hold it for good.
-	keepBuf = 4 << 10
-	// batchMax is how many queued messages one send takes.
-	batchMax = 256
+	// A daemon's batch goes to the sender at batchMax messages or
+	// daemonBatchBytes, or on a kick; one send takes it.
+	batchMax         = 256
+	daemonBatchBytes = 64 << 10
 )
 
-// item is a queued message, or a flush request (flushed set): the sender
-// closes flushed once everything queued before it was sent or counted.
-type item struct {
-	b       []byte
-	flushed chan struct{}
-}
-
-// sender is the bounded queue between the goroutine that writes events
-// (the pipeline's: it never waits on the daemon in drop mode) and the
-// goroutine that sends them. Every event is counted once: sent, lost at
-// stage queue (the queue was full), or lost at stage output (the daemon
-// was down or refused it).
+// sender drains a queue of encoded messages to a daemon, a send per
+// batch. Every event is counted once: sent, lost at stage queue (the
+// queue was full), or lost at stage output (the daemon was down or
+// refused it).
 type sender struct {
-	t    transport
-	opts OutputOptions
-	q    chan item
-	free chan []byte
-	done chan struct{}
-	// queued is the bytes of the messages queued or being sent, at most
-	// maxBytes (one message alone may be more); room wakes a put waiting
-	// for bytes to go.
-	queued   atomic.Int64
-	maxBytes int64
-	room     chan struct{}
-
-	mu     sync.Mutex // orders Write and Close
-	closed bool
-	rule   stallRule // its timer: mu guards it
-	book   lossBook
-
-	accepted atomic.Uint64
-	redial   atomic.Bool // Reconnect asked for a new connection
+	t      transport
+	q      *queue[*byteBatch]
+	opts   OutputOptions
+	done   chan struct{}
+	msgs   [][]byte    // run's
+	redial atomic.Bool // Reconnect asked for a new connection
 }
 
 func newSender(t transport, opts OutputOptions) *sender {
@@ -75,169 +48,52 @@ func newSender(t transport, opts OutputOptions) *sender {
 		opts.QueueBytes = defaultQueueBytes
 	}
 	s := &sender{
-		t: t, opts: opts,
-		rule:     stallRule{block: opts.Backpressure == tracer.BackpressureBlock, patience: stallAfter},
-		book:     lossBook{onFailing: opts.OnFailing},
-		q:        make(chan item, queueMessages),
-		free:     make(chan []byte, queueMessages),
-		done:     make(chan struct{}),
-		maxBytes: int64(opts.QueueBytes),
-		room:     make(chan struct{}, 1),
+		t: t, opts: opts, done: make(chan struct{}), msgs: make([][]byte, 0, batchMax),
+		q: newQueue(opts, queueShape{
+			maxBytes: opts.QueueBytes, batchBytes: daemonBatchBytes, batchEvents: batchMax,
+			slots: max(opts.QueueBytes/daemonBatchBytes, 1), patience: stallAfter,
+		}, newByteBatch),
 	}
 	go s.run()
 	return s
 }
 
-// buf returns a buffer for the next message.
-func (s *sender) buf() []byte {
-	select {
-	case b := <-s.free:
-		return b[:0]
-	default:
-		return make([]byte, 0, 1024)
+// put queues message m. In drop mode it waits for room only while the
+// daemon takes messages, and at most stallAfter.
+func (s *sender) put(m []byte) {
+	if b, ok := s.q.put(len(m)); ok {
+		b.add(m)
+		s.q.added(len(m))
 	}
-}
-
-// put queues message b (from buf). In drop mode it waits for room only
-// while the daemon takes messages, and at most stallAfter.
-func (s *sender) put(b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		s.book.late()
-		return
-	}
-	it := item{b: b}
-	// Counted before the sender can see it: abandon's sum never goes below zero.
-	s.accepted.Add(1)
-	if s.tryQueue(it) {
-		return
-	}
-	timeout, ok := s.rule.wait()
-	if !ok {
-		s.dropped()
-		return
-	}
-	defer s.rule.stop()
-	for {
-		select {
-		case <-s.room:
-			if s.tryQueue(it) {
-				return
-			}
-		case <-timeout:
-			s.dropped()
-			return
-		case <-s.opts.Abort:
-			s.dropped()
-			return
-		}
-	}
-}
-
-// tryQueue queues it if the queue has room for one more message and its
-// bytes; a message larger than the bound goes alone into an empty queue.
-func (s *sender) tryQueue(it item) bool {
-	n := int64(len(it.b))
-	if q := s.queued.Load(); q > 0 && q+n > s.maxBytes {
-		return false
-	}
-	s.queued.Add(n)
-	select {
-	case s.q <- it:
-		return true
-	default:
-		s.queued.Add(-n)
-		return false
-	}
-}
-
-// dropped counts a message put could not queue.
-func (s *sender) dropped() {
-	s.accepted.Add(^uint64(0))
-	s.book.dropped()
 }
 
 func (s *sender) run() {
 	defer close(s.done)
-	batch := make([]item, 0, batchMax)
-	msgs := make([][]byte, 0, batchMax)
-	for it := range s.q {
-		batch = append(batch[:0], it)
-	more:
-		for len(batch) < batchMax && it.flushed == nil {
-			select {
-			case it = <-s.q:
-				batch = append(batch, it)
-			default:
-				break more
-			}
-		}
-		msgs = msgs[:0]
-		for _, it := range batch {
-			if it.flushed == nil {
-				msgs = append(msgs, it.b)
-			}
+	for b := range s.q.batches() {
+		s.msgs = s.msgs[:0]
+		for i := range b.events() {
+			s.msgs = append(s.msgs, b.event(i))
 		}
 		if s.redial.Swap(false) {
 			s.t.reset()
 		}
-		if len(msgs) > 0 {
-			s.rule.writing()
-			n, err := s.t.send(msgs)
-			s.rule.wrote()
-			s.count(len(msgs), n, err)
-		}
-		var n int64
-		for _, it := range batch {
-			if it.flushed != nil {
-				close(it.flushed)
-				continue
-			}
-			n += int64(len(it.b))
-			if cap(it.b) <= keepBuf {
-				select {
-				case s.free <- it.b:
-				default:
-				}
-			}
-		}
-		s.queued.Add(-n)
-		select {
-		case s.room <- struct{}{}:
-		default:
-		}
+		s.q.rule.writing()
+		n, err := s.t.send(s.msgs)
+		s.q.rule.wrote()
+		s.q.book.book(uint64(n), uint64(len(s.msgs)-n), err, true)
+		clear(s.msgs) // let the batch's buffer go with it
+		s.q.done(b)
 	}
 }
 
-// count books one send: n of m messages delivered, the rest lost.
-func (s *sender) count(m, n int, err error) { s.book.book(uint64(n), uint64(m-n), err, true) }
+// kick hands what is queued to the sender now.
+func (s *sender) kick() { s.q.kick() }
 
 // flush waits until every message queued so far was sent or counted
 // lost, or until Abort.
 func (s *sender) flush() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	marker := item{flushed: make(chan struct{})}
-	ok := true
-	select {
-	case s.q <- marker:
-	case <-s.opts.Abort:
-		ok = false
-	}
-	s.mu.Unlock()
-	if ok {
-		select {
-		case <-marker.flushed:
-		case <-s.opts.Abort:
-			ok = false
-		}
-	}
-	if !ok {
-		s.abandon()
+	if !s.q.flush(nil) {
+		s.q.abandon()
 	}
 	return nil
 }
@@ -246,33 +102,21 @@ func (s *sender) flush() error {
 // that is down is no error: what it did not take is counted lost.
 func (s *sender) close() error {
 	_ = s.flush()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	close(s.q)
-	s.mu.Unlock()
+	s.q.end(nil)
 	select {
 	case <-s.done:
 		return s.t.close()
 	case <-s.opts.Abort:
-		s.abandon()
+		s.q.abandon()
 		return nil
 	}
 }
-
-// abandon stops waiting for a stalled daemon: every message accepted and
-// not yet sent is counted lost now, so the totals add up even if the
-// process exits with a send still blocked.
-func (s *sender) abandon() { s.book.abandon(s.accepted.Load()) }
 
 // reconnect makes the sender dial the daemon anew before its next send.
 func (s *sender) reconnect() { s.redial.Store(true) }
 
 func (s *sender) loss() tracer.OutputLoss {
-	return s.book.loss()
+	return s.q.book.loss()
 }
 
 // link keeps one connection to a daemon: it dials on demand, and after a

@@ -38,7 +38,7 @@ func TestSenderQueueBoundedByBytes(t *testing.T) {
 	for range n {
 		b := make([]byte, msgBytes)
 		s.put(b)
-		most = max(most, s.queued.Load())
+		most = max(most, s.q.heldBytes.Load())
 	}
 	runtime.GC()
 	var after runtime.MemStats
@@ -54,8 +54,8 @@ func TestSenderQueueBoundedByBytes(t *testing.T) {
 	_ = s.close()
 	close(tr.release)
 	l := s.loss()
-	if l.Queue == 0 || s.book.written.Load()+l.Queue+l.Output != n {
-		t.Errorf("sent %d + lost %+v != %d put", s.book.written.Load(), l, n)
+	if l.Queue == 0 || s.q.book.written.Load()+l.Queue+l.Output != n {
+		t.Errorf("sent %d + lost %+v != %d put", s.q.book.written.Load(), l, n)
 	}
 	t.Logf("queued at most %d KiB; heap grew %d KiB; lost %d at queue, %d at output", most>>10, grew>>10, l.Queue, l.Output)
 }

@@ -114,6 +114,7 @@ type Syslog struct {
 	host   string
 	procid string
 	line   []byte
+	msg    []byte // the message being encoded
 }
 
 // NewSyslog sends events to cfg's destination, each body as format
@@ -193,7 +194,8 @@ func hostname() string {
 
 // Write encodes e and queues it; it never waits for the server.
 func (s *Syslog) Write(e *tracer.Event) error {
-	s.s.put(s.encode(s.s.buf(), e))
+	s.msg = s.encode(s.msg[:0], e)
+	s.s.put(s.msg)
 	return nil
 }
 
@@ -241,6 +243,9 @@ func (s *Syslog) encode(b []byte, e *tracer.Event) []byte {
 
 // Flush waits until every event written so far was sent or counted lost.
 func (s *Syslog) Flush() error { return s.s.flush() }
+
+// Kick has the queued messages sent now.
+func (s *Syslog) Kick() { s.s.kick() }
 
 // Close flushes and closes the connection.
 func (s *Syslog) Close() error { return s.s.close() }
