@@ -234,6 +234,9 @@ func (q *queue[B]) put(size int) (b B, ok bool) {
 		q.mu.Unlock()
 		return b, false
 	}
+	if q.cur.events() > 0 && q.cur.size()+size > q.shape.batchBytes {
+		q.handoff() // a batch stays within its bytes: one write each
+	}
 	return q.cur, true
 }
 
@@ -463,10 +466,14 @@ func (q *queue[B]) error() error {
 type byteBatch struct {
 	buf  []byte
 	ends []int // where each event ends in buf: a partial write is counted exactly
+	keep int   // the buffer's capacity to keep for reuse
 }
 
-func newByteBatch() *byteBatch {
-	return &byteBatch{buf: make([]byte, 0, 4096), ends: make([]int, 0, 64)}
+// byteBatches makes batches of n bytes.
+func byteBatches(n int) func() *byteBatch {
+	return func() *byteBatch {
+		return &byteBatch{buf: make([]byte, 0, n), ends: make([]int, 0, 64), keep: n}
+	}
 }
 
 func (b *byteBatch) add(p []byte) {
@@ -477,11 +484,11 @@ func (b *byteBatch) add(p []byte) {
 func (b *byteBatch) events() int { return len(b.ends) }
 func (b *byteBatch) size() int   { return len(b.buf) }
 
-// reset keeps the buffers, up to keepBatch bytes: a batch a storm grew
-// does not stay that large for good.
+// reset keeps the buffers, but one an event larger than a batch grew:
+// it would be held for good.
 func (b *byteBatch) reset() {
-	if cap(b.buf) > keepBatch {
-		b.buf = make([]byte, 0, keepBatch)
+	if cap(b.buf) > b.keep {
+		b.buf = make([]byte, 0, b.keep)
 	}
 	b.buf, b.ends = b.buf[:0], b.ends[:0]
 }

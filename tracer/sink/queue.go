@@ -40,8 +40,6 @@ const (
 	// much (or on a kick), one write each.
 	chunkBytes        = 256 << 10
 	defaultQueueBytes = 16 << 20
-	// keepBatch: a batch's buffer up to this size is kept for reuse.
-	keepBatch = 1 << 20
 	// stallAfter: a write (or a send to a daemon) that has not returned
 	// for this long means the output stalled (a pipe nobody reads): a full
 	// queue then drops at once, where it waits for a writer that makes
@@ -70,7 +68,7 @@ func newFileWriter(w io.Writer, opts OutputOptions) *fileWriter {
 		q: newQueue(opts, queueShape{
 			maxBytes: opts.QueueBytes, batchBytes: chunkBytes,
 			slots: max(opts.QueueBytes/chunkBytes, 1), patience: stallAfter,
-		}, newByteBatch),
+		}, byteBatches(chunkBytes)),
 	}
 	// Closing stdout would hide later messages; close only files we were given.
 	if c, ok := w.(io.Closer); ok && w != io.Writer(os.Stdout) && w != io.Writer(os.Stderr) {

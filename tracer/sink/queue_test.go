@@ -254,7 +254,7 @@ func TestOneQueueType(t *testing.T) {
 // holds in drop mode with a stalled drainer, and flush waits for every
 // accepted event to be finished.
 func TestQueueBatchesAndBounds(t *testing.T) {
-	q := newQueue(OutputOptions{}, queueShape{maxBytes: 1000, batchBytes: 100, slots: 100, patience: 10 * time.Millisecond}, newByteBatch)
+	q := newQueue(OutputOptions{}, queueShape{maxBytes: 1000, batchBytes: 100, slots: 100, patience: 10 * time.Millisecond}, byteBatches(100))
 	ten := bytes.Repeat([]byte("x"), 10)
 	put := func() bool {
 		b, ok := q.put(len(ten))

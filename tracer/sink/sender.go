@@ -52,7 +52,7 @@ func newSender(t transport, opts OutputOptions) *sender {
 		q: newQueue(opts, queueShape{
 			maxBytes: opts.QueueBytes, batchBytes: daemonBatchBytes, batchEvents: batchMax,
 			slots: max(opts.QueueBytes/daemonBatchBytes, 1), patience: stallAfter,
-		}, newByteBatch),
+		}, byteBatches(daemonBatchBytes)),
 	}
 	go s.run()
 	return s
