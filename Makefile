@@ -197,7 +197,7 @@ MEASURE_PKGS := ./bench/ ./cmd/tracer/
 test-measure: ## the tests that hold CPU and delay to a bound, alone on the node (make test runs them after the root pass)
 	$(GO) test -count=1 -p 1 -timeout 15m -run '$(MEASURE_TESTS)' $(MEASURE_PKGS)
 
-BESIDE_AUDITD_SKIP := ^(TestColdGoBuildRuntimeNoise|TestPeerModes|TestEBPFCPUAgainstPeers|TestWatchRateLimitCPU|TestIdleEBPFWatcherSleeps|TestEBPFMaxDelaySteadyExecs|TestEBPFMaxDelayStormDelivered)$$
+BESIDE_AUDITD_SKIP := ^(TestColdGoBuildRuntimeNoise|TestPeerModes|TestAppWorkloads|TestStressForkEvents|TestWatchMetricsPortSquatted|TestEBPFCPUAgainstPeers|TestWatchRateLimitCPU|TestIdleEBPFWatcherSleeps|TestEBPFMaxDelaySteadyExecs|TestEBPFMaxDelayStormDelivered)$$
 
 # The packages whose root tests touch audit state (tracertest.LockAudit),
 # and those that read it or the state directory (auditstate) or write
@@ -205,8 +205,9 @@ BESIDE_AUDITD_SKIP := ^(TestColdGoBuildRuntimeNoise|TestPeerModes|TestEBPFCPUAga
 AUDIT_TEST_PKGS := ./tracer/ ./tracer/audit/ ./tracer/auditstate/ ./tracer/sink/ ./tracer/metrics/ ./tracer/node/ ./cmd/tracer/ ./bench/
 
 test-beside-auditd: ## the root tests that touch audit state again, with the node's auditd running as the distribution starts it (where it runs already, the pass before was that state)
-	@# The long runs that watch no audit state of their own (eBPF's delay and
-	@# peers, the cold build's noise counts) ran in the pass before.
+	@# The runs that watch no audit state of their own (eBPF's delay, peers,
+	@# application workloads and metrics port; the measurements, alone in
+	@# test-measure) and the cold build's noise counts ran in the pass before.
 	.ci/beside-auditd $(GO) test -count=1 -timeout 20m -skip '$(BESIDE_AUDITD_SKIP)' $(AUDIT_TEST_PKGS)
 
 # Every fuzz target, as package:function: go test -fuzz takes one target

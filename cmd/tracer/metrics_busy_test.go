@@ -87,6 +87,10 @@ func TestMetricsBusyAddrRetried(t *testing.T) {
 // counts the failure, and serves once the squatter is gone.
 func TestWatchMetricsPortSquatted(t *testing.T) {
 	tracertest.NeedRoot(t)
+	// The lock first: the squatter holds the port for a minute, and a
+	// wait for the lock longer than that (another package's bench runs)
+	// let the port go before the watch started.
+	tracertest.LockAudit(t)
 	// The system's python3, which nobody may run (root's PATH may lead
 	// to a per-user install).
 	py := "/usr/bin/python3"
@@ -110,7 +114,6 @@ s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(1); print("b
 		t.Fatal("the squatter did not bind")
 	}
 
-	tracertest.LockAudit(t)
 	cmd := exec.Command(tracerBin, "watch", "--backend", "ebpf", "--events", "exec", "--exe", "/nonexistent/squat-test",
 		"--metrics-addr", addr, "--duration", "30s", "-o", "/dev/null")
 	var stderr lockedBuffer
